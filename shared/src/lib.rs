@@ -1,0 +1,436 @@
+//! Errand's protocol: every message exchanged between the native host, the
+//! extension's service worker, the content script and the side panel.
+//!
+//! This crate is compiled by both sides — natively into the host and to
+//! WebAssembly into the extension crate — so one set of types defines the
+//! wire format. Nothing else in the project builds these messages by hand.
+//!
+//! # Wire format
+//! Every message is one JSON object, an [`Envelope`]:
+//!
+//! ```json
+//! {"v":1,"id":7,"re":3,"kind":"tab_ready","tab_id":12,"url":"https://…","title":"…"}
+//! ```
+//!
+//! * `v` — [`PROTOCOL_VERSION`]; a message of another version is refused.
+//! * `id` — the sender's request id (each sender counts on its own).
+//! * `re` — for a reply, the `id` of the request it answers.
+//! * `kind` — which [`Body`] variant follows, its fields beside it.
+
+use serde::{Deserialize, Serialize};
+
+mod action;
+mod observation;
+
+pub use action::{Action, ClickButton, Modifier, ScrollDirection};
+pub use observation::{ElementInfo, Observation, Rect, Viewport};
+
+/// The version carried in every envelope's `v`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The native messaging host's registered name.
+pub const HOST_NAME: &str = "errand.host";
+
+/// The extension's id, fixed by the `key` in `manifest.json`.
+pub const EXTENSION_ID: &str = "ipdllapojbkjjhcikcodfhbklgfddfol";
+
+/// The origin the browser passes to the host as its first argument.
+pub fn extension_origin() -> String {
+    format!("chrome-extension://{EXTENSION_ID}/")
+}
+
+/// Chromium drops the port (and kills the host) for a host → extension
+/// message of more than this many bytes.
+pub const MAX_TO_EXTENSION: usize = 1_048_576;
+
+/// The largest extension → host message Chromium sends.
+pub const MAX_FROM_EXTENSION: usize = 64 * 1_048_576;
+
+/// One message on any of Errand's channels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub v: u32,
+    /// The sender's id for this message.
+    pub id: u64,
+    /// For a reply: the id of the request it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub re: Option<u64>,
+    /// What the message says.
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+impl Envelope {
+    /// A new request (or unsolicited message).
+    pub fn new(id: u64, body: Body) -> Self {
+        Envelope { v: PROTOCOL_VERSION, id, re: None, body }
+    }
+
+    /// A reply to the request `re`.
+    pub fn reply(id: u64, re: u64, body: Body) -> Self {
+        Envelope { v: PROTOCOL_VERSION, id, re: Some(re), body }
+    }
+
+    /// An error reply to the request `re` (or to no request, `None`).
+    pub fn error(id: u64, re: Option<u64>, code: ErrorCode, message: impl Into<String>) -> Self {
+        Envelope {
+            v: PROTOCOL_VERSION,
+            id,
+            re,
+            body: Body::Error { code, message: message.into() },
+        }
+    }
+
+    /// Serialises to the JSON text that goes on the wire.
+    pub fn encode(&self) -> String {
+        // Serialising these types cannot fail: no maps with non-string keys,
+        // no custom serialisers.
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(
+                r#"{{"v":{PROTOCOL_VERSION},"id":{},"kind":"error","code":"internal","message":"cannot encode: {e}"}}"#,
+                self.id
+            )
+        })
+    }
+
+    /// Parses one message, telling exactly what is wrong with a bad one.
+    pub fn decode(text: &str) -> Result<Envelope, DecodeError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| DecodeError::NotJson(e.to_string()))?;
+        Self::decode_value(value)
+    }
+
+    /// Like [`Envelope::decode`], from an already parsed JSON value.
+    pub fn decode_value(value: serde_json::Value) -> Result<Envelope, DecodeError> {
+        let obj = value.as_object().ok_or(DecodeError::NotAnObject)?;
+        let v = obj.get("v").and_then(|v| v.as_u64()).ok_or(DecodeError::MissingVersion)?;
+        if v != u64::from(PROTOCOL_VERSION) {
+            return Err(DecodeError::UnsupportedVersion(v));
+        }
+        let id = obj.get("id").and_then(|v| v.as_u64());
+        let kind = obj
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .ok_or(DecodeError::MissingKind { id })?
+            .to_owned();
+        serde_json::from_value(value).map_err(|e| {
+            let text = e.to_string();
+            if text.starts_with("unknown variant") {
+                DecodeError::UnknownKind { id, kind }
+            } else {
+                DecodeError::BadFields { id, kind, reason: text }
+            }
+        })
+    }
+}
+
+/// Why a message could not be read. Each variant is a clear sentence.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("the message is not JSON: {0}")]
+    NotJson(String),
+    #[error("the message is not a JSON object")]
+    NotAnObject,
+    #[error("the message has no protocol version `v`")]
+    MissingVersion,
+    #[error("protocol version {0} is not supported (this side speaks version {PROTOCOL_VERSION})")]
+    UnsupportedVersion(u64),
+    #[error("the message has no `kind`")]
+    MissingKind { id: Option<u64> },
+    #[error("unknown message kind `{kind}`")]
+    UnknownKind { id: Option<u64>, kind: String },
+    #[error("bad `{kind}` message: {reason}")]
+    BadFields { id: Option<u64>, kind: String, reason: String },
+}
+
+impl DecodeError {
+    /// The id of the offending message, when it could be read, so that the
+    /// error reply can name the request it answers.
+    pub fn request_id(&self) -> Option<u64> {
+        match self {
+            DecodeError::MissingKind { id }
+            | DecodeError::UnknownKind { id, .. }
+            | DecodeError::BadFields { id, .. } => *id,
+            _ => None,
+        }
+    }
+
+    /// The error code to answer with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DecodeError::UnsupportedVersion(_) => ErrorCode::UnsupportedVersion,
+            DecodeError::UnknownKind { .. } => ErrorCode::UnknownKind,
+            _ => ErrorCode::BadMessage,
+        }
+    }
+}
+
+/// Machine-readable error codes; the message beside them is for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A native messaging frame was malformed (length, UTF-8).
+    BadFrame,
+    /// A message was not a valid envelope.
+    BadMessage,
+    /// A message of another protocol version.
+    UnsupportedVersion,
+    /// A message kind this side does not know.
+    UnknownKind,
+    /// A message that is valid but not accepted on this channel.
+    NotAllowed,
+    /// An action named an element number that was never listed.
+    NoSuchElement,
+    /// An action named an element that has since left the page.
+    ElementGone,
+    /// An action could not be carried out (the message says why).
+    ActionFailed,
+    /// The tab is gone, or the extension cannot run in it.
+    TabUnavailable,
+    /// The content script did not answer.
+    PageUnavailable,
+    /// The native host is not installed or not running.
+    HostUnavailable,
+    /// A task is already running.
+    Busy,
+    /// No such task, or none running.
+    NoTask,
+    /// Anything else: a bug.
+    Internal,
+}
+
+/// Where a task ran its page logic: the WebAssembly build, or the plain
+/// JavaScript build used on pages whose CSP refuses WebAssembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Build {
+    Wasm,
+    Js,
+}
+
+/// Every kind of message. The JSON field `kind` names the variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Body {
+    // ---- Side panel (or the terminal) → host ----
+    /// Start a task in a tab. With `url`, the host opens a new tab there;
+    /// with neither, the host uses the active tab.
+    StartTask {
+        task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tab_id: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// Stop a task (the running one if `task_id` is absent).
+    StopTask {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+    },
+    /// Ask the host who it is and what it is doing.
+    GetStatus {},
+
+    // ---- Host → side panel ----
+    /// Reply to `start_task`.
+    TaskAccepted { task_id: String },
+    /// Something happened in a task; sent to every side panel.
+    TaskEvent { task_id: String, event: TaskEvent },
+    /// Reply to `get_status`.
+    Status {
+        host_version: String,
+        model: String,
+        base_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        running_task: Option<String>,
+    },
+
+    // ---- Service worker ↔ host ----
+    /// The service worker introduces itself when it connects.
+    Hello { extension_version: String },
+    /// The host's answer to `hello`.
+    Welcome { host_version: String },
+    /// Open a new tab at `url` and answer with `tab_ready` once it loaded.
+    OpenTab { url: String },
+    /// Answer with `tab_ready` for the active tab of the focused window.
+    ActiveTab {},
+    /// Navigate a tab and answer with `tab_ready` once it loaded.
+    Navigate { tab_id: i64, url: String },
+    /// A tab, loaded.
+    TabReady { tab_id: i64, url: String, title: String },
+    /// Capture the visible part of a tab as a JPEG data URL.
+    Capture { tab_id: i64 },
+    /// Reply to `capture`.
+    Captured { data_url: String },
+    /// A command for the content script of a tab; the service worker injects
+    /// the content script when needed and relays the reply unchanged.
+    Page { tab_id: i64, command: PageCommand },
+
+    // ---- Content script → host (replies to `page`) ----
+    /// Reply to [`PageCommand::Observe`].
+    Observation(Observation),
+    /// Reply to [`PageCommand::Act`].
+    ActionDone { effect: Effect },
+    /// Reply to a command that returns nothing.
+    Ack {},
+
+    // ---- Anywhere ----
+    /// Something went wrong; `re` names the request.
+    Error { code: ErrorCode, message: String },
+}
+
+/// What the host asks a content script to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum PageCommand {
+    /// List the interactive elements, numbered; optionally draw the marks.
+    Observe {
+        #[serde(default)]
+        marks: bool,
+    },
+    /// Carry out one page action and report its effect.
+    Act { action: Action },
+    /// Remove everything Errand added to the page.
+    Cleanup {},
+}
+
+/// What an action did, as the page saw it afterwards.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Effect {
+    /// One sentence for the model and the user.
+    pub summary: String,
+    /// The page's URL after the action.
+    pub url: String,
+    /// Whether the URL changed.
+    #[serde(default)]
+    pub url_changed: bool,
+    /// For fills and selects: the value read back from the element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// A task's progress, as the side panel and the terminal show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TaskEvent {
+    /// The task began in this tab.
+    Started { task: String, tab_id: i64, url: String },
+    /// The model is being asked for step `step`.
+    Thinking { step: u32 },
+    /// A step finished.
+    Step(StepReport),
+    /// The task ended.
+    Finished { outcome: Outcome },
+}
+
+/// One step of the agent: what it made of the page and what it did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepReport {
+    pub step: u32,
+    #[serde(default)]
+    pub evaluation: String,
+    #[serde(default)]
+    pub memory: String,
+    #[serde(default)]
+    pub next_goal: String,
+    pub actions: Vec<ActionRecord>,
+    /// Elements listed in the observation this step acted on.
+    #[serde(default)]
+    pub elements: usize,
+    /// Which build of the content script observed the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Build>,
+}
+
+/// One action and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    pub action: Action,
+    pub ok: bool,
+    /// The effect's summary, or the error, in plain words.
+    pub detail: String,
+}
+
+/// How a task ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model finished, with its answer for the user.
+    Done { answer: String, success: bool },
+    /// The user stopped it.
+    Stopped {},
+    /// It could not go on.
+    Failed { error: String },
+    /// It used every step it was allowed.
+    StepLimit { steps: u32 },
+    /// The host ended while the task ran (found so by a later host).
+    Interrupted {},
+}
+
+impl Outcome {
+    /// The word stored for this outcome.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Done { .. } => "done",
+            Outcome::Stopped {} => "stopped",
+            Outcome::Failed { .. } => "failed",
+            Outcome::StepLimit { .. } => "step_limit",
+            Outcome::Interrupted {} => "interrupted",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_a_request_and_its_reply() {
+        let req = Envelope::new(3, Body::Page { tab_id: 9, command: PageCommand::Observe { marks: true } });
+        let text = req.encode();
+        assert!(text.contains(r#""kind":"page""#), "{text}");
+        assert!(text.contains(r#""op":"observe""#), "{text}");
+        assert_eq!(Envelope::decode(&text).unwrap(), req);
+
+        let reply = Envelope::reply(
+            1,
+            3,
+            Body::ActionDone { effect: Effect { summary: "clicked".into(), ..Default::default() } },
+        );
+        let back = Envelope::decode(&reply.encode()).unwrap();
+        assert_eq!(back.re, Some(3));
+    }
+
+    #[test]
+    fn actions_use_the_model_facing_shape() {
+        let a: Action = serde_json::from_str(r#"{"click":{"index":12}}"#).unwrap();
+        assert_eq!(a, Action::Click { index: 12, button: ClickButton::Left, modifiers: vec![] });
+        let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a } });
+        assert_eq!(Envelope::decode(&cmd.encode()).unwrap(), cmd);
+    }
+
+    #[test]
+    fn tells_what_is_wrong() {
+        assert!(matches!(Envelope::decode("{nope"), Err(DecodeError::NotJson(_))));
+        assert_eq!(Envelope::decode("[1]"), Err(DecodeError::NotAnObject));
+        assert_eq!(
+            Envelope::decode(r#"{"v":99,"id":1,"kind":"get_status"}"#),
+            Err(DecodeError::UnsupportedVersion(99))
+        );
+        let unknown = Envelope::decode(r#"{"v":1,"id":4,"kind":"make_coffee"}"#).unwrap_err();
+        assert_eq!(unknown, DecodeError::UnknownKind { id: Some(4), kind: "make_coffee".into() });
+        assert_eq!(unknown.code(), ErrorCode::UnknownKind);
+        assert_eq!(unknown.request_id(), Some(4));
+        let bad = Envelope::decode(r#"{"v":1,"id":5,"kind":"open_tab"}"#).unwrap_err();
+        assert!(matches!(bad, DecodeError::BadFields { id: Some(5), .. }), "{bad:?}");
+        assert!(bad.to_string().contains("url"), "{bad}");
+    }
+
+    #[test]
+    fn outcomes_carry_their_status() {
+        let e = TaskEvent::Finished { outcome: Outcome::Done { answer: "ok".into(), success: true } };
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(text.contains(r#""status":"done""#), "{text}");
+        assert_eq!(Outcome::Stopped {}.status(), "stopped");
+    }
+}

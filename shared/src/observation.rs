@@ -1,0 +1,67 @@
+//! What the content script sees in a page.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Build;
+
+/// The page as the model is told about it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    pub url: String,
+    pub title: String,
+    /// Which build of the content script made this observation.
+    pub build: Option<Build>,
+    /// The interactive elements, numbered.
+    pub elements: Vec<ElementInfo>,
+    /// The compact, model-facing text: `[12]<button>Submit</button>` lines.
+    pub text: String,
+    pub viewport: Viewport,
+    /// How long the observation took in the page, in milliseconds.
+    pub elapsed_ms: f64,
+}
+
+/// One interactive element.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementInfo {
+    /// The number the model uses; stable while the element lives.
+    pub index: u32,
+    /// Lower-case tag name.
+    pub tag: String,
+    /// Explicit or implicit ARIA role, when it says more than the tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The name a person would read: text, label, aria-label, placeholder…
+    pub name: String,
+    /// For inputs: the `type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_type: Option<String>,
+    /// For form fields: the current value (never for passwords).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Where it is, in CSS pixels of the top document's viewport.
+    pub rect: Rect,
+    /// Whether any of it is inside the viewport.
+    pub in_viewport: bool,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// A rectangle in CSS pixels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rect {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+/// The window's size and scroll position.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Viewport {
+    pub width: f64,
+    pub height: f64,
+    pub scroll_x: f64,
+    pub scroll_y: f64,
+    pub page_width: f64,
+    pub page_height: f64,
+}
