@@ -1,0 +1,213 @@
+// Errand's service worker: a thin relay. It holds one native messaging port
+// to the host (reconnecting when it drops), relays the side panels' requests
+// to the host and the host's events to the panels, and carries out the
+// host's browser requests: tabs, content-script injection, screenshots.
+// Every message is built and checked by the Rust protocol crate
+// (`envelope`, `check`); no message shape is written here.
+import init, { envelope, check } from './pkg/wasm/errand_page.js';
+
+const HOST = 'errand.host';
+const INSTALL_HINT =
+  'Errand\'s native host is not installed or failed to start. Run the install command from ' +
+  'Errand\'s README (it runs `errand install`), then reopen this panel.';
+const LOAD_TIMEOUT_MS = 30000;
+
+const crate = init({ module_or_path: new URL('./pkg/wasm/errand_page_bg.wasm', import.meta.url) });
+
+let nextId = Math.floor(Math.random() * 2 ** 40);
+let host = null; // the native port
+let hostError = null; // why the host is unavailable
+let retryMs = 1000;
+const panels = new Set();
+
+chrome.sidePanel?.setPanelBehavior?.({ openPanelOnActionClick: true }).catch(() => {});
+
+/** Builds an envelope through the protocol crate; returns it as an object. */
+async function make(kind, fields = {}, re = undefined) {
+  await crate;
+  return JSON.parse(envelope(nextId++, re, kind, JSON.stringify(fields)));
+}
+
+async function errorTo(re, code, message) {
+  return make('error', { code, message }, re);
+}
+
+// ---- the host ----
+
+function connectHost() {
+  let port;
+  try {
+    port = chrome.runtime.connectNative(HOST);
+  } catch (e) {
+    hostDown(String(e?.message ?? e));
+    return;
+  }
+  host = port;
+  port.onMessage.addListener((msg) => onHostMessage(msg).catch((e) => console.error('errand:', e)));
+  port.onDisconnect.addListener(() => {
+    const why = chrome.runtime.lastError?.message ?? 'the host exited';
+    if (host === port) host = null;
+    hostDown(why);
+  });
+  make('hello', { extension_version: chrome.runtime.getManifest().version }).then((m) => port.postMessage(m));
+}
+
+function hostDown(why) {
+  hostError = why;
+  broadcastHostDown();
+  setTimeout(connectHost, retryMs);
+  retryMs = Math.min(retryMs * 2, 30000);
+}
+
+async function broadcastHostDown() {
+  const msg = await errorTo(undefined, 'host_unavailable', `${INSTALL_HINT} (${hostError})`);
+  for (const p of panels) p.postMessage(msg);
+}
+
+async function toHost(msg) {
+  if (!host) throw new Error('host unavailable');
+  host.postMessage(msg);
+}
+
+async function onHostMessage(raw) {
+  await crate;
+  let msg;
+  try {
+    msg = JSON.parse(check(JSON.stringify(raw)));
+  } catch (e) {
+    console.error('errand: bad message from host:', e);
+    return;
+  }
+  retryMs = 1000;
+  if (msg.kind === 'welcome') {
+    hostError = null;
+    return;
+  }
+  const handler = browserRequests[msg.kind];
+  if (handler) {
+    let reply;
+    try {
+      reply = await handler(msg);
+    } catch (e) {
+      reply = await errorTo(msg.id, e.code ?? 'tab_unavailable', String(e?.message ?? e));
+    }
+    host?.postMessage(reply);
+    return;
+  }
+  // Task events and replies to panels' requests: every panel gets them.
+  for (const p of panels) p.postMessage(msg);
+}
+
+// ---- what the host asks of the browser ----
+
+const browserRequests = {
+  async open_tab(msg) {
+    const tab = await chrome.tabs.create({ url: msg.url, active: true });
+    return tabReady(msg.id, await loaded(tab.id));
+  },
+  async active_tab(msg) {
+    const [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
+    if (!tab) throw withCode(new Error('there is no active tab'), 'tab_unavailable');
+    return tabReady(msg.id, await loaded(tab.id));
+  },
+  async navigate(msg) {
+    await chrome.tabs.update(msg.tab_id, { url: msg.url });
+    return tabReady(msg.id, await loaded(msg.tab_id));
+  },
+  async capture(msg) {
+    const tab = await chrome.tabs.get(msg.tab_id);
+    const data_url = await chrome.tabs.captureVisibleTab(tab.windowId, { format: 'jpeg', quality: 80 });
+    return make('captured', { data_url }, msg.id);
+  },
+  async page(msg) {
+    await loaded(msg.tab_id);
+    let answer;
+    try {
+      answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
+    } catch (notThere) {
+      // No content script in this document yet: inject the loader, retry.
+      await inject(msg.tab_id);
+      answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
+    }
+    if (answer?.ok) return answer.ok;
+    throw withCode(new Error(answer?.failed ?? 'the content script did not answer'), 'page_unavailable');
+  },
+};
+
+function withCode(error, code) {
+  error.code = code;
+  return error;
+}
+
+async function tabReady(re, tab) {
+  return make('tab_ready', { tab_id: tab.id, url: tab.url ?? '', title: tab.title ?? '' }, re);
+}
+
+async function inject(tabId) {
+  try {
+    await chrome.scripting.executeScript({ target: { tabId }, files: ['extension/loader.js'] });
+  } catch (e) {
+    throw withCode(new Error(`Errand cannot run in this tab: ${e?.message ?? e}`), 'tab_unavailable');
+  }
+}
+
+/** Resolves with the tab once it has finished loading. */
+async function loaded(tabId) {
+  const deadline = Date.now() + LOAD_TIMEOUT_MS;
+  for (;;) {
+    let tab;
+    try {
+      tab = await chrome.tabs.get(tabId);
+    } catch {
+      throw withCode(new Error(`tab ${tabId} was closed`), 'tab_unavailable');
+    }
+    if (tab.status === 'complete') return tab;
+    if (Date.now() > deadline) throw withCode(new Error(`tab ${tabId} did not finish loading`), 'tab_unavailable');
+    await new Promise((resolve) => {
+      const done = () => {
+        chrome.tabs.onUpdated.removeListener(onUpdated);
+        clearTimeout(timer);
+        resolve();
+      };
+      const onUpdated = (id, change) => {
+        if (id === tabId && change.status === 'complete') done();
+      };
+      const timer = setTimeout(done, 250);
+      chrome.tabs.onUpdated.addListener(onUpdated);
+    });
+  }
+}
+
+// ---- the side panels ----
+
+const PANEL_KINDS = new Set(['start_task', 'stop_task', 'get_status']);
+
+chrome.runtime.onConnect.addListener((port) => {
+  if (port.name !== 'panel' || port.sender?.id !== chrome.runtime.id || port.sender?.tab?.url?.startsWith('http')) {
+    port.disconnect();
+    return;
+  }
+  panels.add(port);
+  port.onDisconnect.addListener(() => panels.delete(port));
+  port.onMessage.addListener(async (raw) => {
+    await crate;
+    let msg;
+    try {
+      msg = JSON.parse(check(JSON.stringify(raw)));
+    } catch (e) {
+      port.postMessage(await errorTo(raw?.id, 'bad_message', String(e?.message ?? e)));
+      return;
+    }
+    if (!PANEL_KINDS.has(msg.kind)) {
+      port.postMessage(await errorTo(msg.id, 'not_allowed', `a side panel may not send \`${msg.kind}\``));
+      return;
+    }
+    if (!host) {
+      port.postMessage(await errorTo(msg.id, 'host_unavailable', `${INSTALL_HINT} (${hostError ?? 'not connected'})`));
+      return;
+    }
+    toHost(msg);
+  });
+});
+
+connectHost();

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs Errand's whole test suite: unit tests of every crate and the
+# end-to-end suite in real headless Chromium. Installs what is missing first
+# (Chromium from apt, the wasm toolchain, wasm-bindgen-cli, binaryen).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=
+apt_install() {
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v chromium >/dev/null && [ -z "${ERRAND_CHROMIUM:-}" ]; then
+  echo "== installing Chromium from apt"
+  apt_install chromium
+fi
+if ! command -v npm >/dev/null; then
+  echo "== installing Node.js and npm from apt (for binaryen)"
+  apt_install nodejs npm
+fi
+
+echo "== building the extension (WASM and JS builds)"
+scripts/build-extension.sh
+
+echo "== building the host"
+cargo build --locked -p errand-host
+
+echo "== running the tests"
+cargo test --locked --workspace -- --test-threads=2
