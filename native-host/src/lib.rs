@@ -1,6 +1,22 @@
 //! Errand's native host: everything that runs outside the browser.
 //!
 //! See `ARCHITECTURE.md` for the map. The binary (`src/main.rs`) is a thin
-//! command-line front over these modules.
+//! front over [`nm::main`] (when the browser starts it) and [`cli::main`].
 
+pub mod agent;
 pub mod browser;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod doctor;
+pub mod host;
+pub mod install;
+pub mod llm;
+pub mod logging;
+pub mod nm;
+pub mod parse;
+pub mod prompt;
+pub mod session;
+pub mod store;
+pub mod term;
+pub mod transport;

@@ -1,0 +1,564 @@
+//! The dispatcher: one connection to the extension (native messaging, or the
+//! terminal's socket), at most one running task, and the requests the host
+//! itself sends to the extension, each waiting for its reply.
+//!
+//! The message loop never waits on a task: `start_task` spawns the agent,
+//! so `stop_task` is handled at once, even during a model call.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use errand_protocol::{
+    Action, Body, Effect, Envelope, ErrorCode, Observation, Outcome, PageCommand, TaskEvent,
+};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{self, TaskSpec};
+use crate::config::Settings;
+use crate::llm::{OpenAiCompatible, Provider};
+use crate::store::{Store, StoreError};
+use crate::transport::{self, Incoming, MAX_INBOUND, Outgoing};
+
+/// How long the host waits for the extension to answer a request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The host's version, as `welcome` and `status` report it.
+pub const HOST_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The error recorded when the connection ends under a running task.
+pub const DISCONNECTED: &str = "the browser disconnected";
+
+const OUTBOX: usize = 256;
+const EVENTS: usize = 256;
+
+/// A task event as local subscribers (the terminal commands) see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalEvent {
+    pub task_id: String,
+    pub event: TaskEvent,
+    /// For a `step` event: each action's element as the page listed it
+    /// (`<button> Submit`), empty for actions without one.
+    pub labels: Vec<String>,
+}
+
+/// Why the host refused to do something.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("a task is already running ({0}); stop it first")]
+    Busy(String),
+    #[error("the task is empty: say what to do")]
+    EmptyTask,
+    #[error("no task is running")]
+    NoTask,
+    #[error("task {0} is not running")]
+    NotRunning(String),
+    #[error("this host already serves a connection")]
+    AlreadyServing,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HostError {
+    /// The protocol error code for the reply.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            HostError::Busy(_) => ErrorCode::Busy,
+            HostError::EmptyTask => ErrorCode::BadMessage,
+            HostError::NoTask | HostError::NotRunning(_) => ErrorCode::NoTask,
+            HostError::AlreadyServing | HostError::Store(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+/// Why a request to the extension failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RequestError {
+    #[error("{DISCONNECTED}")]
+    Disconnected,
+    #[error("{what} did not answer within {secs} s{hint}")]
+    Timeout { what: String, secs: u64, hint: &'static str },
+    /// The extension answered with an `error`.
+    #[error("{message}")]
+    Refused { code: ErrorCode, message: String },
+    #[error("the browser answered `{request}` with `{got}`")]
+    Unexpected { request: String, got: String },
+}
+
+/// A tab, loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabInfo {
+    pub tab_id: i64,
+    pub url: String,
+    pub title: String,
+}
+
+/// Stops a task, remembering why.
+#[derive(Debug, Clone, Default)]
+pub struct Stopper {
+    token: CancellationToken,
+    reason: Arc<OnceLock<Outcome>>,
+}
+
+impl Stopper {
+    /// Stops the task; it will end with `outcome` (the first reason wins).
+    pub fn stop(&self, outcome: Outcome) {
+        let _ = self.reason.set(outcome);
+        self.token.cancel();
+    }
+
+    /// The token that fires on stop.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// Whether the task was stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// How a stopped task ends: `stopped`, unless another reason was given.
+    pub fn outcome(&self) -> Outcome {
+        self.reason.get().cloned().unwrap_or(Outcome::Stopped {})
+    }
+}
+
+struct Running {
+    task_id: String,
+    stop: Stopper,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// A task accepted but not yet started: its reply goes out first.
+struct Prepared {
+    spec: TaskSpec,
+    stop: Stopper,
+}
+
+struct Inner {
+    settings: Settings,
+    store: Store,
+    provider: Arc<dyn Provider>,
+    out_tx: mpsc::Sender<Outgoing>,
+    out_rx: Mutex<Option<mpsc::Receiver<Outgoing>>>,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Body>>>,
+    running: Mutex<Option<Running>>,
+    events: broadcast::Sender<LocalEvent>,
+    disconnected: AtomicBool,
+    request_timeout_ms: AtomicU64,
+}
+
+/// The host core. Cheap to clone; every clone is the same host.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The `kind` of a message body, for logs and errors.
+pub fn kind_of(body: &Body) -> String {
+    serde_json::to_value(body)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+impl Host {
+    /// A host using the configured OpenAI-compatible model.
+    pub fn new(settings: Settings, store: Store) -> Host {
+        let provider = Arc::new(OpenAiCompatible::new(&settings));
+        Host::with_provider(settings, store, provider)
+    }
+
+    /// A host using `provider` as its model.
+    pub fn with_provider(settings: Settings, store: Store, provider: Arc<dyn Provider>) -> Host {
+        let (out_tx, out_rx) = mpsc::channel(OUTBOX);
+        let (events, _) = broadcast::channel(EVENTS);
+        Host {
+            inner: Arc::new(Inner {
+                settings,
+                store,
+                provider,
+                out_tx,
+                out_rx: Mutex::new(Some(out_rx)),
+                next_id: AtomicU64::new(1),
+                pending: Mutex::new(HashMap::new()),
+                running: Mutex::new(None),
+                events,
+                disconnected: AtomicBool::new(false),
+                request_timeout_ms: AtomicU64::new(REQUEST_TIMEOUT.as_millis() as u64),
+            }),
+        }
+    }
+
+    /// Changes how long requests to the extension may take.
+    pub fn set_request_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.inner.request_timeout_ms.store(ms, Ordering::Relaxed);
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub(crate) fn provider(&self) -> &dyn Provider {
+        self.inner.provider.as_ref()
+    }
+
+    /// Task events, as they happen.
+    pub fn subscribe(&self) -> broadcast::Receiver<LocalEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// The running task's id.
+    pub fn running_task(&self) -> Option<String> {
+        lock(&self.inner.running).as_ref().map(|r| r.task_id.clone())
+    }
+
+    fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    async fn send(&self, env: Envelope) {
+        if self.inner.out_tx.send(Outgoing::Message(env)).await.is_err() {
+            tracing::debug!("the connection is closed; a message was dropped");
+        }
+    }
+
+    async fn reply(&self, re: u64, body: Body) {
+        self.send(Envelope::reply(self.next_id(), re, body)).await;
+    }
+
+    async fn reply_error(&self, re: Option<u64>, code: ErrorCode, message: impl Into<String>) {
+        self.send(Envelope::error(self.next_id(), re, code, message)).await;
+    }
+
+    // ---- Tasks ----
+
+    /// Starts a task: in a new tab at `url`, in tab `tab_id`, or in the
+    /// active tab. Returns its id at once; the agent runs in the background.
+    pub fn start_task(
+        &self,
+        task: &str,
+        tab_id: Option<i64>,
+        url: Option<&str>,
+    ) -> Result<String, HostError> {
+        let prepared = self.prepare_task(task, tab_id, url)?;
+        let id = prepared.spec.id.clone();
+        self.launch(prepared);
+        Ok(id)
+    }
+
+    fn prepare_task(
+        &self,
+        task: &str,
+        tab_id: Option<i64>,
+        url: Option<&str>,
+    ) -> Result<Prepared, HostError> {
+        let task = task.trim();
+        if task.is_empty() {
+            return Err(HostError::EmptyTask);
+        }
+        let url = url.map(str::trim).filter(|u| !u.is_empty());
+        let mut running = lock(&self.inner.running);
+        if let Some(r) = running.as_ref() {
+            return Err(HostError::Busy(r.task_id.clone()));
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        self.inner.store.create_task(&id, task, url, tab_id)?;
+        let stop = Stopper::default();
+        *running = Some(Running { task_id: id.clone(), stop: stop.clone(), handle: None });
+        tracing::info!(task_id = %id, "task accepted");
+        let spec = TaskSpec {
+            id,
+            task: task.to_owned(),
+            tab_id,
+            url: url.map(str::to_owned),
+            max_steps: self.inner.settings.max_steps,
+        };
+        Ok(Prepared { spec, stop })
+    }
+
+    fn launch(&self, prepared: Prepared) {
+        let id = prepared.spec.id.clone();
+        let handle = tokio::spawn(agent::run(self.clone(), prepared.spec, prepared.stop));
+        let mut running = lock(&self.inner.running);
+        match running.as_mut() {
+            Some(r) if r.task_id == id => r.handle = Some(handle),
+            _ => {} // it already ended
+        }
+    }
+
+    /// Stops the running task (`task_id`, if given, must name it). The task
+    /// ends with outcome `stopped` within milliseconds.
+    pub fn stop_task(&self, task_id: Option<&str>) -> Result<String, HostError> {
+        let running = lock(&self.inner.running);
+        match running.as_ref() {
+            None => Err(match task_id {
+                Some(id) => HostError::NotRunning(id.to_owned()),
+                None => HostError::NoTask,
+            }),
+            Some(r) if task_id.is_some_and(|id| id != r.task_id) => {
+                Err(HostError::NotRunning(task_id.unwrap_or_default().to_owned()))
+            }
+            Some(r) => {
+                tracing::info!(task_id = %r.task_id, "stopping the task");
+                r.stop.stop(Outcome::Stopped {});
+                Ok(r.task_id.clone())
+            }
+        }
+    }
+
+    /// Called by the agent when its task ended (already recorded).
+    pub(crate) fn task_ended(&self, task_id: &str) {
+        let mut running = lock(&self.inner.running);
+        if running.as_ref().is_some_and(|r| r.task_id == task_id) {
+            *running = None;
+        }
+    }
+
+    /// Sends a task event to the extension and to local subscribers.
+    pub(crate) async fn emit(&self, task_id: &str, event: TaskEvent, labels: Vec<String>) {
+        let body = Body::TaskEvent { task_id: task_id.to_owned(), event: event.clone() };
+        self.send(Envelope::new(self.next_id(), body)).await;
+        let _ = self.inner.events.send(LocalEvent { task_id: task_id.to_owned(), event, labels });
+    }
+
+    // ---- Requests to the extension ----
+
+    /// Sends a request to the extension and waits for its reply. An `error`
+    /// reply becomes [`RequestError::Refused`].
+    pub async fn request(&self, body: Body) -> Result<Body, RequestError> {
+        let kind = kind_of(&body);
+        let (what, hint) = match &body {
+            Body::Page { tab_id, command } => {
+                let op = match command {
+                    PageCommand::Observe { .. } => "observe".to_owned(),
+                    PageCommand::Act { action } => format!("act: {}", action.name()),
+                    PageCommand::Cleanup {} => "cleanup".to_owned(),
+                };
+                (
+                    format!("the page in tab {tab_id} (`{op}`)"),
+                    ": was the tab closed, or is the page stuck?",
+                )
+            }
+            _ => (format!("the browser (`{kind}`)"), ": is the extension running?"),
+        };
+        let id = self.next_id();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.pending).insert(id, tx);
+        let _guard = PendingGuard { host: self, id };
+        if self.inner.disconnected.load(Ordering::SeqCst) {
+            return Err(RequestError::Disconnected);
+        }
+        if self.inner.out_tx.send(Outgoing::Message(Envelope::new(id, body))).await.is_err() {
+            return Err(RequestError::Disconnected);
+        }
+        let timeout = Duration::from_millis(self.inner.request_timeout_ms.load(Ordering::Relaxed));
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Body::Error { code, message })) => Err(RequestError::Refused { code, message }),
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => Err(RequestError::Disconnected),
+            Err(_) => Err(RequestError::Timeout { what, secs: timeout.as_secs(), hint }),
+        }
+    }
+
+    /// `open_tab {url}` → the loaded tab.
+    pub async fn open_tab(&self, url: &str) -> Result<TabInfo, RequestError> {
+        tab_info("open_tab", self.request(Body::OpenTab { url: url.to_owned() }).await?)
+    }
+
+    /// `active_tab {}` → the focused window's active tab.
+    pub async fn active_tab(&self) -> Result<TabInfo, RequestError> {
+        tab_info("active_tab", self.request(Body::ActiveTab {}).await?)
+    }
+
+    /// `navigate {tab_id, url}` → the loaded tab.
+    pub async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, RequestError> {
+        let body = Body::Navigate { tab_id, url: url.to_owned() };
+        tab_info("navigate", self.request(body).await?)
+    }
+
+    /// `page {observe}` → the numbered element list.
+    pub async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, RequestError> {
+        let body = Body::Page { tab_id, command: PageCommand::Observe { marks } };
+        match self.request(body).await? {
+            Body::Observation(o) => Ok(o),
+            other => Err(unexpected("page observe", &other)),
+        }
+    }
+
+    /// `page {act}` → what the action did.
+    pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, RequestError> {
+        let body = Body::Page { tab_id, command: PageCommand::Act { action } };
+        match self.request(body).await? {
+            Body::ActionDone { effect } => Ok(effect),
+            other => Err(unexpected("page act", &other)),
+        }
+    }
+
+    /// `capture {tab_id}` → a JPEG data URL of the visible part.
+    pub async fn capture(&self, tab_id: i64) -> Result<String, RequestError> {
+        match self.request(Body::Capture { tab_id }).await? {
+            Body::Captured { data_url } => Ok(data_url),
+            other => Err(unexpected("capture", &other)),
+        }
+    }
+
+    // ---- The connection ----
+
+    /// Serves one connection until the other side closes it. On disconnect
+    /// the running task is stopped and recorded as failed ("the browser
+    /// disconnected"). A host serves at most one connection.
+    pub async fn serve<R, W>(&self, reader: R, writer: W) -> Result<(), HostError>
+    where
+        R: Read + Send + 'static,
+        W: Write + Send + 'static,
+    {
+        let out_rx = lock(&self.inner.out_rx).take().ok_or(HostError::AlreadyServing)?;
+        transport::spawn_writer(writer, out_rx);
+        let mut incoming = transport::spawn_reader(reader, MAX_INBOUND);
+        tracing::info!("connected");
+        while let Some(item) = incoming.recv().await {
+            self.handle(item).await;
+        }
+        tracing::info!("the connection closed");
+        self.on_disconnect().await;
+        Ok(())
+    }
+
+    async fn on_disconnect(&self) {
+        self.inner.disconnected.store(true, Ordering::SeqCst);
+        let handle = {
+            let mut running = lock(&self.inner.running);
+            running.as_mut().and_then(|r| {
+                tracing::warn!(task_id = %r.task_id, "the browser disconnected during the task");
+                r.stop.stop(Outcome::Failed { error: DISCONNECTED.to_owned() });
+                r.handle.take()
+            })
+        };
+        // Requests still waiting fail at once.
+        lock(&self.inner.pending).clear();
+        if let Some(handle) = handle {
+            if tokio::time::timeout(Duration::from_secs(5), handle).await.is_err() {
+                tracing::error!("the task did not end within 5 s of the disconnect");
+            }
+        }
+        let (done, wait) = oneshot::channel();
+        if self.inner.out_tx.send(Outgoing::Close(done)).await.is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), wait).await;
+        }
+    }
+
+    /// Handles one incoming item.
+    async fn handle(&self, item: Incoming) {
+        match item {
+            Err(e) => self.reply_error(e.request_id(), e.code(), e.to_string()).await,
+            Ok(env) => self.dispatch(env).await,
+        }
+    }
+
+    async fn dispatch(&self, env: Envelope) {
+        let id = env.id;
+        if let Some(re) = env.re {
+            let waiting = lock(&self.inner.pending).remove(&re);
+            if let Some(tx) = waiting {
+                if tx.send(env.body).is_err() {
+                    tracing::debug!(re, "a reply came for a request nobody waits for any more");
+                }
+                return;
+            }
+        }
+        match env.body {
+            Body::Hello { extension_version } => {
+                tracing::info!(%extension_version, "the extension said hello");
+                self.reply(id, Body::Welcome { host_version: HOST_VERSION.to_owned() }).await;
+            }
+            Body::StartTask { task, tab_id, url } => {
+                match self.prepare_task(&task, tab_id, url.as_deref()) {
+                    Ok(prepared) => {
+                        let task_id = prepared.spec.id.clone();
+                        self.reply(id, Body::TaskAccepted { task_id }).await;
+                        self.launch(prepared);
+                    }
+                    Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
+                }
+            }
+            Body::StopTask { task_id } => match self.stop_task(task_id.as_deref()) {
+                Ok(_) => self.reply(id, Body::Ack {}).await,
+                Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
+            },
+            Body::GetStatus {} => {
+                let s = &self.inner.settings;
+                let body = Body::Status {
+                    host_version: HOST_VERSION.to_owned(),
+                    model: s.model.clone(),
+                    base_url: s.base_url.clone(),
+                    running_task: self.running_task(),
+                };
+                self.reply(id, body).await;
+            }
+            Body::Error { code, message } => {
+                // Never answer an error with an error.
+                tracing::warn!(?code, re = ?env.re, "the extension reported: {message}");
+            }
+            body @ (Body::TabReady { .. }
+            | Body::Captured { .. }
+            | Body::Observation(_)
+            | Body::ActionDone { .. }
+            | Body::Ack {})
+                if env.re.is_some() =>
+            {
+                tracing::warn!(re = ?env.re, "dropped a late `{}` reply", kind_of(&body));
+            }
+            body => {
+                let kind = kind_of(&body);
+                tracing::warn!("refused a `{kind}` message");
+                self.reply_error(
+                    Some(id),
+                    ErrorCode::NotAllowed,
+                    format!("the host does not accept `{kind}` messages"),
+                )
+                .await;
+            }
+        }
+    }
+}
+
+/// Removes a pending request when its future ends or is dropped.
+struct PendingGuard<'a> {
+    host: &'a Host,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.host.inner.pending).remove(&self.id);
+    }
+}
+
+fn unexpected(request: &str, got: &Body) -> RequestError {
+    RequestError::Unexpected { request: request.to_owned(), got: kind_of(got) }
+}
+
+fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {
+    match body {
+        Body::TabReady { tab_id, url, title } => Ok(TabInfo { tab_id, url, title }),
+        other => Err(unexpected(request, &other)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
