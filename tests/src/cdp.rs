@@ -36,7 +36,7 @@ pub struct Event {
 }
 
 /// A target as `Target.getTargets` lists it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TargetInfo {
     pub target_id: String,
     /// `page`, `service_worker`, `background_page`, `iframe`, `other`, …
@@ -218,7 +218,12 @@ impl Cdp {
             .as_str()
             .ok_or_else(|| anyhow!("Target.attachToTarget returned no sessionId: {r}"))?
             .to_owned();
-        Ok(Page { cdp: self.clone(), target_id: target_id.to_owned(), session_id })
+        Ok(Page {
+            cdp: self.clone(),
+            target_id: target_id.to_owned(),
+            session_id,
+            opened_url: None,
+        })
     }
 
     /// Opens a new tab at `url` and attaches to it. Does not wait for the
@@ -228,7 +233,63 @@ impl Cdp {
         let target_id = r["targetId"]
             .as_str()
             .ok_or_else(|| anyhow!("Target.createTarget returned no targetId: {r}"))?;
-        self.attach(target_id)
+        let mut page = self.attach(target_id)?;
+        page.opened_url = Some(url.to_owned());
+        Ok(page)
+    }
+
+    /// The `tab` target holding the page target `page_target_id`.
+    ///
+    /// Chromium lists a tab twice: as a `tab` target (what
+    /// `Extensions.triggerAction` wants) and as the `page` target inside it
+    /// (what `Target.createTarget` returns). The link is found by attaching
+    /// to each tab and auto-attaching to its page.
+    pub fn tab_of(&self, page_target_id: &str) -> Result<String> {
+        let page_url = self.call(
+            "Target.getTargetInfo",
+            json!({"targetId": page_target_id}),
+            None,
+        )?["targetInfo"]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let r = self.call("Target.getTargets", json!({"filter": [{"type": "tab"}]}), None)?;
+        let mut tabs: Vec<TargetInfo> =
+            r["targetInfos"].as_array().into_iter().flatten().map(TargetInfo::from_value).collect();
+        // Tabs showing the same URL first.
+        tabs.sort_by_key(|t| t.url != page_url);
+        for tab in tabs {
+            let events = self.subscribe();
+            let session = self.call(
+                "Target.attachToTarget",
+                json!({"targetId": tab.target_id, "flatten": true}),
+                None,
+            )?["sessionId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            self.call(
+                "Target.setAutoAttach",
+                json!({"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true}),
+                Some(&session),
+            )?;
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let mut found = false;
+            while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                let Ok(ev) = events.recv_timeout(left) else { break };
+                if ev.method == "Target.attachedToTarget"
+                    && ev.session_id.as_deref() == Some(&session)
+                {
+                    found = ev.params["targetInfo"]["targetId"] == page_target_id;
+                    break;
+                }
+            }
+            let _ = self.call("Target.detachFromTarget", json!({"sessionId": session}), None);
+            if found {
+                return Ok(tab.target_id);
+            }
+        }
+        bail!("no tab target holds the page target {page_target_id}")
     }
 
     /// Why the connection closed, once it has.
@@ -245,6 +306,8 @@ pub struct Page {
     pub target_id: String,
     /// The flattened session id used for its commands.
     pub session_id: String,
+    /// The URL it was opened at, when we opened it.
+    opened_url: Option<String>,
 }
 
 impl Page {
@@ -302,9 +365,16 @@ impl Page {
         }
     }
 
-    /// Waits until `document.readyState` is `complete`.
+    /// Waits until `document.readyState` is `complete` — in the document
+    /// the page was opened at, not the initial `about:blank` of a new tab.
     pub fn wait_for_load(&self, timeout: Duration) -> Result<()> {
-        self.wait_for("document.readyState === 'complete'", timeout).map(drop)
+        let navigating = self.opened_url.as_deref().is_some_and(|u| u != "about:blank");
+        let cond = if navigating {
+            "document.readyState === 'complete' && location.href !== 'about:blank'"
+        } else {
+            "document.readyState === 'complete'"
+        };
+        self.wait_for(cond, timeout).map(drop)
     }
 
     /// The page's current URL.
@@ -353,17 +423,22 @@ fn read_loop(reader: PipeReader, inner: &Inner) {
         let msg: Value = match serde_json::from_slice(&buf) {
             Ok(v) => v,
             Err(e) => {
-                eprintln!("cdp: unreadable message from Chromium ({e}): {}", String::from_utf8_lossy(&buf));
+                eprintln!(
+                    "cdp: unreadable message from Chromium ({e}): {}",
+                    String::from_utf8_lossy(&buf)
+                );
                 continue;
             }
         };
         if let Some(id) = msg.get("id").and_then(Value::as_u64) {
             let reply = match msg.get("error") {
-                Some(err) => Err(format!(
-                    "{} (code {})",
-                    err["message"].as_str().unwrap_or("unknown error"),
-                    err["code"]
-                ) + &err.get("data").map(|d| format!(": {d}")).unwrap_or_default()),
+                Some(err) => {
+                    Err(format!(
+                        "{} (code {})",
+                        err["message"].as_str().unwrap_or("unknown error"),
+                        err["code"]
+                    ) + &err.get("data").map(|d| format!(": {d}")).unwrap_or_default())
+                }
                 None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
             };
             if let Some(tx) = lock(&inner.pending).remove(&id) {

@@ -1,0 +1,88 @@
+//! The fixture server: `tests/fixtures/` over HTTP on 127.0.0.1.
+//!
+//! `/<file>` serves the file; `/csp/<file>` serves the same file with
+//! `Content-Security-Policy: script-src 'self'`, a policy that refuses
+//! WebAssembly in content scripts too (so the extension must fall back to
+//! its JavaScript build).
+
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Result;
+use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::server::Server;
+
+/// The policy served under `/csp/`.
+pub const CSP: &str = "script-src 'self'";
+
+/// The folder served.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// A running fixture server; stopped on drop.
+pub struct FixtureServer {
+    server: Server,
+}
+
+impl FixtureServer {
+    /// Starts serving [`fixtures_dir`] on a free port.
+    pub fn start() -> Result<FixtureServer> {
+        let router = axum::Router::new().fallback(serve);
+        Ok(FixtureServer { server: Server::start(router)? })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr
+    }
+
+    /// The full URL of `path` (`"/submit.html"`, `"/csp/submit.html"`).
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{}", self.server.addr, path.trim_start_matches('/'))
+    }
+}
+
+async fn serve(uri: Uri) -> Response {
+    let path = uri.path().trim_start_matches('/');
+    let (csp, rel) = match path.strip_prefix("csp/") {
+        Some(rest) => (true, rest),
+        None => (false, path),
+    };
+    let rel = Path::new(rel);
+    // Plain names only: no `..`, no absolute paths.
+    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return (StatusCode::NOT_FOUND, "not found").into_response();
+    }
+    let file = fixtures_dir().join(rel);
+    let Ok(body) = std::fs::read(&file) else {
+        return (StatusCode::NOT_FOUND, format!("no fixture {}", rel.display())).into_response();
+    };
+    let mut resp = (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type(&file))),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        body,
+    )
+        .into_response();
+    if csp {
+        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    }
+    resp
+}
+
+fn content_type(file: &Path) -> &'static str {
+    match file.extension().and_then(|e| e.to_str()).unwrap_or_default() {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        _ => "text/plain; charset=utf-8",
+    }
+}
