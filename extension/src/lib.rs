@@ -1,0 +1,95 @@
+//! Errand's content script: sees the page, marks it, and acts in it.
+//!
+//! The same crate is built twice (see `scripts/build-extension.sh`): to
+//! WebAssembly, and — with `--cfg errand_js` — to plain JavaScript for pages
+//! whose CSP refuses WebAssembly. Both export the same functions:
+//!
+//! * `handle(message)` — runs one `page` command and resolves with the reply
+//!   envelope's JSON; it never rejects (every failure is an `error` envelope);
+//! * `build()` — `"wasm"` or `"js"`;
+//! * `envelope(id, re, kind, fields)` and `check(message)` — the protocol
+//!   helpers the service worker and the side panel build and check every
+//!   message with.
+//!
+//! Modules: [`observe`] (the walk), [`registry`] (element numbers),
+//! [`marks`] (the overlay), [`act`] (actions), [`text`] (the model-facing
+//! lines), [`messages`] (envelopes).
+
+use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
+use wasm_bindgen::prelude::*;
+
+pub mod act;
+pub mod dom;
+pub mod marks;
+pub mod messages;
+pub mod observe;
+pub mod registry;
+pub mod text;
+
+/// Why a command failed: the error code and a sentence for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fail {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl Fail {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Fail {
+        Fail {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Runs one `page` command (a JSON envelope) and resolves with the JSON of
+/// the reply envelope: `observation`, `action_done`, `ack` or `error`.
+#[wasm_bindgen]
+pub async fn handle(message: String) -> String {
+    answer(&message).await.encode()
+}
+
+/// The reply to one message.
+async fn answer(message: &str) -> Envelope {
+    let request = match messages::read_request(message) {
+        Ok(r) => r,
+        Err(reply) => return *reply,
+    };
+    let body = match request.command {
+        PageCommand::Observe { marks } => match observe::observe(marks) {
+            Ok(o) => Body::Observation(o),
+            Err(why) => Body::Error {
+                code: ErrorCode::Internal,
+                message: why,
+            },
+        },
+        PageCommand::Act { action } => match act::act(action).await {
+            Ok(effect) => Body::ActionDone { effect },
+            Err(Fail { code, message }) => Body::Error { code, message },
+        },
+        PageCommand::Cleanup {} => {
+            marks::clear();
+            Body::Ack {}
+        }
+    };
+    Envelope::reply(messages::next_id(), request.id, body)
+}
+
+/// Which build this is: `"wasm"` or `"js"`.
+#[wasm_bindgen]
+pub fn build() -> String {
+    if cfg!(errand_js) { "js" } else { "wasm" }.to_owned()
+}
+
+/// Builds an envelope from its kind and a JSON object of its fields,
+/// checked against the protocol; returns its JSON or throws why not.
+#[wasm_bindgen]
+pub fn envelope(id: f64, re: Option<f64>, kind: &str, fields: &str) -> Result<String, JsError> {
+    messages::make_envelope(id, re, kind, fields).map_err(|e| JsError::new(&e))
+}
+
+/// Checks a message; returns its canonical JSON or throws why it is bad.
+#[wasm_bindgen]
+pub fn check(message: &str) -> Result<String, JsError> {
+    messages::check_message(message).map_err(|e| JsError::new(&e))
+}

@@ -1,0 +1,95 @@
+//! Small DOM helpers shared by the observer and the actions.
+//!
+//! Elements may live in same-origin iframes, whose nodes belong to another
+//! JavaScript realm: `instanceof` checks (wasm-bindgen's `dyn_ref`) fail for
+//! them, so node kinds are told apart by `nodeType` and tag names, and
+//! casts are unchecked.
+
+use wasm_bindgen::JsCast;
+use web_sys::{Document, Element, Node, ShadowRoot, Window};
+
+/// `nodeType` of a document.
+pub const DOCUMENT_NODE: u16 = 9;
+/// `nodeType` of a document fragment (and so of a shadow root).
+pub const FRAGMENT_NODE: u16 = 11;
+
+/// A non-empty attribute value.
+pub fn attr(el: &Element, name: &str) -> Option<String> {
+    el.get_attribute(name).filter(|v| !v.trim().is_empty())
+}
+
+/// The window whose document holds `el` (an iframe's for elements in it).
+pub fn window_of(el: &Element) -> Option<Window> {
+    el.owner_document()
+        .and_then(|d| d.default_view())
+        .or_else(web_sys::window)
+}
+
+/// The parent in the composed tree: across a shadow root to its host.
+pub fn flat_parent(el: &Element) -> Option<Element> {
+    if let Some(p) = el.parent_element() {
+        return Some(p);
+    }
+    let parent = el.parent_node()?;
+    (parent.node_type() == FRAGMENT_NODE).then(|| parent.unchecked_ref::<ShadowRoot>().host())
+}
+
+/// The topmost element at a point of `el`'s own viewport, asked of the
+/// document or shadow root that holds `el` (so the answer is comparable
+/// with `el`).
+pub fn element_at(el: &Element, x: f64, y: f64) -> Option<Element> {
+    let root: Node = el.get_root_node();
+    match root.node_type() {
+        DOCUMENT_NODE => root
+            .unchecked_ref::<Document>()
+            .element_from_point(x as f32, y as f32),
+        FRAGMENT_NODE => root
+            .unchecked_ref::<ShadowRoot>()
+            .element_from_point(x as f32, y as f32),
+        _ => None,
+    }
+}
+
+/// Whether `hit` (what a click at the point lands on) belongs to `el`.
+pub fn hit_belongs(el: &Element, hit: &Element) -> bool {
+    hit == el || el.contains(Some(hit)) || hit.contains(Some(el))
+}
+
+/// Whether a click focuses the element (natively or by `tabindex`).
+pub fn is_focusable(el: &Element) -> bool {
+    match el.local_name().as_str() {
+        "button" | "input" | "select" | "textarea" | "summary" | "iframe" => true,
+        "a" | "area" => el.has_attribute("href") || el.has_attribute("tabindex"),
+        _ => {
+            el.has_attribute("tabindex")
+                || el
+                    .unchecked_ref::<web_sys::HtmlElement>()
+                    .is_content_editable()
+        }
+    }
+}
+
+/// Whether a form control is disabled (itself, or by a disabled fieldset),
+/// or marked `aria-disabled="true"`.
+pub fn is_disabled(el: &Element, tag: &str) -> bool {
+    let form_control = matches!(
+        tag,
+        "button" | "input" | "select" | "textarea" | "option" | "fieldset"
+    );
+    (form_control && el.matches(":disabled").unwrap_or(false))
+        || el
+            .get_attribute("aria-disabled")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The text of a form field's first `<label>`.
+pub fn field_label(el: &Element) -> Option<String> {
+    let labels = js_sys::Reflect::get(el, &"labels".into())
+        .ok()
+        .filter(|l| l.is_object())?;
+    let first = labels.unchecked_ref::<web_sys::NodeList>().item(0)?;
+    first
+        .text_content()
+        .map(|t| crate::text::collapse(&t))
+        .filter(|t| !t.is_empty())
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Builds the content-script crate `errand-page` twice into extension/pkg/:
+#   wasm/ — WebAssembly: wasm-bindgen --target web, then wasm-opt -Oz;
+#   js/   — plain JavaScript for pages whose CSP refuses WebAssembly: an MVP
+#           wasm build (-Ctarget-cpu=mvp, -Zbuild-std, --cfg errand_js),
+#           wasm-bindgen --target bundler, wasm-opt -Oz, then wasm2js; no
+#           .wasm is left.
+# Installs what is missing (wasm32 target, rust-src, wasm-bindgen-cli of the
+# version in Cargo.lock, npm's binaryen under .tools/), each only when needed.
+# Runs from any directory; incremental (cargo) and idempotent.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+BINARYEN_WANTED=132
+CRATE=errand_page
+PKG=extension/pkg
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# ---- Tools -----------------------------------------------------------------
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+if ! rustup component list --installed | grep -q '^rust-src'; then
+  log "adding the rust-src component (for -Zbuild-std)"
+  rustup component add rust-src
+fi
+
+# wasm-bindgen-cli must equal the wasm-bindgen crate in Cargo.lock.
+BINDGEN_VERSION="$(awk '
+  /^\[\[package\]\]/ { name = "" }
+  /^name = "wasm-bindgen"$/ { name = "wasm-bindgen" }
+  name == "wasm-bindgen" && /^version = / { gsub(/"/, "", $3); print $3; exit }
+' Cargo.lock)"
+if [[ -z "$BINDGEN_VERSION" ]]; then
+  echo "error: no wasm-bindgen in Cargo.lock (run cargo generate-lockfile)" >&2
+  exit 1
+fi
+if [[ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $BINDGEN_VERSION" ]]; then
+  log "installing wasm-bindgen-cli $BINDGEN_VERSION (takes several minutes)"
+  # Not --locked: its lockfile pins a crate version the registry may lack.
+  cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION"
+fi
+
+# binaryen from npm (Debian's wasm-opt corrupts wasm-bindgen's output).
+WASM_OPT="$ROOT/.tools/node_modules/.bin/wasm-opt"
+WASM2JS="$ROOT/.tools/node_modules/.bin/wasm2js"
+if [[ ! -x "$WASM_OPT" || ! -x "$WASM2JS" ]]; then
+  version="$(npm view binaryen versions --json | node -e '
+    const wanted = Number(process.argv[1]);
+    const all = JSON.parse(require("fs").readFileSync(0, "utf8"))
+      .filter((v) => /^\d+\.\d+\.\d+$/.test(v));
+    const pick = all.includes(`${wanted}.0.0`) ? `${wanted}.0.0` : all[all.length - 1];
+    process.stdout.write(pick);
+  ' "$BINARYEN_WANTED")"
+  log "installing binaryen $version from npm into .tools/"
+  mkdir -p .tools
+  npm install --prefix .tools "binaryen@$version" --no-audit --no-fund >&2
+fi
+
+# ---- WASM build ------------------------------------------------------------
+
+log "WASM build"
+cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm
+rm -rf "$PKG/wasm"
+wasm-bindgen --target web --no-typescript --out-dir "$PKG/wasm" \
+  "target/wasm32-unknown-unknown/wasm/$CRATE.wasm"
+# Rust's wasm32 target enables these features by default; wasm-opt must
+# accept them, and may keep using them.
+"$WASM_OPT" -Oz \
+  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  "$PKG/wasm/${CRATE}_bg.wasm" -o "$PKG/wasm/${CRATE}_bg.wasm"
+
+# ---- JS build ----------------------------------------------------------------
+
+log "JS build (MVP wasm with build-std, then wasm2js)"
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js" \
+  cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm \
+  -Zbuild-std=std,panic_abort --target-dir target/js
+rm -rf "$PKG/js"
+wasm-bindgen --target bundler --no-typescript --out-dir "$PKG/js" \
+  "target/js/wasm32-unknown-unknown/wasm/$CRATE.wasm"
+# Shrinking the MVP module first makes the JavaScript about a fifth smaller.
+"$WASM_OPT" -Oz "$PKG/js/${CRATE}_bg.wasm" -o "$PKG/js/${CRATE}_bg.wasm"
+"$WASM2JS" "$PKG/js/${CRATE}_bg.wasm" -O2 -o "$PKG/js/${CRATE}_bg.wasm.js"
+# Point the glue at the JavaScript module instead of the .wasm file.
+sed -i "s#\(from ['\"]\./${CRATE}_bg\.wasm\)\(['\"]\)#\1.js\2#" "$PKG/js/$CRATE.js"
+if grep -q "${CRATE}_bg\.wasm['\"]" "$PKG/js/$CRATE.js"; then
+  echo "error: the JS glue still imports ${CRATE}_bg.wasm" >&2
+  exit 1
+fi
+rm -f "$PKG/js/${CRATE}_bg.wasm"
+# wasm2js grows memory by swapping in a new, larger ArrayBuffer and leaves
+# the old one intact (not detached), so the glue's "is my cached view
+# stale?" tests (byteLength === 0, buffer.detached) never fire and it would
+# go on reading and writing the old buffer once memory grows. Compare the
+# buffers themselves instead.
+GLUE_BG="$PKG/js/${CRATE}_bg.js"
+perl -0pi -e 's/if \((cached\w+Memory0) === null \|\|[^{]*\) \{/if ($1 === null || $1.buffer !== wasm.memory.buffer) {/g' "$GLUE_BG"
+views="$(grep -c 'Memory0 === null ||' "$GLUE_BG" || true)"
+patched="$(grep -c 'Memory0.buffer !== wasm.memory.buffer) {' "$GLUE_BG" || true)"
+if [[ "$views" == 0 || "$views" != "$patched" ]]; then
+  echo "error: could not patch the JS glue's memory views ($patched of $views)" >&2
+  exit 1
+fi
+
+# ---- Smoke test ------------------------------------------------------------------
+# Both builds must load (in Node) and answer; a large message makes the
+# memory grow, which the JS build's glue must follow.
+
+SMOKE="$(mktemp -d)"
+trap 'rm -rf "$SMOKE"' EXIT
+cp -r "$PKG/wasm" "$PKG/js" "$SMOKE/"
+echo '{"type":"module"}' >"$SMOKE/package.json"
+cat >"$SMOKE/smoke.js" <<'JS'
+import { readFileSync } from "node:fs";
+const dir = new URL(".", import.meta.url);
+const wasm = await import(new URL("wasm/errand_page.js", dir));
+wasm.initSync({ module: readFileSync(new URL("wasm/errand_page_bg.wasm", dir)) });
+const js = await import(new URL("js/errand_page.js", dir));
+for (const [name, m] of [["wasm", wasm], ["js", js]]) {
+  const fail = (what) => { throw new Error(`${name} build: ${what}`); };
+  if (m.build() !== name) fail(`build() says ${m.build()}`);
+  const ack = m.envelope(1, 2, "ack", "{}");
+  if (ack !== '{"v":1,"id":1,"re":2,"kind":"ack"}') fail(`envelope() gave ${ack}`);
+  const reply = JSON.parse(await m.handle('{"v":1,"id":3,"kind":"get_status"}'));
+  if (reply.code !== "not_allowed" || reply.re !== 3) fail(`handle() gave ${JSON.stringify(reply)}`);
+  let threw = false;
+  try { m.check("[]"); } catch { threw = true; }
+  if (!threw) fail("check('[]') did not throw");
+  const big = JSON.stringify({ task: "x".repeat(3_000_000) });
+  if (!m.envelope(4, undefined, "start_task", big).endsWith('x"}')) fail("a large envelope came back wrong");
+}
+JS
+node "$SMOKE/smoke.js"
+log "smoke test passed: both builds load and answer"
+
+# ---- Sizes ---------------------------------------------------------------------
+
+log "sizes (bytes, gzip -9 in brackets)"
+for f in "$PKG"/wasm/* "$PKG"/js/*; do
+  printf '  %-45s %8d  (%d)\n' "$f" "$(wc -c <"$f")" "$(gzip -9c "$f" | wc -c)"
+done
