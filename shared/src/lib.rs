@@ -116,7 +116,9 @@ impl Envelope {
             .to_owned();
         serde_json::from_value(value).map_err(|e| {
             let text = e.to_string();
-            if text.starts_with("unknown variant") {
+            // Only an unknown *top-level* variant is an unknown kind; an
+            // unknown nested tag (`command.op`, an action name) is a bad field.
+            if text.starts_with(&format!("unknown variant `{kind}`")) {
                 DecodeError::UnknownKind { id, kind }
             } else {
                 DecodeError::BadFields { id, kind, reason: text }
@@ -421,6 +423,11 @@ mod tests {
         assert_eq!(unknown, DecodeError::UnknownKind { id: Some(4), kind: "make_coffee".into() });
         assert_eq!(unknown.code(), ErrorCode::UnknownKind);
         assert_eq!(unknown.request_id(), Some(4));
+        let nested =
+            Envelope::decode(r#"{"v":1,"id":6,"kind":"page","tab_id":1,"command":{"op":"dance"}}"#)
+                .unwrap_err();
+        assert!(matches!(nested, DecodeError::BadFields { id: Some(6), .. }), "{nested:?}");
+        assert!(nested.to_string().contains("dance"), "{nested}");
         let bad = Envelope::decode(r#"{"v":1,"id":5,"kind":"open_tab"}"#).unwrap_err();
         assert!(matches!(bad, DecodeError::BadFields { id: Some(5), .. }), "{bad:?}");
         assert!(bad.to_string().contains("url"), "{bad}");
