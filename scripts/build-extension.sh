@@ -9,6 +9,7 @@
 # version in Cargo.lock, npm's binaryen under .tools/), each only when needed.
 # Runs from any directory; incremental (cargo) and idempotent.
 set -euo pipefail
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"  # cargo-installed tools
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -4,6 +4,7 @@
 # Chromium, Edge and Brave for the current user. Installs what is missing
 # first. Ends with `errand doctor`.
 set -euo pipefail
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"  # cargo-installed tools
 cd "$(dirname "$0")/.."
 
 if ! command -v cargo >/dev/null; then

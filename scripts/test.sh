@@ -3,6 +3,7 @@
 # end-to-end suite in real headless Chromium. Installs what is missing first
 # (Chromium from apt, the wasm toolchain, wasm-bindgen-cli, binaryen).
 set -euo pipefail
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"  # cargo-installed tools
 cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
