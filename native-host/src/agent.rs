@@ -286,6 +286,17 @@ impl Agent<'_> {
                 Ok(tab) => (true, format!("opened {}", tab.url), true),
                 Err(e) => (false, format!("could not open {url}: {e}"), true),
             },
+            Action::ReportInfeasible { reason } => {
+                *finish = Some(Outcome::Done { answer: reason.clone(), success: false });
+                (true, "reported the task infeasible".to_owned(), true)
+            }
+            Action::NewTab { .. }
+            | Action::SwitchTab { .. }
+            | Action::CloseTab { .. }
+            | Action::SendMessage { .. }
+            | Action::AskUser { .. } => {
+                (false, format!("`{}` is not available yet", action.name()), true)
+            }
             Action::Wait { ms } => {
                 let ms = (*ms).min(MAX_WAIT_MS);
                 tokio::select! {

@@ -164,6 +164,24 @@ pub fn describe_action(action: &Action, label: &str) -> String {
             let how = if *success { "done" } else { "done (unsuccessful)" };
             format!("{how}: {}", cut(&one_line(text), 80))
         }
+        other => {
+            // The name, the target and the remaining fields as the model wrote them.
+            let mut line = other.name().to_owned();
+            if let Some(index) = other.element() {
+                line.push(' ');
+                line.push_str(&target(index));
+            }
+            if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(other) {
+                if let Some(serde_json::Value::Object(fields)) = map.into_values().next() {
+                    for (key, value) in fields {
+                        if key != "index" {
+                            line.push_str(&format!(" {key}={}", cut(&value.to_string(), 80)));
+                        }
+                    }
+                }
+            }
+            line
+        }
     }
 }
 

@@ -6,10 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One thing the agent can do.
+/// One thing the agent can do. The vocabulary of BrowserGym's action space
+/// plus what the other seeds add (tabs, extraction, talking to the user).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
+    // ---- In the page ----
     /// Click the element numbered `index`.
     Click {
         index: u32,
@@ -18,9 +20,47 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         modifiers: Vec<Modifier>,
     },
-    /// Replace the value of a text field (input, textarea, contenteditable).
+    /// Double-click an element.
+    #[serde(rename = "dblclick", alias = "double_click")]
+    DblClick {
+        index: u32,
+        #[serde(default, skip_serializing_if = "ClickButton::is_left")]
+        button: ClickButton,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        modifiers: Vec<Modifier>,
+    },
+    /// Move the pointer over an element (menus that open on hover).
+    Hover { index: u32 },
+    /// Replace the value of a field (input, textarea, contenteditable, date,
+    /// time, number, range, colour…).
     Fill { index: u32, text: String },
-    /// Scroll the window (no `index`) or an element, by pages.
+    /// Type text key by key into the focused field or element `index`, for
+    /// autocompletes that listen to keys; `enter` presses Enter afterwards.
+    Type {
+        index: u32,
+        text: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        enter: bool,
+    },
+    /// Empty a field.
+    Clear { index: u32 },
+    /// Choose options of a select (or listbox) by label, value or position;
+    /// several for a `multiple` select.
+    SelectOption { index: u32, options: Vec<OptionChoice> },
+    /// Tick a checkbox or radio button (no-op when already ticked).
+    Check { index: u32 },
+    /// Untick a checkbox.
+    Uncheck { index: u32 },
+    /// Press a key or combination (`Enter`, `ControlOrMeta+a`, `Shift+Tab`)
+    /// on element `index`, or on the focused element.
+    Press {
+        key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<u32>,
+    },
+    /// Focus an element.
+    Focus { index: u32 },
+    /// Scroll the window (no `index`) or an element, by pages or pixels.
     Scroll {
         direction: ScrollDirection,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,21 +69,63 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pages: Option<f64>,
     },
-    /// Go to a URL in the task's tab.
-    Goto { url: String },
+    /// Drag one element onto another.
+    DragAndDrop { from: u32, to: u32 },
+    /// Put files the user chose in the side panel into a file input.
+    UploadFile { index: u32, files: Vec<String> },
+    /// Read the page's readable text (optionally what concerns `query`).
+    Extract {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query: Option<String>,
+    },
     /// Go back in the tab's history.
     GoBack {},
+    /// Go forward in the tab's history.
+    GoForward {},
+
+    // ---- In the browser ----
+    /// Go to a URL in the task's tab.
+    Goto { url: String },
+    /// Open a new tab (at `url`, or empty) and work there.
+    NewTab {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// Work in another open tab.
+    SwitchTab { tab_id: i64 },
+    /// Close a tab (the current one when absent).
+    CloseTab {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tab_id: Option<i64>,
+    },
+
+    // ---- In the host ----
     /// Wait for the page, in milliseconds (at most ten seconds).
     Wait {
         #[serde(default = "default_wait")]
         ms: u32,
     },
+    /// Tell the user something without stopping.
+    #[serde(alias = "send_msg_to_user")]
+    SendMessage { text: String },
+    /// Ask the user a question and wait for the answer.
+    AskUser { question: String },
     /// Finish the task with the answer shown to the user.
     Done {
         text: String,
         #[serde(default = "yes")]
         success: bool,
     },
+    /// Give up, with the evidence from the page that the task cannot be done.
+    ReportInfeasible { reason: String },
+}
+
+/// An option of a select, by its label or value (text) or its position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OptionChoice {
+    Position(u32),
+    Text(String),
 }
 
 fn default_wait() -> u32 {
@@ -59,30 +141,75 @@ impl Action {
     pub fn name(&self) -> &'static str {
         match self {
             Action::Click { .. } => "click",
+            Action::DblClick { .. } => "dblclick",
+            Action::Hover { .. } => "hover",
             Action::Fill { .. } => "fill",
+            Action::Type { .. } => "type",
+            Action::Clear { .. } => "clear",
+            Action::SelectOption { .. } => "select_option",
+            Action::Check { .. } => "check",
+            Action::Uncheck { .. } => "uncheck",
+            Action::Press { .. } => "press",
+            Action::Focus { .. } => "focus",
             Action::Scroll { .. } => "scroll",
-            Action::Goto { .. } => "goto",
+            Action::DragAndDrop { .. } => "drag_and_drop",
+            Action::UploadFile { .. } => "upload_file",
+            Action::Extract { .. } => "extract",
             Action::GoBack {} => "go_back",
+            Action::GoForward {} => "go_forward",
+            Action::Goto { .. } => "goto",
+            Action::NewTab { .. } => "new_tab",
+            Action::SwitchTab { .. } => "switch_tab",
+            Action::CloseTab { .. } => "close_tab",
             Action::Wait { .. } => "wait",
+            Action::SendMessage { .. } => "send_message",
+            Action::AskUser { .. } => "ask_user",
             Action::Done { .. } => "done",
+            Action::ReportInfeasible { .. } => "report_infeasible",
         }
     }
 
-    /// The element the action targets, if any.
-    pub fn element(&self) -> Option<u32> {
+    /// The elements the action targets (the first is the main one).
+    pub fn elements(&self) -> Vec<u32> {
         match self {
-            Action::Click { index, .. } | Action::Fill { index, .. } => Some(*index),
-            Action::Scroll { index, .. } => *index,
-            _ => None,
+            Action::Click { index, .. }
+            | Action::DblClick { index, .. }
+            | Action::Hover { index }
+            | Action::Fill { index, .. }
+            | Action::Type { index, .. }
+            | Action::Clear { index }
+            | Action::SelectOption { index, .. }
+            | Action::Check { index }
+            | Action::Uncheck { index }
+            | Action::Focus { index }
+            | Action::UploadFile { index, .. } => vec![*index],
+            Action::Press { index, .. } | Action::Scroll { index, .. } => {
+                index.iter().copied().collect()
+            }
+            Action::DragAndDrop { from, to } => vec![*from, *to],
+            _ => vec![],
         }
+    }
+
+    /// The main element the action targets, if any.
+    pub fn element(&self) -> Option<u32> {
+        self.elements().first().copied()
     }
 
     /// Whether the content script carries it out (the others are the
     /// host's or the service worker's).
     pub fn runs_in_page(&self) -> bool {
-        matches!(
+        !matches!(
             self,
-            Action::Click { .. } | Action::Fill { .. } | Action::Scroll { .. } | Action::GoBack {}
+            Action::Goto { .. }
+                | Action::NewTab { .. }
+                | Action::SwitchTab { .. }
+                | Action::CloseTab { .. }
+                | Action::Wait { .. }
+                | Action::SendMessage { .. }
+                | Action::AskUser { .. }
+                | Action::Done { .. }
+                | Action::ReportInfeasible { .. }
         )
     }
 }
@@ -121,4 +248,39 @@ pub enum ScrollDirection {
     Down,
     Left,
     Right,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_reads_as_the_model_writes_it() {
+        let cases = [
+            r#"{"dblclick":{"index":2}}"#,
+            r#"{"type":{"index":3,"text":"Lis","enter":true}}"#,
+            r#"{"select_option":{"index":4,"options":["Blue",2]}}"#,
+            r#"{"press":{"key":"ControlOrMeta+a"}}"#,
+            r#"{"drag_and_drop":{"from":1,"to":9}}"#,
+            r#"{"send_msg_to_user":{"text":"hi"}}"#,
+            r#"{"report_infeasible":{"reason":"sold out"}}"#,
+            r#"{"go_forward":{}}"#,
+        ];
+        for case in cases {
+            let action: Action = serde_json::from_str(case).unwrap_or_else(|e| panic!("{case}: {e}"));
+            let again: Action = serde_json::from_str(&serde_json::to_string(&action).unwrap()).unwrap();
+            assert_eq!(action, again, "{case}");
+        }
+        let pick: Action = serde_json::from_str(r#"{"select_option":{"index":4,"options":["Blue",2]}}"#).unwrap();
+        assert_eq!(
+            pick,
+            Action::SelectOption {
+                index: 4,
+                options: vec![OptionChoice::Text("Blue".into()), OptionChoice::Position(2)]
+            }
+        );
+        assert_eq!(Action::DragAndDrop { from: 1, to: 9 }.elements(), vec![1, 9]);
+        assert!(!Action::AskUser { question: "?".into() }.runs_in_page());
+        assert!(Action::Extract { query: None }.runs_in_page());
+    }
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 mod action;
 mod observation;
 
-pub use action::{Action, ClickButton, Modifier, ScrollDirection};
+pub use action::{Action, ClickButton, Modifier, OptionChoice, ScrollDirection};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 
 /// The version carried in every envelope's `v`.
