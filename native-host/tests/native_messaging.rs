@@ -479,11 +479,16 @@ fn stop_task_ends_a_slow_model_call_at_once() {
 
     let stopped_at = Instant::now();
     let id = host.send(Body::StopTask { task_id: None });
+    // The ack and the finished event may come in either order.
     let mut finished = None;
-    while finished.is_none() {
+    let mut acked = false;
+    while finished.is_none() || !acked {
         let env = host.recv();
         match env.body {
-            Body::Ack {} => assert_eq!(env.re, Some(id)),
+            Body::Ack {} => {
+                assert_eq!(env.re, Some(id));
+                acked = true;
+            }
             Body::TaskEvent { event: TaskEvent::Finished { outcome }, .. } => {
                 finished = Some(outcome)
             }
