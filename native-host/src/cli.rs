@@ -85,6 +85,9 @@ pub struct ModelArgs {
     /// The API key (prefer ERRAND_API_KEY or the config file: flags show in `ps`).
     #[arg(long)]
     pub api_key: Option<String>,
+    /// The wire format: openai (default), anthropic or gemini.
+    #[arg(long)]
+    pub provider: Option<String>,
 }
 
 impl ModelArgs {
@@ -95,6 +98,7 @@ impl ModelArgs {
             api_key: self.api_key.clone(),
             max_steps,
             timeout_secs: None,
+            provider: self.provider.clone(),
         }
     }
 }
@@ -135,24 +139,52 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }),
-        Command::Run { task, url, model, max_steps, json, headed } => {
-            let args = RunArgs { task, url, overrides: model.overrides(max_steps), json, headed };
+        Command::Run {
+            task,
+            url,
+            model,
+            max_steps,
+            json,
+            headed,
+        } => {
+            let args = RunArgs {
+                task,
+                url,
+                overrides: model.overrides(max_steps),
+                json,
+                headed,
+            };
             block_on(commands::run(args))
         }
-        Command::Observe { url, screenshot, json, headed } => {
-            block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
-        }
+        Command::Observe {
+            url,
+            screenshot,
+            json,
+            headed,
+        } => block_on(commands::observe(ObserveArgs {
+            url,
+            screenshot,
+            json,
+            headed,
+        })),
     }
 }
 
 fn or_all(browsers: &[Browser]) -> &[Browser] {
-    if browsers.is_empty() { &Browser::ALL } else { browsers }
+    if browsers.is_empty() {
+        &Browser::ALL
+    } else {
+        browsers
+    }
 }
 
 fn block_on<E: std::fmt::Display>(
     work: impl std::future::Future<Output = Result<ExitCode, E>>,
 ) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => return fail(e),
     };

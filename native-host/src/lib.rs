@@ -8,6 +8,7 @@ pub mod browser;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod dialect;
 pub mod doctor;
 pub mod host;
 pub mod install;

@@ -28,13 +28,22 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn system(content: impl Into<String>) -> Self {
-        ChatMessage { role: Role::System, content: content.into() }
+        ChatMessage {
+            role: Role::System,
+            content: content.into(),
+        }
     }
     pub fn user(content: impl Into<String>) -> Self {
-        ChatMessage { role: Role::User, content: content.into() }
+        ChatMessage {
+            role: Role::User,
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        ChatMessage { role: Role::Assistant, content: content.into() }
+        ChatMessage {
+            role: Role::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -58,7 +67,11 @@ pub struct Completion {
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("cannot reach the model server at {base_url}: {reason}. {hint}")]
-    Unreachable { base_url: String, reason: String, hint: String },
+    Unreachable {
+        base_url: String,
+        reason: String,
+        hint: String,
+    },
     #[error(
         "the model server at {base_url} did not answer within {secs} s (raise timeout_secs under [model] or ERRAND_TIMEOUT_SECS)"
     )]
@@ -70,7 +83,11 @@ pub enum LlmError {
     #[error(
         "model `{model}` or endpoint {url} not found (HTTP 404): {excerpt}. Check the model name and that base_url ends where /chat/completions begins (often …/v1)"
     )]
-    NotFound { model: String, url: String, excerpt: String },
+    NotFound {
+        model: String,
+        url: String,
+        excerpt: String,
+    },
     #[error("the model server is rate limiting (HTTP 429): {excerpt}")]
     RateLimited { excerpt: String },
     #[error("the model server failed (HTTP {status}): {excerpt}")]
@@ -168,7 +185,10 @@ impl OpenAiCompatible {
                 settings.how_to_configure()
             )
         } else {
-            format!("Is the server running? To use another one: {}", settings.how_to_configure())
+            format!(
+                "Is the server running? To use another one: {}",
+                settings.how_to_configure()
+            )
         };
         OpenAiCompatible {
             client: reqwest::Client::new(),
@@ -187,7 +207,11 @@ impl OpenAiCompatible {
 
     async fn call(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
         let url = self.endpoint();
-        let body = ChatRequest { model: &self.model, messages, temperature: 0.0 };
+        let body = ChatRequest {
+            model: &self.model,
+            messages,
+            temperature: 0.0,
+        };
         let mut req = self.client.post(&url).timeout(self.timeout).json(&body);
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
@@ -200,16 +224,26 @@ impl OpenAiCompatible {
         }
         let parsed: ChatResponse = serde_json::from_str(&text)
             .map_err(|e| LlmError::BadResponse(format!("{e}; body: {}", excerpt(&text))))?;
-        let content =
-            parsed.choices.into_iter().next().and_then(|c| c.message.content).ok_or_else(|| {
+        let content = parsed
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .ok_or_else(|| {
                 LlmError::BadResponse(format!("no message in `choices`; body: {}", excerpt(&text)))
             })?;
-        Ok(Completion { text: content, usage: parsed.usage })
+        Ok(Completion {
+            text: content,
+            usage: parsed.usage,
+        })
     }
 
     fn transport_error(&self, e: reqwest::Error) -> LlmError {
         if e.is_timeout() {
-            LlmError::Timeout { base_url: self.base_url.clone(), secs: self.timeout.as_secs() }
+            LlmError::Timeout {
+                base_url: self.base_url.clone(),
+                secs: self.timeout.as_secs(),
+            }
         } else if e.is_connect() || e.is_request() {
             LlmError::Unreachable {
                 base_url: self.base_url.clone(),
@@ -225,7 +259,11 @@ impl OpenAiCompatible {
         let excerpt = excerpt(body);
         match status {
             401 | 403 => LlmError::BadKey { status, excerpt },
-            404 => LlmError::NotFound { model: self.model.clone(), url: url.to_owned(), excerpt },
+            404 => LlmError::NotFound {
+                model: self.model.clone(),
+                url: url.to_owned(),
+                excerpt,
+            },
             429 => LlmError::RateLimited { excerpt },
             500..=599 => LlmError::Server { status, excerpt },
             _ => LlmError::Status { status, excerpt },
@@ -248,7 +286,10 @@ impl OpenAiCompatible {
     /// Checks that the server answers and knows the model: `GET {base_url}/models`
     /// with a short timeout, else a one-token chat completion.
     pub async fn probe(&self, timeout: Duration) -> Result<Probe, LlmError> {
-        let mut req = self.client.get(format!("{}/models", self.base_url)).timeout(timeout);
+        let mut req = self
+            .client
+            .get(format!("{}/models", self.base_url))
+            .timeout(timeout);
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
@@ -276,7 +317,10 @@ impl OpenAiCompatible {
             Ok(resp) if matches!(resp.status().as_u16(), 401 | 403) => {
                 let status = resp.status().as_u16();
                 let body = resp.text().await.unwrap_or_default();
-                return Err(LlmError::BadKey { status, excerpt: excerpt(&body) });
+                return Err(LlmError::BadKey {
+                    status,
+                    excerpt: excerpt(&body),
+                });
             }
             Ok(_) => {}
             Err(e) if e.is_connect() => return Err(self.transport_error(e)),
@@ -290,8 +334,11 @@ impl OpenAiCompatible {
             "max_tokens": 1,
             "temperature": 0,
         });
-        let mut req =
-            self.client.post(&url).timeout(timeout.max(Duration::from_secs(20))).json(&body);
+        let mut req = self
+            .client
+            .post(&url)
+            .timeout(timeout.max(Duration::from_secs(20)))
+            .json(&body);
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
@@ -376,7 +423,14 @@ mod tests {
             timeout_secs: Some(5),
             ..Default::default()
         };
-        Settings::resolve(Default::default(), &|_| None, &flags, "/c".into(), "/d".into()).unwrap()
+        Settings::resolve(
+            Default::default(),
+            &|_| None,
+            &flags,
+            "/c".into(),
+            "/d".into(),
+        )
+        .unwrap()
     }
 
     #[tokio::test]
@@ -385,12 +439,17 @@ mod tests {
         let mut s = settings(None);
         s.base_url = "http://127.0.0.1:9/v1".into();
         let p = OpenAiCompatible::new(&s);
-        let err =
-            p.complete(&[ChatMessage::user("hi")], &CancellationToken::new()).await.unwrap_err();
+        let err = p
+            .complete(&[ChatMessage::user("hi")], &CancellationToken::new())
+            .await
+            .unwrap_err();
         assert!(matches!(err, LlmError::Unreachable { .. }), "{err:?}");
         assert!(err.is_fatal());
         let text = err.to_string();
-        assert!(text.contains("Ollama") && text.contains("ERRAND_BASE_URL"), "{text}");
+        assert!(
+            text.contains("Ollama") && text.contains("ERRAND_BASE_URL"),
+            "{text}"
+        );
     }
 
     #[tokio::test]
@@ -428,10 +487,19 @@ mod tests {
             LlmError::BadKey { status: 401, .. }
         ));
         let e = p.status_error(404, &url, "model 'nope' not found");
-        assert!(e.to_string().contains("model") && e.to_string().contains("not found"), "{e}");
-        assert!(matches!(p.status_error(429, &url, ""), LlmError::RateLimited { .. }));
+        assert!(
+            e.to_string().contains("model") && e.to_string().contains("not found"),
+            "{e}"
+        );
+        assert!(matches!(
+            p.status_error(429, &url, ""),
+            LlmError::RateLimited { .. }
+        ));
         let e = p.status_error(503, &url, "overloaded\n  try later");
-        assert_eq!(e.to_string(), "the model server failed (HTTP 503): overloaded try later");
+        assert_eq!(
+            e.to_string(),
+            "the model server failed (HTTP 503): overloaded try later"
+        );
         assert!(!e.is_fatal());
     }
 
