@@ -32,11 +32,7 @@ pub struct TaskSpec {
 /// Runs a task to its end: records the outcome, tells the host, and sends
 /// the `finished` event. Ends at once when `stop` fires.
 pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
-    let agent = Agent {
-        host: &host,
-        spec: &spec,
-        stop: &stop,
-    };
+    let agent = Agent { host: &host, spec: &spec, stop: &stop };
     let outcome = tokio::select! {
         biased;
         _ = stop.token().cancelled() => stop.outcome(),
@@ -47,8 +43,7 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
         tracing::error!(task_id = %spec.id, "cannot record the task's end: {e}");
     }
     host.task_ended(&spec.id);
-    host.emit(&spec.id, TaskEvent::Finished { outcome }, Vec::new())
-        .await;
+    host.emit(&spec.id, TaskEvent::Finished { outcome }, Vec::new()).await;
 }
 
 struct Agent<'a> {
@@ -77,28 +72,20 @@ impl Agent<'_> {
     /// The configured dialect, else the model's own.
     fn dialect(&self) -> Dialect {
         let settings = self.host.settings();
-        settings
-            .dialect
-            .unwrap_or_else(|| Dialect::for_model(self.host.provider().model()))
+        settings.dialect.unwrap_or_else(|| Dialect::for_model(self.host.provider().model()))
     }
 
     async fn drive(&self) -> Outcome {
         let (tab_id, url, mut first_obs) = match self.open().await {
             Ok(t) => t,
             Err(e) => {
-                return Outcome::Failed {
-                    error: format!("could not open the tab: {e}"),
-                };
+                return Outcome::Failed { error: format!("could not open the tab: {e}") };
             }
         };
         if let Err(e) = self.host.store().set_tab(&self.spec.id, tab_id, &url) {
             tracing::error!("cannot record the tab: {e}");
         }
-        let started = TaskEvent::Started {
-            task: self.spec.task.clone(),
-            tab_id,
-            url,
-        };
+        let started = TaskEvent::Started { task: self.spec.task.clone(), tab_id, url };
         self.host.emit(&self.spec.id, started, Vec::new()).await;
 
         let mut history: Vec<PastStep> = Vec::new();
@@ -112,12 +99,8 @@ impl Agent<'_> {
                 Ok(obs) => self.step(step, tab_id, &obs, &mut history).await,
                 Err(e) => {
                     let error = format!("could not read the page: {e}");
-                    self.record_failed_step(step, None, &error, &mut history)
-                        .await;
-                    StepEnd::Next {
-                        ok: false,
-                        error: Some(error),
-                    }
+                    self.record_failed_step(step, None, &error, &mut history).await;
+                    StepEnd::Next { ok: false, error: Some(error) }
                 }
             };
             match end {
@@ -134,9 +117,7 @@ impl Agent<'_> {
                 }
             }
         }
-        Outcome::StepLimit {
-            steps: self.spec.max_steps,
-        }
+        Outcome::StepLimit { steps: self.spec.max_steps }
     }
 
     /// Finds the task's tab. Returns its id, URL, and an observation when
@@ -170,9 +151,7 @@ impl Agent<'_> {
         obs: &Observation,
         history: &mut Vec<PastStep>,
     ) -> StepEnd {
-        self.host
-            .emit(&self.spec.id, TaskEvent::Thinking { step }, Vec::new())
-            .await;
+        self.host.emit(&self.spec.id, TaskEvent::Thinking { step }, Vec::new()).await;
         let messages = prompt::messages(
             self.dialect(),
             &self.spec.task,
@@ -184,19 +163,13 @@ impl Agent<'_> {
         let asked = match self.ask(messages).await {
             Ok(asked) => asked,
             Err(e) if e.is_fatal() => {
-                return StepEnd::Finish(Outcome::Failed {
-                    error: e.to_string(),
-                });
+                return StepEnd::Finish(Outcome::Failed { error: e.to_string() });
             }
             Err(LlmError::Cancelled) => return StepEnd::Finish(self.stop.outcome()),
             Err(e) => {
                 let error = e.to_string();
-                self.record_failed_step(step, Some(obs), &error, history)
-                    .await;
-                return StepEnd::Next {
-                    ok: false,
-                    error: Some(error),
-                };
+                self.record_failed_step(step, Some(obs), &error, history).await;
+                return StepEnd::Next { ok: false, error: Some(error) };
             }
         };
         let answer = match asked.answer {
@@ -210,10 +183,7 @@ impl Agent<'_> {
                     ..self.row(step, Some(obs))
                 };
                 self.record_failed_step_row(row, &error, history).await;
-                return StepEnd::Next {
-                    ok: false,
-                    error: Some(error),
-                };
+                return StepEnd::Next { ok: false, error: Some(error) };
             }
         };
 
@@ -239,9 +209,7 @@ impl Agent<'_> {
             ..self.row(step, Some(obs))
         };
         self.save(&row);
-        self.host
-            .emit(&self.spec.id, TaskEvent::Step(report), labels.clone())
-            .await;
+        self.host.emit(&self.spec.id, TaskEvent::Step(report), labels.clone()).await;
         history.push(PastStep {
             step,
             evaluation: answer.evaluation,
@@ -253,10 +221,7 @@ impl Agent<'_> {
         });
         match finish {
             Some(outcome) => StepEnd::Finish(outcome),
-            None => StepEnd::Next {
-                ok: failed.is_none(),
-                error: failed,
-            },
+            None => StepEnd::Next { ok: failed.is_none(), error: failed },
         }
     }
 
@@ -264,18 +229,10 @@ impl Agent<'_> {
     /// parse error.
     async fn ask(&self, mut messages: Vec<ChatMessage>) -> Result<Asked, LlmError> {
         let started = Instant::now();
-        let mut asked = Asked {
-            answer: Err(String::new()),
-            model_ms: 0,
-            tokens_in: None,
-            tokens_out: None,
-        };
+        let mut asked =
+            Asked { answer: Err(String::new()), model_ms: 0, tokens_in: None, tokens_out: None };
         for attempt in 0..2 {
-            let completion = self
-                .host
-                .provider()
-                .complete(&messages, self.stop.token())
-                .await?;
+            let completion = self.host.provider().complete(&messages, self.stop.token()).await?;
             add_usage(&mut asked, &completion);
             match self.dialect().parse_answer(&completion.text) {
                 Ok(answer) => {
@@ -320,11 +277,7 @@ impl Agent<'_> {
                 ),
                 _ => self.run_action(tab_id, action, &mut finish).await,
             };
-            records.push(ActionRecord {
-                action: action.clone(),
-                ok,
-                detail,
-            });
+            records.push(ActionRecord { action: action.clone(), ok, detail });
             if stop_here || !ok || finish.is_some() {
                 break;
             }
@@ -342,10 +295,7 @@ impl Agent<'_> {
     ) -> (bool, String, bool) {
         match action {
             Action::Done { text, success } => {
-                *finish = Some(Outcome::Done {
-                    answer: text.clone(),
-                    success: *success,
-                });
+                *finish = Some(Outcome::Done { answer: text.clone(), success: *success });
                 (true, "finished".to_owned(), true)
             }
             Action::Goto { url } => match self.host.navigate(tab_id, url).await {
@@ -353,21 +303,16 @@ impl Agent<'_> {
                 Err(e) => (false, format!("could not open {url}: {e}"), true),
             },
             Action::ReportInfeasible { reason } => {
-                *finish = Some(Outcome::Done {
-                    answer: reason.clone(),
-                    success: false,
-                });
+                *finish = Some(Outcome::Done { answer: reason.clone(), success: false });
                 (true, "reported the task infeasible".to_owned(), true)
             }
             Action::NewTab { .. }
             | Action::SwitchTab { .. }
             | Action::CloseTab { .. }
             | Action::SendMessage { .. }
-            | Action::AskUser { .. } => (
-                false,
-                format!("`{}` is not available yet", action.name()),
-                true,
-            ),
+            | Action::AskUser { .. } => {
+                (false, format!("`{}` is not available yet", action.name()), true)
+            }
             Action::Wait { ms } => {
                 let ms = (*ms).min(MAX_WAIT_MS);
                 tokio::select! {
@@ -416,8 +361,7 @@ impl Agent<'_> {
         error: &str,
         history: &mut Vec<PastStep>,
     ) {
-        self.record_failed_step_row(self.row(step, obs), error, history)
-            .await;
+        self.record_failed_step_row(self.row(step, obs), error, history).await;
     }
 
     /// A step that failed before any action ran: the error is shown as the
@@ -425,10 +369,7 @@ impl Agent<'_> {
     async fn record_failed_step_row(&self, row: StepRow, error: &str, history: &mut Vec<PastStep>) {
         tracing::warn!(task_id = %self.spec.id, step = row.step, "step failed: {error}");
         let evaluation = format!("Step failed: {error}");
-        let row = StepRow {
-            evaluation: evaluation.clone(),
-            ..row
-        };
+        let row = StepRow { evaluation: evaluation.clone(), ..row };
         self.save(&row);
         let report = StepReport {
             step: row.step,
@@ -442,9 +383,7 @@ impl Agent<'_> {
             },
             ..Default::default()
         };
-        self.host
-            .emit(&self.spec.id, TaskEvent::Step(report), Vec::new())
-            .await;
+        self.host.emit(&self.spec.id, TaskEvent::Step(report), Vec::new()).await;
         history.push(PastStep {
             step: row.step,
             error: Some(error.to_owned()),

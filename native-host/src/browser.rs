@@ -17,13 +17,7 @@ pub fn find_chromium() -> io::Result<PathBuf> {
     if let Some(p) = std::env::var_os(CHROMIUM_ENV) {
         return Ok(PathBuf::from(p));
     }
-    let names = [
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-        "chrome",
-    ];
+    let names = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
     let path = std::env::var_os("PATH").unwrap_or_default();
     for dir in std::env::split_paths(&path) {
         for name in names {
@@ -132,9 +126,7 @@ fn running_as_root() -> bool {
     {
         // The owner of /proc/self is the effective user.
         use std::os::unix::fs::MetadataExt;
-        std::fs::metadata("/proc/self")
-            .map(|m| m.uid() == 0)
-            .unwrap_or(false)
+        std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
     }
     #[cfg(not(unix))]
     {
@@ -152,10 +144,7 @@ mod tests {
         let file = register_in_profile(dir.path(), Path::new("/opt/errand")).unwrap();
         let m: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         assert_eq!(m["name"], HOST_NAME);
-        assert_eq!(
-            m["allowed_origins"],
-            serde_json::json!([extension_origin()])
-        );
+        assert_eq!(m["allowed_origins"], serde_json::json!([extension_origin()]));
         assert_eq!(m["path"], "/opt/errand");
     }
 }

@@ -139,52 +139,24 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }),
-        Command::Run {
-            task,
-            url,
-            model,
-            max_steps,
-            json,
-            headed,
-        } => {
-            let args = RunArgs {
-                task,
-                url,
-                overrides: model.overrides(max_steps),
-                json,
-                headed,
-            };
+        Command::Run { task, url, model, max_steps, json, headed } => {
+            let args = RunArgs { task, url, overrides: model.overrides(max_steps), json, headed };
             block_on(commands::run(args))
         }
-        Command::Observe {
-            url,
-            screenshot,
-            json,
-            headed,
-        } => block_on(commands::observe(ObserveArgs {
-            url,
-            screenshot,
-            json,
-            headed,
-        })),
+        Command::Observe { url, screenshot, json, headed } => {
+            block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
+        }
     }
 }
 
 fn or_all(browsers: &[Browser]) -> &[Browser] {
-    if browsers.is_empty() {
-        &Browser::ALL
-    } else {
-        browsers
-    }
+    if browsers.is_empty() { &Browser::ALL } else { browsers }
 }
 
 fn block_on<E: std::fmt::Display>(
     work: impl std::future::Future<Output = Result<ExitCode, E>>,
 ) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return fail(e),
     };

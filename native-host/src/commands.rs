@@ -34,10 +34,7 @@ pub enum CommandError {
     #[error("the screenshot is not a base64 data URL")]
     BadScreenshot,
     #[error("cannot write the screenshot to {path}: {source}")]
-    WriteScreenshot {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    WriteScreenshot { path: PathBuf, source: std::io::Error },
 }
 
 /// `errand run`.
@@ -78,18 +75,12 @@ async fn connect(settings: Settings, headed: bool) -> Result<Connected, CommandE
             tracing::error!("{e}");
         }
     });
-    Ok(Connected {
-        host,
-        session,
-        served,
-    })
+    Ok(Connected { host, session, served })
 }
 
 #[cfg(not(unix))]
 async fn connect(_settings: Settings, _headed: bool) -> Result<Connected, CommandError> {
-    Err(CommandError::Io(std::io::Error::other(
-        "errand run and observe need a Unix system",
-    )))
+    Err(CommandError::Io(std::io::Error::other("errand run and observe need a Unix system")))
 }
 
 impl Connected {
@@ -195,26 +186,18 @@ async fn observe_in(host: &Host, args: &ObserveArgs) -> Result<(), CommandError>
     let round_trip = ms(t);
     if let Some(path) = &args.screenshot {
         let data_url = host.capture(tab.tab_id).await?;
-        let (_, b64) = data_url
-            .split_once(";base64,")
-            .ok_or(CommandError::BadScreenshot)?;
+        let (_, b64) = data_url.split_once(";base64,").ok_or(CommandError::BadScreenshot)?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64.trim())
             .map_err(|_| CommandError::BadScreenshot)?;
-        std::fs::write(path, bytes).map_err(|source| CommandError::WriteScreenshot {
-            path: path.clone(),
-            source,
-        })?;
+        std::fs::write(path, bytes)
+            .map_err(|source| CommandError::WriteScreenshot { path: path.clone(), source })?;
     }
     if args.json {
         term::json(&ObserveOutput {
             tab_id: tab.tab_id,
             observation: &obs,
-            timings_ms: Timings {
-                open,
-                observe_in_page: obs.elapsed_ms,
-                round_trip,
-            },
+            timings_ms: Timings { open, observe_in_page: obs.elapsed_ms, round_trip },
             screenshot: args.screenshot.as_ref(),
         });
     } else {

@@ -116,10 +116,7 @@ impl ProviderKind {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{name} must be a positive whole number, not `{value}`")]
@@ -308,10 +305,7 @@ impl Settings {
                 None => Ok(None),
                 Some(v) => match v.trim().parse::<u64>() {
                     Ok(n) if n > 0 => Ok(Some(n)),
-                    _ => Err(ConfigError::BadNumber {
-                        name: name.to_owned(),
-                        value: v,
-                    }),
+                    _ => Err(ConfigError::BadNumber { name: name.to_owned(), value: v }),
                 },
             }
         };
@@ -332,22 +326,16 @@ impl Settings {
                 None => Ok(None),
                 Some(v) => match v.trim().parse::<f64>() {
                     Ok(n) if n >= 0.0 && n.is_finite() => Ok(Some(n)),
-                    _ => Err(ConfigError::BadDecimal {
-                        name: name.to_owned(),
-                        value: v,
-                    }),
+                    _ => Err(ConfigError::BadDecimal { name: name.to_owned(), value: v }),
                 },
             }
         };
         let max_retries = match env(env::MAX_RETRIES) {
             None => file.model.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-            Some(v) => v
-                .trim()
-                .parse::<u32>()
-                .map_err(|_| ConfigError::BadNumber {
-                    name: env::MAX_RETRIES.to_owned(),
-                    value: v,
-                })?,
+            Some(v) => v.trim().parse::<u32>().map_err(|_| ConfigError::BadNumber {
+                name: env::MAX_RETRIES.to_owned(),
+                value: v,
+            })?,
         };
         let retry_base =
             Duration::from_millis(number(env::RETRY_BASE_MS)?.unwrap_or(DEFAULT_RETRY_BASE_MS));
@@ -400,11 +388,7 @@ impl Settings {
 /// The config and data folders: `$ERRAND_CONFIG_DIR` / `$ERRAND_DATA_DIR`,
 /// else the platform's folders for "errand".
 pub fn dirs(env: &dyn Fn(&str) -> Option<String>) -> Result<(PathBuf, PathBuf), ConfigError> {
-    let given = |name| {
-        env(name)
-            .filter(|v: &String| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let given = |name| env(name).filter(|v: &String| !v.is_empty()).map(PathBuf::from);
     let (config, data) = (given(env::CONFIG_DIR), given(env::DATA_DIR));
     if let (Some(c), Some(d)) = (&config, &data) {
         return Ok((c.clone(), d.clone()));
@@ -421,18 +405,12 @@ fn read_file(path: &Path) -> Result<Option<FileConfig>, ConfigError> {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_owned(),
-                source,
-            });
+            return Err(ConfigError::Read { path: path.to_owned(), source });
         }
     };
     toml::from_str(&text)
         .map(Some)
-        .map_err(|e| ConfigError::Parse {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })
+        .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
 }
 
 /// Shows enough of a key to recognise it: `sk-…f00d`.
@@ -452,10 +430,8 @@ mod tests {
     use std::collections::HashMap;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         move |k| map.get(k).cloned()
     }
 
@@ -488,12 +464,7 @@ mod tests {
         "#;
         let s = resolve(file, &[], &Overrides::default());
         assert_eq!(
-            (
-                s.base_url.as_str(),
-                s.model.as_str(),
-                s.api_key.as_deref(),
-                s.max_steps
-            ),
+            (s.base_url.as_str(), s.model.as_str(), s.api_key.as_deref(), s.max_steps),
             ("http://file/v1", "file-model", Some("file-key"), 7)
         );
         assert_eq!(s.timeout, Duration::from_secs(30));
@@ -563,11 +534,8 @@ mod tests {
 
     #[test]
     fn never_shows_the_key() {
-        let s = resolve(
-            "[model]\napi_key = 'sk-secret-0123456789abcd'",
-            &[],
-            &Overrides::default(),
-        );
+        let s =
+            resolve("[model]\napi_key = 'sk-secret-0123456789abcd'", &[], &Overrides::default());
         let shown = format!("{s:?}");
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("sk-…abcd"), "{shown}");

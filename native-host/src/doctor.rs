@@ -30,11 +30,7 @@ pub struct Check {
 
 impl Check {
     fn new(level: Level, subject: impl Into<String>, detail: impl Into<String>) -> Check {
-        Check {
-            level,
-            subject: subject.into(),
-            detail: detail.into(),
-        }
+        Check { level, subject: subject.into(), detail: detail.into() }
     }
 }
 
@@ -90,10 +86,7 @@ fn browsers(r: &mut Report) {
             Ok((path, Registration::Missing)) => r.push(
                 Level::Info,
                 subject,
-                format!(
-                    "none ({} does not exist); run `errand install`",
-                    path.display()
-                ),
+                format!("none ({} does not exist); run `errand install`", path.display()),
             ),
             Ok((path, Registration::Broken(why))) => r.push(
                 Level::Problem,
@@ -132,22 +125,10 @@ fn config(r: &mut Report, s: &Settings) {
     if s.config_file_found {
         r.push(Level::Ok, "config file", file.display().to_string());
     } else {
-        r.push(
-            Level::Info,
-            "config file",
-            format!("{} (absent: defaults apply)", file.display()),
-        );
+        r.push(Level::Info, "config file", format!("{} (absent: defaults apply)", file.display()));
     }
-    r.push(
-        Level::Info,
-        "model server",
-        format!("{} ({})", s.base_url, s.base_url_source),
-    );
-    r.push(
-        Level::Info,
-        "model",
-        format!("{} ({})", s.model, s.model_source),
-    );
+    r.push(Level::Info, "model server", format!("{} ({})", s.base_url, s.base_url_source));
+    r.push(Level::Info, "model", format!("{} ({})", s.model, s.model_source));
     let key = match &s.api_key {
         Some(k) => format!("{} ({})", mask_key(k), s.api_key_source),
         None => "none".to_owned(),
@@ -156,11 +137,7 @@ fn config(r: &mut Report, s: &Settings) {
     r.push(
         Level::Info,
         "limits",
-        format!(
-            "{} steps, {} s per model call",
-            s.max_steps,
-            s.timeout.as_secs()
-        ),
+        format!("{} steps, {} s per model call", s.max_steps, s.timeout.as_secs()),
     );
 }
 
@@ -170,28 +147,36 @@ fn database(r: &mut Report, s: &Settings) {
         Ok(store) => r.push(
             Level::Ok,
             "database",
-            format!(
-                "{} opens (schema version {SCHEMA_VERSION})",
-                store.path().display()
-            ),
+            format!("{} opens (schema version {SCHEMA_VERSION})", store.path().display()),
         ),
         Err(e) => r.push(Level::Problem, "database", e.to_string()),
     }
 }
 
 async fn model(r: &mut Report, s: &Settings) {
+    if s.provider != crate::config::ProviderKind::OpenAi {
+        // Anthropic and Gemini: the smallest real call.
+        let provider = crate::llm::build(s);
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let msgs = [crate::llm::ChatMessage::user("Say OK.")];
+        match provider.complete(&msgs, &cancel).await {
+            Ok(_) => r.push(
+                Level::Ok,
+                "model answers",
+                format!("{} ({}) answered a test call", s.model, s.provider.name()),
+            ),
+            Err(e) => r.push(Level::Problem, "model answers", e.to_string()),
+        }
+        return;
+    }
     let provider = OpenAiCompatible::new(s);
     match provider.probe(Duration::from_secs(5)).await {
-        Ok(Probe::Listed) => r.push(
-            Level::Ok,
-            "model answers",
-            format!("{} lists {}", s.base_url, s.model),
-        ),
-        Ok(Probe::Answered) => r.push(
-            Level::Ok,
-            "model answers",
-            format!("{} answered a test call", s.model),
-        ),
+        Ok(Probe::Listed) => {
+            r.push(Level::Ok, "model answers", format!("{} lists {}", s.base_url, s.model))
+        }
+        Ok(Probe::Answered) => {
+            r.push(Level::Ok, "model answers", format!("{} answered a test call", s.model))
+        }
         Ok(Probe::NotListed(ids)) => r.push(
             Level::Problem,
             "model answers",

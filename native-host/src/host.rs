@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, TaskSpec};
 use crate::config::Settings;
-use crate::llm::{OpenAiCompatible, Provider};
+use crate::llm::{self, Provider};
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Incoming, MAX_INBOUND, Outgoing};
 
@@ -81,11 +81,7 @@ pub enum RequestError {
     #[error("{DISCONNECTED}")]
     Disconnected,
     #[error("{what} did not answer within {secs} s{hint}")]
-    Timeout {
-        what: String,
-        secs: u64,
-        hint: &'static str,
-    },
+    Timeout { what: String, secs: u64, hint: &'static str },
     /// The extension answered with an `error`.
     #[error("{message}")]
     Refused { code: ErrorCode, message: String },
@@ -178,7 +174,7 @@ pub fn kind_of(body: &Body) -> String {
 impl Host {
     /// A host using the configured OpenAI-compatible model.
     pub fn new(settings: Settings, store: Store) -> Host {
-        let provider = Arc::new(OpenAiCompatible::new(&settings));
+        let provider = llm::build(&settings);
         Host::with_provider(settings, store, provider)
     }
 
@@ -228,9 +224,7 @@ impl Host {
 
     /// The running task's id.
     pub fn running_task(&self) -> Option<String> {
-        lock(&self.inner.running)
-            .as_ref()
-            .map(|r| r.task_id.clone())
+        lock(&self.inner.running).as_ref().map(|r| r.task_id.clone())
     }
 
     fn next_id(&self) -> u64 {
@@ -238,13 +232,7 @@ impl Host {
     }
 
     async fn send(&self, env: Envelope) {
-        if self
-            .inner
-            .out_tx
-            .send(Outgoing::Message(env))
-            .await
-            .is_err()
-        {
+        if self.inner.out_tx.send(Outgoing::Message(env)).await.is_err() {
             tracing::debug!("the connection is closed; a message was dropped");
         }
     }
@@ -254,8 +242,7 @@ impl Host {
     }
 
     async fn reply_error(&self, re: Option<u64>, code: ErrorCode, message: impl Into<String>) {
-        self.send(Envelope::error(self.next_id(), re, code, message))
-            .await;
+        self.send(Envelope::error(self.next_id(), re, code, message)).await;
     }
 
     // ---- Tasks ----
@@ -292,11 +279,7 @@ impl Host {
         let id = uuid::Uuid::new_v4().to_string();
         self.inner.store.create_task(&id, task, url, tab_id)?;
         let stop = Stopper::default();
-        *running = Some(Running {
-            task_id: id.clone(),
-            stop: stop.clone(),
-            handle: None,
-        });
+        *running = Some(Running { task_id: id.clone(), stop: stop.clone(), handle: None });
         tracing::info!(task_id = %id, "task accepted");
         let spec = TaskSpec {
             id,
@@ -327,9 +310,9 @@ impl Host {
                 Some(id) => HostError::NotRunning(id.to_owned()),
                 None => HostError::NoTask,
             }),
-            Some(r) if task_id.is_some_and(|id| id != r.task_id) => Err(HostError::NotRunning(
-                task_id.unwrap_or_default().to_owned(),
-            )),
+            Some(r) if task_id.is_some_and(|id| id != r.task_id) => {
+                Err(HostError::NotRunning(task_id.unwrap_or_default().to_owned()))
+            }
             Some(r) => {
                 tracing::info!(task_id = %r.task_id, "stopping the task");
                 r.stop.stop(Outcome::Stopped {});
@@ -348,16 +331,9 @@ impl Host {
 
     /// Sends a task event to the extension and to local subscribers.
     pub(crate) async fn emit(&self, task_id: &str, event: TaskEvent, labels: Vec<String>) {
-        let body = Body::TaskEvent {
-            task_id: task_id.to_owned(),
-            event: event.clone(),
-        };
+        let body = Body::TaskEvent { task_id: task_id.to_owned(), event: event.clone() };
         self.send(Envelope::new(self.next_id(), body)).await;
-        let _ = self.inner.events.send(LocalEvent {
-            task_id: task_id.to_owned(),
-            event,
-            labels,
-        });
+        let _ = self.inner.events.send(LocalEvent { task_id: task_id.to_owned(), event, labels });
     }
 
     // ---- Requests to the extension ----
@@ -378,10 +354,7 @@ impl Host {
                     ": was the tab closed, or is the page stuck?",
                 )
             }
-            _ => (
-                format!("the browser (`{kind}`)"),
-                ": is the extension running?",
-            ),
+            _ => (format!("the browser (`{kind}`)"), ": is the extension running?"),
         };
         let id = self.next_id();
         let (tx, rx) = oneshot::channel();
@@ -390,13 +363,7 @@ impl Host {
         if self.inner.disconnected.load(Ordering::SeqCst) {
             return Err(RequestError::Disconnected);
         }
-        if self
-            .inner
-            .out_tx
-            .send(Outgoing::Message(Envelope::new(id, body)))
-            .await
-            .is_err()
-        {
+        if self.inner.out_tx.send(Outgoing::Message(Envelope::new(id, body))).await.is_err() {
             return Err(RequestError::Disconnected);
         }
         let timeout = Duration::from_millis(self.inner.request_timeout_ms.load(Ordering::Relaxed));
@@ -404,23 +371,13 @@ impl Host {
             Ok(Ok(Body::Error { code, message })) => Err(RequestError::Refused { code, message }),
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => Err(RequestError::Disconnected),
-            Err(_) => Err(RequestError::Timeout {
-                what,
-                secs: timeout.as_secs(),
-                hint,
-            }),
+            Err(_) => Err(RequestError::Timeout { what, secs: timeout.as_secs(), hint }),
         }
     }
 
     /// `open_tab {url}` → the loaded tab.
     pub async fn open_tab(&self, url: &str) -> Result<TabInfo, RequestError> {
-        tab_info(
-            "open_tab",
-            self.request(Body::OpenTab {
-                url: url.to_owned(),
-            })
-            .await?,
-        )
+        tab_info("open_tab", self.request(Body::OpenTab { url: url.to_owned() }).await?)
     }
 
     /// `active_tab {}` → the focused window's active tab.
@@ -430,19 +387,13 @@ impl Host {
 
     /// `navigate {tab_id, url}` → the loaded tab.
     pub async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, RequestError> {
-        let body = Body::Navigate {
-            tab_id,
-            url: url.to_owned(),
-        };
+        let body = Body::Navigate { tab_id, url: url.to_owned() };
         tab_info("navigate", self.request(body).await?)
     }
 
     /// `page {observe}` → the numbered element list.
     pub async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, RequestError> {
-        let body = Body::Page {
-            tab_id,
-            command: PageCommand::Observe { marks },
-        };
+        let body = Body::Page { tab_id, command: PageCommand::Observe { marks } };
         match self.request(body).await? {
             Body::Observation(o) => Ok(o),
             other => Err(unexpected("page observe", &other)),
@@ -451,10 +402,7 @@ impl Host {
 
     /// `page {act}` → what the action did.
     pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, RequestError> {
-        let body = Body::Page {
-            tab_id,
-            command: PageCommand::Act { action },
-        };
+        let body = Body::Page { tab_id, command: PageCommand::Act { action } };
         match self.request(body).await? {
             Body::ActionDone { effect } => Ok(effect),
             other => Err(unexpected("page act", &other)),
@@ -479,9 +427,7 @@ impl Host {
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
-        let out_rx = lock(&self.inner.out_rx)
-            .take()
-            .ok_or(HostError::AlreadyServing)?;
+        let out_rx = lock(&self.inner.out_rx).take().ok_or(HostError::AlreadyServing)?;
         transport::spawn_writer(writer, out_rx);
         let mut incoming = transport::spawn_reader(reader, MAX_INBOUND);
         tracing::info!("connected");
@@ -495,22 +441,18 @@ impl Host {
 
     async fn on_disconnect(&self) {
         self.inner.disconnected.store(true, Ordering::SeqCst);
-        let handle =
-            {
-                let mut running = lock(&self.inner.running);
-                running.as_mut().and_then(|r| {
+        let handle = {
+            let mut running = lock(&self.inner.running);
+            running.as_mut().and_then(|r| {
                 tracing::warn!(task_id = %r.task_id, "the browser disconnected during the task");
                 r.stop.stop(Outcome::Failed { error: DISCONNECTED.to_owned() });
                 r.handle.take()
             })
-            };
+        };
         // Requests still waiting fail at once.
         lock(&self.inner.pending).clear();
         if let Some(handle) = handle {
-            if tokio::time::timeout(Duration::from_secs(5), handle)
-                .await
-                .is_err()
-            {
+            if tokio::time::timeout(Duration::from_secs(5), handle).await.is_err() {
                 tracing::error!("the task did not end within 5 s of the disconnect");
             }
         }
@@ -523,10 +465,7 @@ impl Host {
     /// Handles one incoming item.
     async fn handle(&self, item: Incoming) {
         match item {
-            Err(e) => {
-                self.reply_error(e.request_id(), e.code(), e.to_string())
-                    .await
-            }
+            Err(e) => self.reply_error(e.request_id(), e.code(), e.to_string()).await,
             Ok(env) => self.dispatch(env).await,
         }
     }
@@ -545,13 +484,7 @@ impl Host {
         match env.body {
             Body::Hello { extension_version } => {
                 tracing::info!(%extension_version, "the extension said hello");
-                self.reply(
-                    id,
-                    Body::Welcome {
-                        host_version: HOST_VERSION.to_owned(),
-                    },
-                )
-                .await;
+                self.reply(id, Body::Welcome { host_version: HOST_VERSION.to_owned() }).await;
             }
             Body::StartTask { task, tab_id, url } => {
                 match self.prepare_task(&task, tab_id, url.as_deref()) {
@@ -617,10 +550,7 @@ impl Drop for PendingGuard<'_> {
 }
 
 fn unexpected(request: &str, got: &Body) -> RequestError {
-    RequestError::Unexpected {
-        request: request.to_owned(),
-        got: kind_of(got),
-    }
+    RequestError::Unexpected { request: request.to_owned(), got: kind_of(got) }
 }
 
 fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {

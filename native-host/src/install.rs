@@ -17,12 +17,8 @@ pub enum Browser {
 
 impl Browser {
     /// Every supported browser, the default for install and uninstall.
-    pub const ALL: [Browser; 4] = [
-        Browser::Chrome,
-        Browser::Chromium,
-        Browser::Edge,
-        Browser::Brave,
-    ];
+    pub const ALL: [Browser; 4] =
+        [Browser::Chrome, Browser::Chromium, Browser::Edge, Browser::Brave];
 
     /// The `native_messaging` crate's key.
     pub fn key(self) -> &'static str {
@@ -36,12 +32,8 @@ impl Browser {
 
     /// Where this browser reads the user-level manifest.
     pub fn manifest_path(self) -> Result<PathBuf, InstallError> {
-        native_messaging::manifest_path(self.key(), Scope::User, HOST_NAME).map_err(|source| {
-            InstallError::Path {
-                browser: self,
-                source,
-            }
-        })
+        native_messaging::manifest_path(self.key(), Scope::User, HOST_NAME)
+            .map_err(|source| InstallError::Path { browser: self, source })
     }
 }
 
@@ -57,21 +49,11 @@ pub enum InstallError {
     #[error("cannot find this program's own path: {0}")]
     OwnPath(std::io::Error),
     #[error("cannot tell where {browser} keeps native messaging hosts: {source}")]
-    Path {
-        browser: Browser,
-        source: std::io::Error,
-    },
+    Path { browser: Browser, source: std::io::Error },
     #[error("cannot register with {browser} ({path}): {source}")]
-    Write {
-        browser: Browser,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Write { browser: Browser, path: PathBuf, source: std::io::Error },
     #[error("cannot remove {path}: {source}")]
-    Remove {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Remove { path: PathBuf, source: std::io::Error },
 }
 
 /// The running binary's canonical path, which the manifests name.
@@ -103,11 +85,7 @@ pub fn install_exe(
             &[browser.key()],
             Scope::User,
         )
-        .map_err(|source| InstallError::Write {
-            browser,
-            path: path.clone(),
-            source,
-        })?;
+        .map_err(|source| InstallError::Write { browser, path: path.clone(), source })?;
         tracing::info!(%browser, path = %path.display(), "registered");
         written.push((browser, path));
     }
@@ -121,10 +99,8 @@ pub fn uninstall(browsers: &[Browser]) -> Result<Vec<(Browser, PathBuf, bool)>, 
         let path = browser.manifest_path()?;
         let existed = path.exists();
         if existed {
-            std::fs::remove_file(&path).map_err(|source| InstallError::Remove {
-                path: path.clone(),
-                source,
-            })?;
+            std::fs::remove_file(&path)
+                .map_err(|source| InstallError::Remove { path: path.clone(), source })?;
         }
         removed.push((browser, path, existed));
     }
@@ -192,9 +168,7 @@ pub fn check_file(path: &Path, own: Option<&Path>) -> Registration {
 }
 
 fn is_executable(path: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return false;
-    };
+    let Ok(meta) = std::fs::metadata(path) else { return false };
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -217,15 +191,9 @@ mod tests {
         let good = crate::browser::register_in_profile(dir.path(), &own).unwrap();
         assert_eq!(
             check_file(&good, Some(&own)),
-            Registration::Ok {
-                exe: own.clone(),
-                current: true
-            }
+            Registration::Ok { exe: own.clone(), current: true }
         );
-        assert_eq!(
-            check_file(&dir.path().join("nope.json"), None),
-            Registration::Missing
-        );
+        assert_eq!(check_file(&dir.path().join("nope.json"), None), Registration::Missing);
 
         let mut m = crate::browser::host_manifest(&own);
         m["allowed_origins"] = serde_json::json!([extension_origin(), "chrome-extension://evil/"]);

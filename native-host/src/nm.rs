@@ -24,9 +24,7 @@ pub const CONTROL_SOCKET_ENV: &str = "ERRAND_CONTROL_SOCKET";
 /// when it starts with `chrome-extension://`.
 pub fn origin_arg(args: &[OsString]) -> Option<String> {
     let first = args.get(1)?.to_str()?;
-    first
-        .starts_with("chrome-extension://")
-        .then(|| first.to_owned())
+    first.starts_with("chrome-extension://").then(|| first.to_owned())
 }
 
 /// Runs native messaging mode to its end.
@@ -64,10 +62,7 @@ pub fn main(origin: &str) -> ExitCode {
         }
     };
     tracing::info!(pid = std::process::id(), model = %settings.model, base_url = %settings.base_url, "native host started");
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
@@ -135,11 +130,7 @@ fn relay(path: &std::path::Path) -> ExitCode {
         }
     };
     spawn("browser → socket", Box::new(io::stdin()), Box::new(sock_in));
-    spawn(
-        "socket → browser",
-        Box::new(sock_out),
-        Box::new(io::stdout()),
-    );
+    spawn("socket → browser", Box::new(sock_out), Box::new(io::stdout()));
     let first = done_rx.recv().unwrap_or("?");
     tracing::info!("relay ended: {first} closed");
     let _ = sock.shutdown(std::net::Shutdown::Both);
@@ -149,10 +140,7 @@ fn relay(path: &std::path::Path) -> ExitCode {
 
 #[cfg(not(unix))]
 fn relay(_path: &std::path::Path) -> ExitCode {
-    fail(
-        ErrorCode::Internal,
-        "ERRAND_CONTROL_SOCKET needs a Unix system".to_owned(),
-    );
+    fail(ErrorCode::Internal, "ERRAND_CONTROL_SOCKET needs a Unix system".to_owned());
     ExitCode::FAILURE
 }
 
@@ -180,15 +168,9 @@ mod tests {
     fn recognises_the_browser_start() {
         let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
         let origin = format!("chrome-extension://{}/", errand_protocol::EXTENSION_ID);
-        assert_eq!(
-            origin_arg(&args(&["errand", &origin])),
-            Some(origin.clone())
-        );
+        assert_eq!(origin_arg(&args(&["errand", &origin])), Some(origin.clone()));
         // Windows adds --parent-window after the origin.
-        assert_eq!(
-            origin_arg(&args(&["errand", &origin, "--parent-window=0"])),
-            Some(origin)
-        );
+        assert_eq!(origin_arg(&args(&["errand", &origin, "--parent-window=0"])), Some(origin));
         assert_eq!(origin_arg(&args(&["errand", "run", "x"])), None);
         assert_eq!(origin_arg(&args(&["errand"])), None);
     }

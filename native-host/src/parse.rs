@@ -47,11 +47,7 @@ pub enum ParseError {
     #[error("action {position}: unknown action `{name}`; the actions are {ACTION_NAMES}")]
     UnknownAction { position: usize, name: String },
     #[error("action {position} (`{name}`): {reason}")]
-    BadAction {
-        position: usize,
-        name: String,
-        reason: String,
-    },
+    BadAction { position: usize, name: String, reason: String },
     /// A text dialect's own complaint (GLM, BrowserGym).
     #[error("{0}")]
     Dialect(String),
@@ -91,10 +87,7 @@ fn from_object(obj: &Map<String, Value>) -> Result<AgentAnswer, ParseError> {
     let memory = text_field(&["memory"]);
     let next_goal = text_field(&["next_goal"]);
 
-    let list = obj
-        .get("actions")
-        .or_else(|| obj.get("action"))
-        .ok_or(ParseError::NoActions)?;
+    let list = obj.get("actions").or_else(|| obj.get("action")).ok_or(ParseError::NoActions)?;
     let items: Vec<&Value> = match list {
         Value::Array(items) => items.iter().collect(),
         Value::Object(_) => vec![list],
@@ -108,12 +101,7 @@ fn from_object(obj: &Map<String, Value>) -> Result<AgentAnswer, ParseError> {
         .enumerate()
         .map(|(i, v)| parse_action(i + 1, v))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(AgentAnswer {
-        evaluation,
-        memory,
-        next_goal,
-        actions,
-    })
+    Ok(AgentAnswer { evaluation, memory, next_goal, actions })
 }
 
 /// Decodes one `{"name": {params}}` object, naming the action on error.
@@ -121,10 +109,7 @@ pub fn parse_action(position: usize, value: &Value) -> Result<Action, ParseError
     let Some(obj) = value.as_object().filter(|o| o.len() == 1) else {
         return Err(ParseError::ActionShape { position });
     };
-    let (name, params) = obj
-        .iter()
-        .next()
-        .ok_or(ParseError::ActionShape { position })?;
+    let (name, params) = obj.iter().next().ok_or(ParseError::ActionShape { position })?;
     let name = name.trim().to_ascii_lowercase();
     if !ACTION_NAMES.split(", ").any(|n| n == name) {
         return Err(ParseError::UnknownAction { position, name });
@@ -155,11 +140,9 @@ fn normalise_params(params: &Value) -> Value {
                             .parse::<u64>()
                             .map(Value::from)
                             .unwrap_or_else(|_| v.clone()),
-                        ("pages", Value::String(s)) => s
-                            .trim()
-                            .parse::<f64>()
-                            .map(Value::from)
-                            .unwrap_or_else(|_| v.clone()),
+                        ("pages", Value::String(s)) => {
+                            s.trim().parse::<f64>().map(Value::from).unwrap_or_else(|_| v.clone())
+                        }
                         _ => v.clone(),
                     };
                     (k.clone(), v)
@@ -291,11 +274,7 @@ mod tests {
     use errand_protocol::{ClickButton, ScrollDirection};
 
     fn click(index: u32) -> Action {
-        Action::Click {
-            index,
-            button: ClickButton::Left,
-            modifiers: vec![],
-        }
+        Action::Click { index, button: ClickButton::Left, modifiers: vec![] }
     }
 
     #[test]
@@ -308,16 +287,7 @@ mod tests {
         assert_eq!(a.evaluation, "Start");
         assert_eq!(a.memory, "nothing yet");
         assert_eq!(a.next_goal, "Open the form");
-        assert_eq!(
-            a.actions,
-            vec![
-                click(3),
-                Action::Fill {
-                    index: 5,
-                    text: "Ada".into()
-                }
-            ]
-        );
+        assert_eq!(a.actions, vec![click(3), Action::Fill { index: 5, text: "Ada".into() }]);
     }
 
     #[test]
@@ -343,13 +313,7 @@ mod tests {
         assert_eq!(a.actions, vec![click(2)]);
         // Single quotes and unquoted keys.
         let a = parse_answer("{next_goal: 'type the name', actions: [{'fill': {'index': 7, 'text': 'Ada Lovelace'}}]}").unwrap();
-        assert_eq!(
-            a.actions,
-            vec![Action::Fill {
-                index: 7,
-                text: "Ada Lovelace".into()
-            }]
-        );
+        assert_eq!(a.actions, vec![Action::Fill { index: 7, text: "Ada Lovelace".into() }]);
         // A raw newline inside a string.
         let a = parse_answer(
             "{\"memory\": \"line one\nline two\", \"actions\": [{\"done\": {\"text\": \"ok\"}}]}",
@@ -360,22 +324,13 @@ mod tests {
         let a = parse_answer("```json\n{\"next_goal\": \"finish\", \"actions\": [{\"done\": {\"text\": \"The price is 12 €\", \"success\": true}}").unwrap();
         assert_eq!(
             a.actions,
-            vec![Action::Done {
-                text: "The price is 12 €".into(),
-                success: true
-            }]
+            vec![Action::Done { text: "The price is 12 €".into(), success: true }]
         );
         // Python-style literals.
         let a =
             parse_answer(r#"{"actions": [{"done": {"text": "none found", "success": False}}]}"#)
                 .unwrap();
-        assert_eq!(
-            a.actions,
-            vec![Action::Done {
-                text: "none found".into(),
-                success: false
-            }]
-        );
+        assert_eq!(a.actions, vec![Action::Done { text: "none found".into(), success: false }]);
     }
 
     #[test]
@@ -390,11 +345,7 @@ mod tests {
         assert_eq!(
             a.actions,
             vec![
-                Action::Scroll {
-                    direction: ScrollDirection::Down,
-                    index: None,
-                    pages: Some(2.0)
-                },
+                Action::Scroll { direction: ScrollDirection::Down, index: None, pages: Some(2.0) },
                 Action::GoBack {}
             ]
         );
@@ -410,12 +361,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             a.actions,
-            vec![
-                Action::Wait { ms: 1000 },
-                Action::Goto {
-                    url: "https://example.com".into()
-                }
-            ]
+            vec![Action::Wait { ms: 1000 }, Action::Goto { url: "https://example.com".into() }]
         );
     }
 
@@ -427,20 +373,11 @@ mod tests {
             matches!(&err, ParseError::BadAction { position: 2, name, .. } if name == "fill"),
             "{err:?}"
         );
-        assert!(
-            err.to_string().contains("`fill`") && err.to_string().contains("text"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("`fill`") && err.to_string().contains("text"), "{err}");
 
         let err =
             parse_answer(r#"{"actions": [{"type_text": {"index": 2, "text": "x"}}]}"#).unwrap_err();
-        assert_eq!(
-            err,
-            ParseError::UnknownAction {
-                position: 1,
-                name: "type_text".into()
-            }
-        );
+        assert_eq!(err, ParseError::UnknownAction { position: 1, name: "type_text".into() });
         assert!(err.to_string().contains("click, fill"), "{err}");
 
         let err = parse_answer(
@@ -455,22 +392,10 @@ mod tests {
     #[test]
     fn tells_what_is_missing() {
         assert_eq!(parse_answer("  "), Err(ParseError::Empty));
-        assert_eq!(
-            parse_answer("I clicked the button."),
-            Err(ParseError::NoJson)
-        );
-        assert_eq!(
-            parse_answer(r#"{"next_goal": "x"}"#),
-            Err(ParseError::NoActions)
-        );
-        assert_eq!(
-            parse_answer(r#"{"actions": []}"#),
-            Err(ParseError::EmptyActions)
-        );
-        assert_eq!(
-            parse_answer(r#"{"actions": "click"}"#),
-            Err(ParseError::ActionsNotAList)
-        );
+        assert_eq!(parse_answer("I clicked the button."), Err(ParseError::NoJson));
+        assert_eq!(parse_answer(r#"{"next_goal": "x"}"#), Err(ParseError::NoActions));
+        assert_eq!(parse_answer(r#"{"actions": []}"#), Err(ParseError::EmptyActions));
+        assert_eq!(parse_answer(r#"{"actions": "click"}"#), Err(ParseError::ActionsNotAList));
     }
 
     #[test]
@@ -478,12 +403,6 @@ mod tests {
         let text = r#"Answer: {"memory": "saw a } and a {", "actions": [{"done": {"text": "a \"quoted\" }"}}]} trailing }"#;
         let a = parse_answer(text).unwrap();
         assert_eq!(a.memory, "saw a } and a {");
-        assert_eq!(
-            a.actions,
-            vec![Action::Done {
-                text: "a \"quoted\" }".into(),
-                success: true
-            }]
-        );
+        assert_eq!(a.actions, vec![Action::Done { text: "a \"quoted\" }".into(), success: true }]);
     }
 }

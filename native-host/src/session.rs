@@ -25,10 +25,7 @@ pub enum SessionError {
     #[error("cannot prepare the browser's folder: {0}")]
     Io(#[from] std::io::Error),
     #[error("cannot start {browser}: {source}")]
-    Spawn {
-        browser: PathBuf,
-        source: std::io::Error,
-    },
+    Spawn { browser: PathBuf, source: std::io::Error },
     #[error("the extension did not connect within {secs} s; the browser's log is {log}")]
     Timeout { secs: u64, log: PathBuf },
     #[error("the browser exited ({status}) before the extension connected; its log is {log}")]
@@ -72,16 +69,11 @@ impl BrowserSession {
             use std::os::unix::process::CommandExt;
             cmd.process_group(0);
         }
-        let child = cmd.spawn().map_err(|source| SessionError::Spawn {
-            browser: chromium.clone(),
-            source,
-        })?;
+        let child = cmd
+            .spawn()
+            .map_err(|source| SessionError::Spawn { browser: chromium.clone(), source })?;
         tracing::info!(pid = child.id(), browser = %chromium.display(), "browser started");
-        let mut session = BrowserSession {
-            child: Some(child),
-            dir: Some(dir),
-            log,
-        };
+        let mut session = BrowserSession { child: Some(child), dir: Some(dir), log };
 
         let deadline = Instant::now() + CONNECT_TIMEOUT;
         loop {
@@ -96,24 +88,14 @@ impl BrowserSession {
                 Ok(Err(e)) => return Err(session.fail(SessionError::Io(e))),
                 Err(_) => {}
             }
-            if let Some(status) = session
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
+            if let Some(status) = session.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 let log = session.keep_log();
-                return Err(SessionError::Exited {
-                    status: status.to_string(),
-                    log,
-                });
+                return Err(SessionError::Exited { status: status.to_string(), log });
             }
             if Instant::now() >= deadline {
                 let log = session.keep_log();
                 session.close();
-                return Err(SessionError::Timeout {
-                    secs: CONNECT_TIMEOUT.as_secs(),
-                    log,
-                });
+                return Err(SessionError::Timeout { secs: CONNECT_TIMEOUT.as_secs(), log });
             }
         }
     }

@@ -61,15 +61,9 @@ const MIGRATIONS: &[&str] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot create the data folder {path}: {source}")]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    CreateDir { path: PathBuf, source: std::io::Error },
     #[error("cannot open the database {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
+    Open { path: PathBuf, source: rusqlite::Error },
     #[error(
         "the database {path} has schema version {found}, newer than this build's {SCHEMA_VERSION}: update errand"
     )]
@@ -133,40 +127,27 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating if needed) `<data_dir>/errand.db`.
     pub fn open_in(data_dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::CreateDir {
-            path: data_dir.to_owned(),
-            source,
-        })?;
+        std::fs::create_dir_all(data_dir)
+            .map_err(|source| StoreError::CreateDir { path: data_dir.to_owned(), source })?;
         Store::open(&data_dir.join(DB_FILE))
     }
 
     /// Opens (creating if needed) the database at `path`, migrates it and
     /// marks tasks of vanished host processes as interrupted.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let open_err = |source| StoreError::Open {
-            path: path.to_owned(),
-            source,
-        };
+        let open_err = |source| StoreError::Open { path: path.to_owned(), source };
         let mut conn = Connection::open(path).map_err(open_err)?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(open_err)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(open_err)?;
         // `journal_mode` returns a row; query it rather than execute.
-        let _mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(open_err)?;
+        let _mode: String =
+            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(open_err)?;
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .map_err(open_err)?;
         migrate(&mut conn, path)?;
-        let store = Store {
-            conn: Arc::new(Mutex::new(conn)),
-            path: path.to_owned(),
-        };
+        let store = Store { conn: Arc::new(Mutex::new(conn)), path: path.to_owned() };
         let n = store.mark_interrupted()?;
         if n > 0 {
-            tracing::info!(
-                count = n,
-                "marked tasks of ended host processes as interrupted"
-            );
+            tracing::info!(count = n, "marked tasks of ended host processes as interrupted");
         }
         Ok(store)
     }
@@ -250,10 +231,9 @@ impl Store {
         let (answer, error) = match outcome {
             Outcome::Done { answer, .. } => (Some(answer.clone()), None),
             Outcome::Failed { error } => (None, Some(error.clone())),
-            Outcome::StepLimit { steps } => (
-                None,
-                Some(format!("stopped after the step limit ({steps} steps)")),
-            ),
+            Outcome::StepLimit { steps } => {
+                (None, Some(format!("stopped after the step limit ({steps} steps)")))
+            }
             Outcome::Stopped {} => (None, Some("stopped by the user".to_owned())),
             Outcome::Interrupted {} => (None, Some("the host ended while the task ran".to_owned())),
         };
@@ -287,9 +267,7 @@ impl Store {
                     tokens_out, host_pid, started_at, ended_at
              FROM tasks ORDER BY started_at DESC LIMIT ?1",
         )?;
-        let rows = stmt
-            .query_map([limit], task_row)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = stmt.query_map([limit], task_row)?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
@@ -330,8 +308,7 @@ impl Store {
         let running: Vec<(String, Option<u32>)> = {
             let mut stmt =
                 conn.prepare("SELECT id, host_pid FROM tasks WHERE status = 'running'")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?
         };
         let mut marked = 0;
         for (id, pid) in running {
@@ -385,16 +362,9 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version > SCHEMA_VERSION {
-        return Err(StoreError::TooNew {
-            path: path.to_owned(),
-            found: version,
-        });
+        return Err(StoreError::TooNew { path: path.to_owned(), found: version });
     }
-    for (i, sql) in MIGRATIONS
-        .iter()
-        .enumerate()
-        .skip(usize::try_from(version).unwrap_or(0))
-    {
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", i as i64 + 1)?;
     }
@@ -495,21 +465,11 @@ mod tests {
     fn records_a_task_and_its_steps() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_in(dir.path()).unwrap();
-        store
-            .create_task("t1", "buy milk", Some("https://shop.test/"), None)
-            .unwrap();
+        store.create_task("t1", "buy milk", Some("https://shop.test/"), None).unwrap();
         store.set_tab("t1", 5, "https://shop.test/home").unwrap();
         store.record_step(&step("t1", 1)).unwrap();
         store.record_step(&step("t1", 2)).unwrap();
-        store
-            .finish_task(
-                "t1",
-                &Outcome::Done {
-                    answer: "bought".into(),
-                    success: true,
-                },
-            )
-            .unwrap();
+        store.finish_task("t1", &Outcome::Done { answer: "bought".into(), success: true }).unwrap();
 
         let t = store.task("t1").unwrap().unwrap();
         assert_eq!(t.status, "done");
@@ -525,15 +485,9 @@ mod tests {
         assert_eq!(store.recent_tasks(10).unwrap().len(), 1);
         assert!(store.task("nope").unwrap().is_none());
 
-        let version: i64 = store
-            .conn()
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
+        let version: i64 = store.conn().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        let mode: String = store
-            .conn()
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .unwrap();
+        let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         assert_eq!(mode, "wal");
     }
 
@@ -549,15 +503,9 @@ mod tests {
         assert!(!process_alive(dead_pid));
         store
             .conn()
-            .execute(
-                "UPDATE tasks SET host_pid = ?1 WHERE id = 'dead'",
-                [dead_pid],
-            )
+            .execute("UPDATE tasks SET host_pid = ?1 WHERE id = 'dead'", [dead_pid])
             .unwrap();
-        store
-            .conn()
-            .execute("UPDATE tasks SET host_pid = 1 WHERE id = 'alive'", [])
-            .unwrap();
+        store.conn().execute("UPDATE tasks SET host_pid = 1 WHERE id = 'alive'", []).unwrap();
         drop(store);
 
         let store = Store::open_in(dir.path()).unwrap();
@@ -600,10 +548,7 @@ mod tests {
     fn refuses_a_newer_schema() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(DB_FILE);
-        Connection::open(&path)
-            .unwrap()
-            .pragma_update(None, "user_version", 99)
-            .unwrap();
+        Connection::open(&path).unwrap().pragma_update(None, "user_version", 99).unwrap();
         let err = Store::open(&path).unwrap_err();
         assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
     }

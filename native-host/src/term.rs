@@ -70,14 +70,8 @@ pub fn event_lines(ev: &LocalEvent) -> Vec<String> {
 /// The last line of a run.
 pub fn outcome_line(outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Done {
-            answer,
-            success: true,
-        } => format!("done: {answer}"),
-        Outcome::Done {
-            answer,
-            success: false,
-        } => format!("could not be done: {answer}"),
+        Outcome::Done { answer, success: true } => format!("done: {answer}"),
+        Outcome::Done { answer, success: false } => format!("could not be done: {answer}"),
         Outcome::Stopped {} => "stopped".to_owned(),
         Outcome::Failed { error } => format!("failed: {error}"),
         Outcome::StepLimit { steps } => {
@@ -132,15 +126,9 @@ mod tests {
         };
         assert_eq!(
             event_lines(&ev),
-            vec![
-                "step 1: goal: Submit the form",
-                "step 1: click [3] <button> Submit → clicked"
-            ]
+            vec!["step 1: goal: Submit the form", "step 1: click [3] <button> Submit → clicked"]
         );
-        let done = Outcome::Done {
-            answer: "42".into(),
-            success: true,
-        };
+        let done = Outcome::Done { answer: "42".into(), success: true };
         assert_eq!(outcome_line(&done), "done: 42");
     }
 }

@@ -74,12 +74,9 @@ pub fn read_frame<R: Read>(reader: &mut R, max: usize) -> io::Result<Option<Inco
 /// bad fields), its `id` is still looked for, so the error can name it.
 pub fn decode(text: &str) -> Incoming {
     Envelope::decode(text).map_err(|error| {
-        let id = error.request_id().or_else(|| {
-            serde_json::from_str::<serde_json::Value>(text)
-                .ok()?
-                .get("id")?
-                .as_u64()
-        });
+        let id = error
+            .request_id()
+            .or_else(|| serde_json::from_str::<serde_json::Value>(text).ok()?.get("id")?.as_u64());
         FrameError::Decode { error, id }
     })
 }
@@ -94,60 +91,58 @@ pub fn discard<R: Read>(reader: &mut R, len: usize) -> io::Result<bool> {
 /// browser disconnected) or fails.
 pub fn spawn_reader<R: Read + Send + 'static>(reader: R, max: usize) -> mpsc::Receiver<Incoming> {
     let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
-    let spawned = thread::Builder::new()
-        .name("nm-reader".into())
-        .spawn(move || {
-            let mut reader = reader;
-            loop {
-                let item = match read_frame(&mut reader, max) {
-                    Ok(Some(item)) => item,
-                    Ok(None) => {
-                        tracing::debug!("the other side closed the stream");
-                        break;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                        tracing::warn!("the stream ended inside a frame");
-                        break;
-                    }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
-                        ) =>
-                    {
-                        tracing::info!("the other side went away: {e}");
+    let spawned = thread::Builder::new().name("nm-reader".into()).spawn(move || {
+        let mut reader = reader;
+        loop {
+            let item = match read_frame(&mut reader, max) {
+                Ok(Some(item)) => item,
+                Ok(None) => {
+                    tracing::debug!("the other side closed the stream");
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    tracing::warn!("the stream ended inside a frame");
+                    break;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                    ) =>
+                {
+                    tracing::info!("the other side went away: {e}");
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!("reading a frame failed: {e}");
+                    break;
+                }
+            };
+            let skip = match &item {
+                Err(FrameError::TooLarge { len, .. }) => Some(*len),
+                _ => None,
+            };
+            if let Err(e) = &item {
+                tracing::warn!("bad frame: {e}");
+            }
+            if tx.blocking_send(item).is_err() {
+                break; // nobody listens any more
+            }
+            if let Some(len) = skip {
+                match discard(&mut reader, len) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!("the stream ended while skipping an oversized frame");
                         break;
                     }
                     Err(e) => {
-                        tracing::error!("reading a frame failed: {e}");
+                        tracing::error!("skipping an oversized frame failed: {e}");
                         break;
-                    }
-                };
-                let skip = match &item {
-                    Err(FrameError::TooLarge { len, .. }) => Some(*len),
-                    _ => None,
-                };
-                if let Err(e) = &item {
-                    tracing::warn!("bad frame: {e}");
-                }
-                if tx.blocking_send(item).is_err() {
-                    break; // nobody listens any more
-                }
-                if let Some(len) = skip {
-                    match discard(&mut reader, len) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!("the stream ended while skipping an oversized frame");
-                            break;
-                        }
-                        Err(e) => {
-                            tracing::error!("skipping an oversized frame failed: {e}");
-                            break;
-                        }
                     }
                 }
             }
-        });
+        }
+    });
     if let Err(e) = spawned {
         tracing::error!("cannot start the reader thread: {e}");
     }
@@ -195,26 +190,24 @@ pub fn write_envelope<W: Write>(writer: &mut W, env: &Envelope) -> io::Result<()
 /// Starts the writer thread; it runs until [`Outgoing::Close`], until every
 /// sender is gone, or until a write fails (the browser went away).
 pub fn spawn_writer<W: Write + Send + 'static>(writer: W, mut rx: mpsc::Receiver<Outgoing>) {
-    let spawned = thread::Builder::new()
-        .name("nm-writer".into())
-        .spawn(move || {
-            let mut writer = writer;
-            while let Some(item) = rx.blocking_recv() {
-                match item {
-                    Outgoing::Message(env) => {
-                        if let Err(e) = write_envelope(&mut writer, &env) {
-                            tracing::warn!("cannot write to the browser: {e}");
-                            break;
-                        }
-                    }
-                    Outgoing::Close(done) => {
-                        let _ = writer.flush();
-                        let _ = done.send(());
+    let spawned = thread::Builder::new().name("nm-writer".into()).spawn(move || {
+        let mut writer = writer;
+        while let Some(item) = rx.blocking_recv() {
+            match item {
+                Outgoing::Message(env) => {
+                    if let Err(e) = write_envelope(&mut writer, &env) {
+                        tracing::warn!("cannot write to the browser: {e}");
                         break;
                     }
                 }
+                Outgoing::Close(done) => {
+                    let _ = writer.flush();
+                    let _ = done.send(());
+                    break;
+                }
             }
-        });
+        }
+    });
     if let Err(e) = spawned {
         tracing::error!("cannot start the writer thread: {e}");
     }
@@ -306,10 +299,7 @@ pub(crate) mod tests {
             ]
         );
         let too_large = items[8].as_ref().unwrap_err().to_string();
-        assert!(
-            too_large.contains("5000") && too_large.contains("1024"),
-            "{too_large}"
-        );
+        assert!(too_large.contains("5000") && too_large.contains("1024"), "{too_large}");
     }
 
     #[test]
@@ -319,21 +309,13 @@ pub(crate) mod tests {
         bytes.extend([b'x'; 10]); // the stream ends long before 2000 bytes
         let items = read_all(bytes, 1024);
         assert_eq!(items.len(), 2);
-        assert!(matches!(
-            items[1],
-            Err(FrameError::TooLarge { len: 2000, .. })
-        ));
+        assert!(matches!(items[1], Err(FrameError::TooLarge { len: 2000, .. })));
     }
 
     #[test]
     fn never_writes_more_than_a_mebibyte() {
-        let huge = Envelope::reply(
-            9,
-            4,
-            Body::Captured {
-                data_url: "x".repeat(MAX_TO_EXTENSION + 1),
-            },
-        );
+        let huge =
+            Envelope::reply(9, 4, Body::Captured { data_url: "x".repeat(MAX_TO_EXTENSION + 1) });
         let mut out = Vec::new();
         write_envelope(&mut out, &huge).unwrap();
         assert!(out.len() < 1000);
@@ -354,19 +336,14 @@ pub(crate) mod tests {
         assert_eq!(rx.recv().await.unwrap().unwrap().id, 1);
         assert!(matches!(
             rx.recv().await.unwrap(),
-            Err(FrameError::Decode {
-                error: DecodeError::NotAnObject,
-                id: None
-            })
+            Err(FrameError::Decode { error: DecodeError::NotAnObject, id: None })
         ));
         assert!(rx.recv().await.is_none());
 
         let shared = SharedBuf::default();
         let (tx, orx) = mpsc::channel(4);
         spawn_writer(shared.clone(), orx);
-        tx.send(Outgoing::Message(Envelope::new(3, Body::GetStatus {})))
-            .await
-            .unwrap();
+        tx.send(Outgoing::Message(Envelope::new(3, Body::GetStatus {}))).await.unwrap();
         let (done, wait) = oneshot::channel();
         tx.send(Outgoing::Close(done)).await.unwrap();
         wait.await.unwrap();

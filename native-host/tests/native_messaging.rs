@@ -64,14 +64,7 @@ impl HostProc {
             }
         });
         let stdin = child.stdin.take();
-        HostProc {
-            child,
-            stdin,
-            frames,
-            data_dir,
-            next_id: 1,
-            _dir: dir,
-        }
+        HostProc { child, stdin, frames, data_dir, next_id: 1, _dir: dir }
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
@@ -95,9 +88,7 @@ impl HostProc {
     }
 
     fn recv(&self) -> Envelope {
-        self.frames
-            .recv_timeout(WAIT)
-            .expect("a message from the host")
+        self.frames.recv_timeout(WAIT).expect("a message from the host")
     }
 
     /// Plays the service worker and the content script until the task ends;
@@ -167,19 +158,13 @@ fn observation() -> Observation {
 /// What the service worker (or the content script) answers.
 fn extension_reply(body: &Body) -> Option<Body> {
     match body {
-        Body::OpenTab { url } => Some(Body::TabReady {
-            tab_id: 42,
-            url: url.clone(),
-            title: "A form".into(),
-        }),
-        Body::Page {
-            tab_id: 42,
-            command: PageCommand::Observe { .. },
-        } => Some(Body::Observation(observation())),
-        Body::Page {
-            tab_id: 42,
-            command: PageCommand::Act { .. },
-        } => Some(Body::ActionDone {
+        Body::OpenTab { url } => {
+            Some(Body::TabReady { tab_id: 42, url: url.clone(), title: "A form".into() })
+        }
+        Body::Page { tab_id: 42, command: PageCommand::Observe { .. } } => {
+            Some(Body::Observation(observation()))
+        }
+        Body::Page { tab_id: 42, command: PageCommand::Act { .. } } => Some(Body::ActionDone {
             effect: Effect {
                 summary: "clicked <button> Submit".into(),
                 url: "http://form.test/".into(),
@@ -227,14 +212,10 @@ impl ModelServer {
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let state = script.clone();
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
             rt.block_on(async move {
-                let app = axum::Router::new()
-                    .route("/v1/chat/completions", post(chat))
-                    .with_state(state);
+                let app =
+                    axum::Router::new().route("/v1/chat/completions", post(chat)).with_state(state);
                 let listener = tokio::net::TcpListener::from_std(listener).unwrap();
                 axum::serve(listener, app).await.unwrap();
             });
@@ -252,10 +233,7 @@ async fn chat(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Json<Value> {
-    let auth = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
     script.requests.lock().unwrap().push((body, auth));
     let next = script.answers.lock().unwrap().pop_front();
     let (content, delay) = next.unwrap_or_else(|| {
@@ -313,16 +291,12 @@ fn bad_frames_get_error_replies_and_the_host_goes_on() {
     assert_eq!(code, ErrorCode::UnsupportedVersion);
     assert!(message.contains("version 2 is not supported"), "{message}");
 
-    host.send_raw(&raw_frame(
-        b"{\"v\":1,\"id\":9,\"kind\":\"get_status\",\"x\":\"\xff\"}",
-    ));
+    host.send_raw(&raw_frame(b"{\"v\":1,\"id\":9,\"kind\":\"get_status\",\"x\":\"\xff\"}"));
     let (code, message) = error_of(&host.recv());
     assert_eq!(code, ErrorCode::BadFrame);
     assert!(message.contains("UTF-8"), "{message}");
 
-    let id = host.send(Body::Hello {
-        extension_version: "0.1.0".into(),
-    });
+    let id = host.send(Body::Hello { extension_version: "0.1.0".into() });
     let welcome = host.recv();
     assert_eq!(welcome.re, Some(id));
     assert!(matches!(welcome.body, Body::Welcome { .. }), "{welcome:?}");
@@ -331,11 +305,7 @@ fn bad_frames_get_error_replies_and_the_host_goes_on() {
     let status = host.recv();
     assert_eq!(status.re, Some(id));
     match status.body {
-        Body::Status {
-            model,
-            running_task,
-            ..
-        } => {
+        Body::Status { model, running_task, .. } => {
             assert_eq!(model, "scripted");
             assert_eq!(running_task, None);
         }
@@ -349,10 +319,8 @@ fn bad_frames_get_error_replies_and_the_host_goes_on() {
 
 #[test]
 fn another_origin_is_refused() {
-    let mut host = HostProc::spawn(
-        "chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
-        &nowhere(),
-    );
+    let mut host =
+        HostProc::spawn("chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/", &nowhere());
     let (code, message) = error_of(&host.recv());
     assert_eq!(code, ErrorCode::NotAllowed);
     assert!(message.contains(ORIGIN), "{message}");
@@ -371,26 +339,14 @@ fn runs_a_task_against_a_scripted_model() {
     });
     let accepted = host.recv();
     assert_eq!(accepted.re, Some(id));
-    let Body::TaskAccepted { task_id } = accepted.body else {
-        panic!("{accepted:?}")
-    };
+    let Body::TaskAccepted { task_id } = accepted.body else { panic!("{accepted:?}") };
 
     let events = host.serve_until_finished();
     let kinds: Vec<String> = events
         .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|e| serde_json::to_value(e).unwrap()["type"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(
-        kinds,
-        [
-            "started", "thinking", "step", "thinking", "step", "finished"
-        ]
-    );
+    assert_eq!(kinds, ["started", "thinking", "step", "thinking", "step", "finished"]);
     assert_eq!(
         events[0],
         TaskEvent::Started {
@@ -399,9 +355,7 @@ fn runs_a_task_against_a_scripted_model() {
             url: "http://form.test/".into()
         }
     );
-    let TaskEvent::Step(first) = &events[2] else {
-        unreachable!()
-    };
+    let TaskEvent::Step(first) = &events[2] else { unreachable!() };
     assert_eq!(first.step, 1);
     assert_eq!(first.next_goal, "Press Submit");
     assert_eq!(first.actions.len(), 1);
@@ -411,10 +365,7 @@ fn runs_a_task_against_a_scripted_model() {
     assert_eq!(
         events[5],
         TaskEvent::Finished {
-            outcome: Outcome::Done {
-                answer: "The form was sent.".into(),
-                success: true
-            }
+            outcome: Outcome::Done { answer: "The form was sent.".into(), success: true }
         }
     );
 
@@ -428,19 +379,10 @@ fn runs_a_task_against_a_scripted_model() {
     assert_eq!(body["messages"][0]["role"], "system");
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("Send the form"), "{user}");
-    assert!(
-        user.contains("<<<UNTRUSTED_PAGE_CONTENT\nURL: http://form.test/"),
-        "{user}"
-    );
-    assert!(
-        user.contains("[1]<button>Submit</button>\nUNTRUSTED_PAGE_CONTENT>>>"),
-        "{user}"
-    );
+    assert!(user.contains("<<<UNTRUSTED_PAGE_CONTENT\nURL: http://form.test/"), "{user}");
+    assert!(user.contains("[1]<button>Submit</button>\nUNTRUSTED_PAGE_CONTENT>>>"), "{user}");
     let second = requests[1].0["messages"][1]["content"].as_str().unwrap();
-    assert!(
-        second.contains("click [1] <button> Submit → ok"),
-        "{second}"
-    );
+    assert!(second.contains("click [1] <button> Submit → ok"), "{second}");
 
     // The store, read with the schema's own names.
     let db = host.db();
@@ -475,24 +417,8 @@ fn runs_a_task_against_a_scripted_model() {
         )
         .unwrap();
     assert_eq!(
-        (
-            status.as_str(),
-            answer.as_str(),
-            steps,
-            tin,
-            tout,
-            tab,
-            url.as_str()
-        ),
-        (
-            "done",
-            "The form was sent.",
-            2,
-            642,
-            34,
-            42,
-            "http://form.test/"
-        )
+        (status.as_str(), answer.as_str(), steps, tin, tout, tab, url.as_str()),
+        ("done", "The form was sent.", 2, 642, 34, 42, "http://form.test/")
     );
     assert_eq!(pid, i64::from(host.child.id()));
     assert!(ended.is_some_and(|t| t.ends_with('Z')));
@@ -505,21 +431,13 @@ fn runs_a_task_against_a_scripted_model() {
         .unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(
-        (
-            rows[0].0,
-            rows[0].1.as_str(),
-            rows[0].3.as_str(),
-            rows[0].4,
-            rows[0].5
-        ),
+        (rows[0].0, rows[0].1.as_str(), rows[0].3.as_str(), rows[0].4, rows[0].5),
         (1, "Press Submit", "wasm", 1, 321)
     );
     let actions: Value = serde_json::from_str(&rows[0].2).unwrap();
     assert_eq!(actions[0]["action"], json!({"click": {"index": 1}}));
     assert_eq!(actions[0]["ok"], true);
-    let version: i64 = db
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: i64 = db.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, 1);
 }
 
@@ -532,18 +450,13 @@ fn stop_task_ends_a_slow_model_call_at_once() {
         tab_id: None,
         url: Some("http://form.test/".into()),
     });
-    let Body::TaskAccepted { task_id } = host.recv().body else {
-        panic!()
-    };
+    let Body::TaskAccepted { task_id } = host.recv().body else { panic!() };
 
     // Serve until the model is being asked.
     loop {
         let env = host.recv();
         match env.body {
-            Body::TaskEvent {
-                event: TaskEvent::Thinking { step: 1 },
-                ..
-            } => break,
+            Body::TaskEvent { event: TaskEvent::Thinking { step: 1 }, .. } => break,
             Body::TaskEvent { .. } => {}
             body => {
                 let reply = extension_reply(&body).unwrap();
@@ -559,11 +472,7 @@ fn stop_task_ends_a_slow_model_call_at_once() {
     }
 
     // A second task is refused meanwhile.
-    let id = host.send(Body::StartTask {
-        task: "Another".into(),
-        tab_id: Some(1),
-        url: None,
-    });
+    let id = host.send(Body::StartTask { task: "Another".into(), tab_id: Some(1), url: None });
     let busy = host.recv();
     assert_eq!(busy.re, Some(id));
     assert_eq!(error_of(&busy).0, ErrorCode::Busy);
@@ -575,10 +484,9 @@ fn stop_task_ends_a_slow_model_call_at_once() {
         let env = host.recv();
         match env.body {
             Body::Ack {} => assert_eq!(env.re, Some(id)),
-            Body::TaskEvent {
-                event: TaskEvent::Finished { outcome },
-                ..
-            } => finished = Some(outcome),
+            Body::TaskEvent { event: TaskEvent::Finished { outcome }, .. } => {
+                finished = Some(outcome)
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -588,9 +496,7 @@ fn stop_task_ends_a_slow_model_call_at_once() {
 
     let status: String = host
         .db()
-        .query_row("SELECT status FROM tasks WHERE id = ?1", [&task_id], |r| {
-            r.get(0)
-        })
+        .query_row("SELECT status FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
         .unwrap();
     assert_eq!(status, "stopped");
 
@@ -598,16 +504,7 @@ fn stop_task_ends_a_slow_model_call_at_once() {
     let id = host.send(Body::GetStatus {});
     let status = host.recv();
     assert_eq!(status.re, Some(id));
-    assert!(
-        matches!(
-            status.body,
-            Body::Status {
-                running_task: None,
-                ..
-            }
-        ),
-        "{status:?}"
-    );
+    assert!(matches!(status.body, Body::Status { running_task: None, .. }), "{status:?}");
 }
 
 #[test]
@@ -619,16 +516,11 @@ fn a_disconnect_during_a_task_records_it_as_failed() {
         tab_id: None,
         url: Some("http://form.test/".into()),
     });
-    let Body::TaskAccepted { task_id } = host.recv().body else {
-        panic!()
-    };
+    let Body::TaskAccepted { task_id } = host.recv().body else { panic!() };
     loop {
         let env = host.recv();
         match env.body {
-            Body::TaskEvent {
-                event: TaskEvent::Thinking { .. },
-                ..
-            } => break,
+            Body::TaskEvent { event: TaskEvent::Thinking { .. }, .. } => break,
             Body::TaskEvent { .. } => {}
             body => {
                 let reply = extension_reply(&body).unwrap();
@@ -640,16 +532,11 @@ fn a_disconnect_during_a_task_records_it_as_failed() {
     assert_eq!(host.wait_exit(), Some(0));
     let (status, error): (String, String) = host
         .db()
-        .query_row(
-            "SELECT status, error FROM tasks WHERE id = ?1",
-            [&task_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .query_row("SELECT status, error FROM tasks WHERE id = ?1", [&task_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .unwrap();
-    assert_eq!(
-        (status.as_str(), error.as_str()),
-        ("failed", "the browser disconnected")
-    );
+    assert_eq!((status.as_str(), error.as_str()), ("failed", "the browser disconnected"));
 }
 
 #[test]
@@ -672,12 +559,7 @@ fn with_a_control_socket_the_host_only_relays() {
     conn.set_read_timeout(Some(WAIT)).unwrap();
 
     // Browser → socket: frames pass unchanged, even malformed ones.
-    let hello = frame(&Envelope::new(
-        1,
-        Body::Hello {
-            extension_version: "0.1.0".into(),
-        },
-    ));
+    let hello = frame(&Envelope::new(1, Body::Hello { extension_version: "0.1.0".into() }));
     let junk = raw_frame(b"{not json");
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&hello).unwrap();
@@ -688,19 +570,10 @@ fn with_a_control_socket_the_host_only_relays() {
     assert_eq!(got, [hello, junk].concat());
 
     // Socket → browser.
-    let welcome = frame(&Envelope::reply(
-        1,
-        1,
-        Body::Welcome {
-            host_version: "x".into(),
-        },
-    ));
+    let welcome = frame(&Envelope::reply(1, 1, Body::Welcome { host_version: "x".into() }));
     conn.write_all(&welcome).unwrap();
     let mut stdout = child.stdout.take().unwrap();
-    let env = read_frame(&mut stdout, MAX_INBOUND)
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let env = read_frame(&mut stdout, MAX_INBOUND).unwrap().unwrap().unwrap();
     assert_eq!(env.re, Some(1));
     assert!(matches!(env.body, Body::Welcome { .. }));
 

@@ -17,16 +17,8 @@ use errand_protocol::{Action, ClickButton, Modifier, OptionChoice, ScrollDirecti
 use super::{clean, section};
 use crate::parse::{AgentAnswer, ParseError};
 
-const LABELS: &[&str] = &[
-    "Evaluation",
-    "Memory",
-    "Next goal",
-    "Next_goal",
-    "Action",
-    "Actions",
-    "Think",
-    "Thought",
-];
+const LABELS: &[&str] =
+    &["Evaluation", "Memory", "Next goal", "Next_goal", "Action", "Actions", "Think", "Thought"];
 
 /// The functions understood.
 pub const FUNCTIONS: &[&str] = &[
@@ -89,12 +81,7 @@ pub fn parse(text: &str) -> Result<AgentAnswer, ParseError> {
         .enumerate()
         .map(|(i, (name, pos, kw))| to_action(i + 1, &name, pos, kw))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(AgentAnswer {
-        evaluation,
-        memory,
-        next_goal,
-        actions,
-    })
+    Ok(AgentAnswer { evaluation, memory, next_goal, actions })
 }
 
 type Call = (String, Vec<Arg>, Vec<(String, Arg)>);
@@ -117,10 +104,7 @@ fn find_calls(text: &str) -> Result<Vec<Call>, ParseError> {
                 || !(chars[start - 1].is_ascii_alphanumeric() || chars[start - 1] == '.');
             if boundary && i < chars.len() && chars[i] == '(' && FUNCTIONS.contains(&name.as_str())
             {
-                let mut p = Parser {
-                    chars: &chars,
-                    pos: i + 1,
-                };
+                let mut p = Parser { chars: &chars, pos: i + 1 };
                 let (pos, kw) = p.args(&name)?;
                 i = p.pos;
                 calls.push((name, pos, kw));
@@ -169,10 +153,7 @@ impl Parser<'_> {
             // keyword?
             let save = self.pos;
             let mut ident = String::new();
-            while let Some(c) = self
-                .peek()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-            {
+            while let Some(c) = self.peek().filter(|c| c.is_ascii_alphanumeric() || *c == '_') {
                 ident.push(c);
                 self.pos += 1;
             }
@@ -226,20 +207,14 @@ impl Parser<'_> {
                 {
                     self.pos += 1;
                 }
-                let s: String = self.chars[start..self.pos]
-                    .iter()
-                    .filter(|c| **c != '_')
-                    .collect();
+                let s: String = self.chars[start..self.pos].iter().filter(|c| **c != '_').collect();
                 s.parse::<f64>()
                     .map(Arg::Num)
                     .map_err(|_| self.err(name, &format!("`{s}` is not a number")))
             }
             Some(_) => {
                 let start = self.pos;
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                {
+                while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
                     self.pos += 1;
                 }
                 let word: String = self.chars[start..self.pos].iter().collect();
@@ -292,11 +267,7 @@ impl Parser<'_> {
 }
 
 fn bad(position: usize, name: &str, reason: impl Into<String>) -> ParseError {
-    ParseError::BadAction {
-        position,
-        name: name.to_owned(),
-        reason: reason.into(),
-    }
+    ParseError::BadAction { position, name: name.to_owned(), reason: reason.into() }
 }
 
 fn to_action(
@@ -306,10 +277,7 @@ fn to_action(
     kw: Vec<(String, Arg)>,
 ) -> Result<Action, ParseError> {
     let arg = |i: usize, key: &str| -> Option<Arg> {
-        kw.iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .or_else(|| pos.get(i).cloned())
+        kw.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).or_else(|| pos.get(i).cloned())
     };
     let text = |i: usize, key: &str| -> Result<String, ParseError> {
         match arg(i, key) {
@@ -321,19 +289,13 @@ fn to_action(
     };
     let bid = |i: usize, key: &str| -> Result<u32, ParseError> {
         let s = text(i, key)?;
-        s.trim()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<u32>()
-            .map_err(|_| {
-                bad(
-                    position,
-                    name,
-                    format!(
-                        "`{key}` must be an element number from the list, like '12'; got '{s}'"
-                    ),
-                )
-            })
+        s.trim().trim_start_matches('[').trim_end_matches(']').parse::<u32>().map_err(|_| {
+            bad(
+                position,
+                name,
+                format!("`{key}` must be an element number from the list, like '12'; got '{s}'"),
+            )
+        })
     };
     let click_opts = || -> Result<(ClickButton, Vec<Modifier>), ParseError> {
         let button = match arg(1, "button") {
@@ -361,27 +323,14 @@ fn to_action(
     Ok(match name {
         "click" => {
             let (button, modifiers) = click_opts()?;
-            Action::Click {
-                index: bid(0, "bid")?,
-                button,
-                modifiers,
-            }
+            Action::Click { index: bid(0, "bid")?, button, modifiers }
         }
         "dblclick" => {
             let (button, modifiers) = click_opts()?;
-            Action::DblClick {
-                index: bid(0, "bid")?,
-                button,
-                modifiers,
-            }
+            Action::DblClick { index: bid(0, "bid")?, button, modifiers }
         }
-        "hover" => Action::Hover {
-            index: bid(0, "bid")?,
-        },
-        "fill" => Action::Fill {
-            index: bid(0, "bid")?,
-            text: text(1, "value")?,
-        },
+        "hover" => Action::Hover { index: bid(0, "bid")? },
+        "fill" => Action::Fill { index: bid(0, "bid")?, text: text(1, "value")? },
         "select_option" => {
             let options = match arg(1, "options") {
                 Some(Arg::List(items)) => items
@@ -396,73 +345,30 @@ fn to_action(
                 Some(_) => vec![OptionChoice::Text(text(1, "options")?)],
                 None => return Err(bad(position, name, "`options` is missing")),
             };
-            Action::SelectOption {
-                index: bid(0, "bid")?,
-                options,
-            }
+            Action::SelectOption { index: bid(0, "bid")?, options }
         }
-        "check" => Action::Check {
-            index: bid(0, "bid")?,
-        },
-        "uncheck" => Action::Uncheck {
-            index: bid(0, "bid")?,
-        },
-        "press" => Action::Press {
-            index: Some(bid(0, "bid")?),
-            key: text(1, "key_comb")?,
-        },
-        "focus" => Action::Focus {
-            index: bid(0, "bid")?,
-        },
-        "clear" => Action::Clear {
-            index: bid(0, "bid")?,
-        },
+        "check" => Action::Check { index: bid(0, "bid")? },
+        "uncheck" => Action::Uncheck { index: bid(0, "bid")? },
+        "press" => Action::Press { index: Some(bid(0, "bid")?), key: text(1, "key_comb")? },
+        "focus" => Action::Focus { index: bid(0, "bid")? },
+        "clear" => Action::Clear { index: bid(0, "bid")? },
         "scroll" => {
             let n = |i, key| match arg(i, key) {
                 Some(Arg::Num(n)) => Ok(n),
                 None => Ok(0.0),
-                _ => Err(bad(
-                    position,
-                    name,
-                    format!("`{key}` must be a number of pixels"),
-                )),
+                _ => Err(bad(position, name, format!("`{key}` must be a number of pixels"))),
             };
             let (dx, dy) = (n(0, "delta_x")?, n(1, "delta_y")?);
             let (direction, px) = if dy.abs() >= dx.abs() {
-                (
-                    if dy < 0.0 {
-                        ScrollDirection::Up
-                    } else {
-                        ScrollDirection::Down
-                    },
-                    dy.abs(),
-                )
+                (if dy < 0.0 { ScrollDirection::Up } else { ScrollDirection::Down }, dy.abs())
             } else {
-                (
-                    if dx < 0.0 {
-                        ScrollDirection::Left
-                    } else {
-                        ScrollDirection::Right
-                    },
-                    dx.abs(),
-                )
+                (if dx < 0.0 { ScrollDirection::Left } else { ScrollDirection::Right }, dx.abs())
             };
             // BrowserGym scrolls by pixels; a viewport is about 800 of them.
-            let pages = if px > 0.0 {
-                Some(((px / 800.0) * 100.0).round() / 100.0)
-            } else {
-                None
-            };
-            Action::Scroll {
-                direction,
-                index: None,
-                pages,
-            }
+            let pages = if px > 0.0 { Some(((px / 800.0) * 100.0).round() / 100.0) } else { None };
+            Action::Scroll { direction, index: None, pages }
         }
-        "drag_and_drop" => Action::DragAndDrop {
-            from: bid(0, "from_bid")?,
-            to: bid(1, "to_bid")?,
-        },
+        "drag_and_drop" => Action::DragAndDrop { from: bid(0, "from_bid")?, to: bid(1, "to_bid")? },
         "upload_file" => {
             let files = match arg(1, "file") {
                 Some(Arg::List(items)) => items
@@ -471,16 +377,11 @@ fn to_action(
                     .collect(),
                 _ => vec![text(1, "file")?],
             };
-            Action::UploadFile {
-                index: bid(0, "bid")?,
-                files,
-            }
+            Action::UploadFile { index: bid(0, "bid")?, files }
         }
         "go_back" => Action::GoBack {},
         "go_forward" => Action::GoForward {},
-        "goto" => Action::Goto {
-            url: text(0, "url")?,
-        },
+        "goto" => Action::Goto { url: text(0, "url")? },
         "noop" => {
             let ms = match arg(0, "wait_ms") {
                 Some(Arg::Num(n)) if n >= 0.0 => n.min(f64::from(u32::MAX)) as u32,
@@ -489,23 +390,14 @@ fn to_action(
             Action::Wait { ms }
         }
         // The answer to the user ends the task, as in BrowserGym's chat tasks.
-        "send_msg_to_user" => Action::Done {
-            text: text(0, "text")?,
-            success: true,
-        },
-        "report_infeasible" => Action::ReportInfeasible {
-            reason: text(0, "reason")?,
-        },
+        "send_msg_to_user" => Action::Done { text: text(0, "text")?, success: true },
+        "report_infeasible" => Action::ReportInfeasible { reason: text(0, "reason")? },
         other => return Err(bad(position, other, "unknown function")),
     })
 }
 
 fn num_text(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{}", n as i64)
-    } else {
-        n.to_string()
-    }
+    if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { n.to_string() }
 }
 
 #[cfg(test)]
@@ -523,10 +415,7 @@ mod tests {
         assert_eq!(
             a.actions,
             vec![
-                Action::Fill {
-                    index: 45,
-                    text: "Ada \"the Countess\" Lovelace".into()
-                },
+                Action::Fill { index: 45, text: "Ada \"the Countess\" Lovelace".into() },
                 Action::Click {
                     index: 12,
                     button: ClickButton::Left,
@@ -541,11 +430,7 @@ mod tests {
         let cases: &[(&str, Action)] = &[
             (
                 "dblclick('3')",
-                Action::DblClick {
-                    index: 3,
-                    button: ClickButton::Left,
-                    modifiers: vec![],
-                },
+                Action::DblClick { index: 3, button: ClickButton::Left, modifiers: vec![] },
             ),
             ("hover(\"4\")", Action::Hover { index: 4 }),
             (
@@ -560,73 +445,41 @@ mod tests {
             ),
             (
                 "select_option('5', 'Blue')",
-                Action::SelectOption {
-                    index: 5,
-                    options: vec![OptionChoice::Text("Blue".into())],
-                },
+                Action::SelectOption { index: 5, options: vec![OptionChoice::Text("Blue".into())] },
             ),
             (
                 "press('6', 'ControlOrMeta+a')",
-                Action::Press {
-                    key: "ControlOrMeta+a".into(),
-                    index: Some(6),
-                },
+                Action::Press { key: "ControlOrMeta+a".into(), index: Some(6) },
             ),
             ("clear(bid='7')", Action::Clear { index: 7 }),
             (
                 "scroll(0, 1600)",
-                Action::Scroll {
-                    direction: ScrollDirection::Down,
-                    index: None,
-                    pages: Some(2.0),
-                },
+                Action::Scroll { direction: ScrollDirection::Down, index: None, pages: Some(2.0) },
             ),
             (
                 "scroll(delta_x=0, delta_y=-400)",
-                Action::Scroll {
-                    direction: ScrollDirection::Up,
-                    index: None,
-                    pages: Some(0.5),
-                },
+                Action::Scroll { direction: ScrollDirection::Up, index: None, pages: Some(0.5) },
             ),
-            (
-                "drag_and_drop('1', '9')",
-                Action::DragAndDrop { from: 1, to: 9 },
-            ),
+            ("drag_and_drop('1', '9')", Action::DragAndDrop { from: 1, to: 9 }),
             ("go_back()", Action::GoBack {}),
             (
                 "goto('https://example.com/a(b)')",
-                Action::Goto {
-                    url: "https://example.com/a(b)".into(),
-                },
+                Action::Goto { url: "https://example.com/a(b)".into() },
             ),
             ("noop(wait_ms=2000)", Action::Wait { ms: 2000 }),
             ("noop()", Action::Wait { ms: 1000 }),
             (
                 "send_msg_to_user('It is 42.')",
-                Action::Done {
-                    text: "It is 42.".into(),
-                    success: true,
-                },
+                Action::Done { text: "It is 42.".into(), success: true },
             ),
             (
                 "report_infeasible(\"The shop is closed\")",
-                Action::ReportInfeasible {
-                    reason: "The shop is closed".into(),
-                },
+                Action::ReportInfeasible { reason: "The shop is closed".into() },
             ),
-            (
-                "fill('2', '''two\nlines''')",
-                Action::Fill {
-                    index: 2,
-                    text: "two\nlines".into(),
-                },
-            ),
+            ("fill('2', '''two\nlines''')", Action::Fill { index: 2, text: "two\nlines".into() }),
         ];
         for (text, want) in cases {
-            let got = parse(text)
-                .unwrap_or_else(|e| panic!("{text}: {e}"))
-                .actions;
+            let got = parse(text).unwrap_or_else(|e| panic!("{text}: {e}")).actions;
             assert_eq!(got, vec![want.clone()], "{text}");
         }
     }

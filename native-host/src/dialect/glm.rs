@@ -41,19 +41,12 @@ pub fn parse(text: &str) -> Result<AgentAnswer, ParseError> {
         })?,
     };
     let actions = parse_action(&action_text)?;
-    Ok(AgentAnswer {
-        evaluation: String::new(),
-        memory,
-        next_goal: thought,
-        actions,
-    })
+    Ok(AgentAnswer { evaluation: String::new(), memory, next_goal: thought, actions })
 }
 
 fn looks_like_action(line: &str) -> bool {
     let l = line.trim_start().to_ascii_lowercase();
-    ["click [", "type [", "scroll [", "answer;", "goback", "key;"]
-        .iter()
-        .any(|p| l.starts_with(p))
+    ["click [", "type [", "scroll [", "answer;", "goback", "key;"].iter().any(|p| l.starts_with(p))
 }
 
 /// Memory is JSON in this protocol; repaired when slightly broken, kept
@@ -87,11 +80,7 @@ fn brackets(s: &str) -> Vec<String> {
     while let Some(open) = rest.find('[') {
         let after = &rest[open + 1..];
         let is_last = !after.contains("; [") && !after.contains(";[");
-        let close = if is_last {
-            after.rfind(']')
-        } else {
-            after.find(']')
-        };
+        let close = if is_last { after.rfind(']') } else { after.find(']') };
         match close {
             Some(c) => {
                 out.push(after[..c].to_owned());
@@ -116,20 +105,13 @@ fn index(s: &str, what: &str) -> Result<u32, ParseError> {
 
 fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
     let text = text.trim().trim_matches('`').trim();
-    let word: String = text
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect();
+    let word: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
     let rest = &text[word.len()..];
     let parts = brackets(rest);
     match word.to_ascii_lowercase().as_str() {
         "click" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Click")?;
-            Ok(vec![Action::Click {
-                index: i,
-                button: Default::default(),
-                modifiers: vec![],
-            }])
+            Ok(vec![Action::Click { index: i, button: Default::default(), modifiers: vec![] }])
         }
         "type" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Type")?;
@@ -137,31 +119,18 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
                 ParseError::Dialect("`Type` needs the text: `Type [2]; [the text]`".to_owned())
             })?;
             Ok(vec![
-                Action::Fill {
-                    index: i,
-                    text: typed,
-                },
-                Action::Press {
-                    key: "Enter".to_owned(),
-                    index: Some(i),
-                },
+                Action::Fill { index: i, text: typed },
+                Action::Press { key: "Enter".to_owned(), index: Some(i) },
             ])
         }
         "scroll" => {
-            let target = parts
-                .first()
-                .map(|s| s.trim().to_owned())
-                .unwrap_or_default();
+            let target = parts.first().map(|s| s.trim().to_owned()).unwrap_or_default();
             let index = if target.is_empty() || target.eq_ignore_ascii_case("window") {
                 None
             } else {
                 Some(index(&target, "Scroll")?)
             };
-            let direction = match parts
-                .get(1)
-                .map(|d| d.trim().to_ascii_lowercase())
-                .as_deref()
-            {
+            let direction = match parts.get(1).map(|d| d.trim().to_ascii_lowercase()).as_deref() {
                 Some("up") => ScrollDirection::Up,
                 Some("down") | None => ScrollDirection::Down,
                 Some(other) => {
@@ -170,48 +139,28 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
                     )));
                 }
             };
-            Ok(vec![Action::Scroll {
-                direction,
-                index,
-                pages: None,
-            }])
+            Ok(vec![Action::Scroll { direction, index, pages: None }])
         }
         "wait" => Ok(vec![Action::Wait { ms: 5000 }]),
         "goback" => Ok(vec![Action::GoBack {}]),
-        "bing" => Ok(vec![Action::Goto {
-            url: "https://www.bing.com/".to_owned(),
-        }]),
+        "bing" => Ok(vec![Action::Goto { url: "https://www.bing.com/".to_owned() }]),
         "key" => {
-            let key = parts
-                .first()
-                .map(|k| k.trim().to_owned())
-                .unwrap_or_else(|| "Enter".into());
-            let key = if key.eq_ignore_ascii_case("return") {
-                "Enter".to_owned()
-            } else {
-                key
-            };
+            let key = parts.first().map(|k| k.trim().to_owned()).unwrap_or_else(|| "Enter".into());
+            let key = if key.eq_ignore_ascii_case("return") { "Enter".to_owned() } else { key };
             Ok(vec![Action::Press { key, index: None }])
         }
         "answer" => {
             let answer = match (text.find("<content>"), text.rfind("</content>")) {
                 (Some(a), Some(b)) if b > a => text[a + "<content>".len()..b].trim().to_owned(),
                 (Some(a), None) => text[a + "<content>".len()..].trim().to_owned(),
-                _ => rest
-                    .trim_start_matches([';', ' '])
-                    .trim_end_matches('.')
-                    .trim()
-                    .to_owned(),
+                _ => rest.trim_start_matches([';', ' ']).trim_end_matches('.').trim().to_owned(),
             };
             if answer.is_empty() {
                 return Err(ParseError::Dialect(
                     "`ANSWER` needs the answer: `ANSWER; <content>the answer</content>`".to_owned(),
                 ));
             }
-            Ok(vec![Action::Done {
-                text: answer,
-                success: true,
-            }])
+            Ok(vec![Action::Done { text: answer, success: true }])
         }
         _ => Err(ParseError::Dialect(format!(
             "unknown action `{}`; use Click [N], Type [N]; [text], Scroll [N or WINDOW]; [up or down], Wait, GoBack, Key; [Return] or ANSWER; <content>…</content>",
@@ -225,58 +174,35 @@ mod tests {
     use super::*;
 
     fn one(text: &str) -> Vec<Action> {
-        parse(text)
-            .unwrap_or_else(|e| panic!("{text}: {e}"))
-            .actions
+        parse(text).unwrap_or_else(|e| panic!("{text}: {e}")).actions
     }
 
     #[test]
     fn reads_each_action() {
         assert_eq!(
             one("Thought: press it\nAction: Click [12]\nMemory_Updated: {}"),
-            vec![Action::Click {
-                index: 12,
-                button: Default::default(),
-                modifiers: vec![]
-            }]
+            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![] }]
         );
         assert_eq!(
             one("Action: Type [2]; [5$ [or less]]"),
             vec![
-                Action::Fill {
-                    index: 2,
-                    text: "5$ [or less]".into()
-                },
-                Action::Press {
-                    key: "Enter".into(),
-                    index: Some(2)
-                }
+                Action::Fill { index: 2, text: "5$ [or less]".into() },
+                Action::Press { key: "Enter".into(), index: Some(2) }
             ]
         );
         assert_eq!(
             one("Action: Scroll [WINDOW]; [down]"),
-            vec![Action::Scroll {
-                direction: ScrollDirection::Down,
-                index: None,
-                pages: None
-            }]
+            vec![Action::Scroll { direction: ScrollDirection::Down, index: None, pages: None }]
         );
         assert_eq!(
             one("Action: Scroll [6]; [up]."),
-            vec![Action::Scroll {
-                direction: ScrollDirection::Up,
-                index: Some(6),
-                pages: None
-            }]
+            vec![Action::Scroll { direction: ScrollDirection::Up, index: Some(6), pages: None }]
         );
         assert_eq!(one("Action: Wait"), vec![Action::Wait { ms: 5000 }]);
         assert_eq!(one("Action: GoBack."), vec![Action::GoBack {}]);
         assert_eq!(
             one("Action: Key; [Return]"),
-            vec![Action::Press {
-                key: "Enter".into(),
-                index: None
-            }]
+            vec![Action::Press { key: "Enter".into(), index: None }]
         );
     }
 
@@ -289,8 +215,7 @@ mod tests {
         assert_eq!(
             a.actions,
             vec![Action::Done {
-                text: "It costs 42 €.\nShipping is free.".into(),
-                success: true
+                text: "It costs 42 €.\nShipping is free.".into(), success: true
             }]
         );
         assert_eq!(a.next_goal, "The page shows the price, 42 €.");

@@ -26,12 +26,7 @@ pub enum Dialect {
 impl Dialect {
     /// Reads `json`, `glm`, `browsergym`.
     pub fn parse(s: &str) -> Option<Dialect> {
-        match s
-            .trim()
-            .to_ascii_lowercase()
-            .replace(['-', '_'], "")
-            .as_str()
-        {
+        match s.trim().to_ascii_lowercase().replace(['-', '_'], "").as_str() {
             "json" | "browseruse" => Some(Dialect::Json),
             "glm" | "glm45v" | "text" => Some(Dialect::Glm),
             "browsergym" | "bgym" | "functions" => Some(Dialect::BrowserGym),
@@ -112,9 +107,7 @@ pub(crate) fn clean(text: &str) -> String {
 /// `labels` (case-insensitive; `**label**:` and `label：` accepted).
 pub(crate) fn section(text: &str, label: &str, labels: &[&str]) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines
-        .iter()
-        .position(|l| starts_with_label(l, label).is_some())?;
+    let start = lines.iter().position(|l| starts_with_label(l, label).is_some())?;
     let mut out = vec![starts_with_label(lines[start], label).unwrap_or_default()];
     for line in &lines[start + 1..] {
         if labels.iter().any(|l| starts_with_label(line, l).is_some()) {

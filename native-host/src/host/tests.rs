@@ -16,18 +16,9 @@ use crate::transport::tests::SharedBuf;
 use crate::transport::{frame, raw_frame, read_frame};
 
 fn settings(dir: &std::path::Path, max_steps: u32) -> Settings {
-    let flags = Overrides {
-        max_steps: Some(max_steps),
-        ..Default::default()
-    };
-    Settings::resolve(
-        Default::default(),
-        &|_| None,
-        &flags,
-        dir.join("config"),
-        dir.join("data"),
-    )
-    .unwrap()
+    let flags = Overrides { max_steps: Some(max_steps), ..Default::default() };
+    Settings::resolve(Default::default(), &|_| None, &flags, dir.join("config"), dir.join("data"))
+        .unwrap()
 }
 
 /// Answers from a script; `None` in the script means "never answer".
@@ -61,10 +52,7 @@ impl Provider for Scripted {
             match next {
                 Some(Some(text)) => Ok(Completion {
                     text,
-                    usage: Some(Usage {
-                        prompt_tokens: 100,
-                        completion_tokens: 10,
-                    }),
+                    usage: Some(Usage { prompt_tokens: 100, completion_tokens: 10 }),
                 }),
                 Some(None) | None => {
                     cancel.cancelled().await;
@@ -130,30 +118,26 @@ impl FakeExtension {
                         let _ = ev_tx.send((task_id.clone(), event.clone()));
                         None
                     }
-                    Body::OpenTab { url } | Body::Navigate { url, .. } => Some(Body::TabReady {
-                        tab_id: 7,
-                        url: url.clone(),
-                        title: "Form".into(),
-                    }),
+                    Body::OpenTab { url } | Body::Navigate { url, .. } => {
+                        Some(Body::TabReady { tab_id: 7, url: url.clone(), title: "Form".into() })
+                    }
                     Body::ActiveTab {} => Some(Body::TabReady {
                         tab_id: 3,
                         url: "https://active.test/".into(),
                         title: "Active".into(),
                     }),
-                    Body::Page {
-                        command: PageCommand::Observe { .. },
-                        ..
-                    } => Some(Body::Observation(observation("https://form.test/"))),
-                    Body::Page {
-                        command: PageCommand::Act { action },
-                        ..
-                    } => Some(Body::ActionDone {
-                        effect: Effect {
-                            summary: format!("did {}", action.name()),
-                            url: "https://form.test/".into(),
-                            ..Default::default()
-                        },
-                    }),
+                    Body::Page { command: PageCommand::Observe { .. }, .. } => {
+                        Some(Body::Observation(observation("https://form.test/")))
+                    }
+                    Body::Page { command: PageCommand::Act { action }, .. } => {
+                        Some(Body::ActionDone {
+                            effect: Effect {
+                                summary: format!("did {}", action.name()),
+                                url: "https://form.test/".into(),
+                                ..Default::default()
+                            },
+                        })
+                    }
                     _ => None,
                 };
                 if !matches!(env.body, Body::TaskEvent { .. }) {
@@ -168,24 +152,14 @@ impl FakeExtension {
                 }
             }
         });
-        (
-            FakeExtension {
-                to_host: ext_side,
-                events,
-                requests,
-            },
-            served,
-        )
+        (FakeExtension { to_host: ext_side, events, requests }, served)
     }
 
     /// Events until the task finishes.
     fn events_until_finished(&self) -> Vec<TaskEvent> {
         let mut out = Vec::new();
         loop {
-            let (_, ev) = self
-                .events
-                .recv_timeout(Duration::from_secs(10))
-                .expect("an event");
+            let (_, ev) = self.events.recv_timeout(Duration::from_secs(10)).expect("an event");
             let done = matches!(ev, TaskEvent::Finished { .. });
             out.push(ev);
             if done {
@@ -239,18 +213,8 @@ async fn serves_bad_frames_with_errors_and_goes_on() {
     input.extend(raw_frame(b"\xc3\x28"));
     // Over the 64 MiB limit: reported, skipped, and the stream goes on.
     input.extend(raw_frame(&vec![b' '; MAX_INBOUND + 1]));
-    input.extend(frame(&Envelope::new(
-        2,
-        Body::Hello {
-            extension_version: "0.1.0".into(),
-        },
-    )));
-    input.extend(frame(&Envelope::new(
-        3,
-        Body::TaskAccepted {
-            task_id: "x".into(),
-        },
-    )));
+    input.extend(frame(&Envelope::new(2, Body::Hello { extension_version: "0.1.0".into() })));
+    input.extend(frame(&Envelope::new(3, Body::TaskAccepted { task_id: "x".into() })));
     input.extend(frame(&Envelope::new(4, Body::StopTask { task_id: None })));
     // A late reply nobody waits for is dropped silently.
     input.extend(frame(&Envelope::reply(5, 999, Body::Ack {})));
@@ -297,12 +261,7 @@ async fn serves_bad_frames_with_errors_and_goes_on() {
     assert_eq!(code(7).0, ErrorCode::NotAllowed);
     assert_eq!(code(8).0, ErrorCode::NoTask);
     match &replies[9].body {
-        Body::Status {
-            model,
-            running_task,
-            host_version,
-            ..
-        } => {
+        Body::Status { model, running_task, host_version, .. } => {
             assert_eq!(model, "llama3.1");
             assert_eq!(running_task, &None);
             assert_eq!(host_version, HOST_VERSION);
@@ -311,8 +270,7 @@ async fn serves_bad_frames_with_errors_and_goes_on() {
     }
     // A host serves one connection.
     assert!(matches!(
-        host.serve(Cursor::new(Vec::new()), SharedBuf::default())
-            .await,
+        host.serve(Cursor::new(Vec::new()), SharedBuf::default()).await,
         Err(HostError::AlreadyServing)
     ));
 }
@@ -325,9 +283,7 @@ async fn runs_a_task_to_done_and_records_it() {
     let (ext, _served) = FakeExtension::start(&host);
     let mut local = host.subscribe();
 
-    let id = host
-        .start_task("Send the form", None, Some("https://form.test/"))
-        .unwrap();
+    let id = host.start_task("Send the form", None, Some("https://form.test/")).unwrap();
     let events = ext.events_until_finished();
     assert!(
         matches!(&events[0], TaskEvent::Started { tab_id: 7, url, .. } if url == "https://form.test/")
@@ -339,13 +295,7 @@ async fn runs_a_task_to_done_and_records_it() {
     assert!(s[0].actions[0].ok);
     assert_eq!(s[0].actions[0].detail, "did click");
     assert_eq!((s[0].elements, s[0].build), (2, Some(Build::Wasm)));
-    assert_eq!(
-        outcome(&events),
-        Outcome::Done {
-            answer: "Form sent".into(),
-            success: true
-        }
-    );
+    assert_eq!(outcome(&events), Outcome::Done { answer: "Form sent".into(), success: true });
 
     // The local subscribers saw the same, with the element's label.
     let mut labels = None;
@@ -364,18 +314,13 @@ async fn runs_a_task_to_done_and_records_it() {
     let seen = lock(&model.seen);
     assert_eq!(seen.len(), 2);
     assert!(
-        seen[1][1]
-            .content
-            .contains("click [1] <button> Submit → ok: did click"),
+        seen[1][1].content.contains("click [1] <button> Submit → ok: did click"),
         "{}",
         seen[1][1].content
     );
 
     let t = host.store().task(&id).unwrap().unwrap();
-    assert_eq!(
-        (t.status.as_str(), t.steps, t.tokens_in, t.tokens_out),
-        ("done", 2, 200, 20)
-    );
+    assert_eq!((t.status.as_str(), t.steps, t.tokens_in, t.tokens_out), ("done", 2, 200, 20));
     assert_eq!(t.answer.as_deref(), Some("Form sent"));
     assert_eq!(t.tab_id, Some(7));
     let rows = host.store().steps(&id).unwrap();
@@ -405,41 +350,23 @@ async fn a_missing_element_and_a_broken_answer_are_shown_to_the_model() {
         matches!(&events[0], TaskEvent::Started { tab_id: 4, url, .. } if url == "https://form.test/")
     );
     let s = steps(&events);
-    assert_eq!(
-        s[0].actions.len(),
-        1,
-        "the sequence stops at the failed action"
-    );
+    assert_eq!(s[0].actions.len(), 1, "the sequence stops at the failed action");
     assert!(!s[0].actions[0].ok);
     assert!(s[0].actions[0].detail.contains("no element [9]"));
     assert!(s[1].actions.is_empty());
-    assert!(
-        s[1].evaluation.contains("could not be read"),
-        "{}",
-        s[1].evaluation
-    );
+    assert!(s[1].evaluation.contains("could not be read"), "{}", s[1].evaluation);
     assert!(matches!(outcome(&events), Outcome::Done { .. }));
 
     let seen = lock(&model.seen);
     assert_eq!(seen.len(), 4);
     // Step 2 was asked again with the error.
     assert_eq!(seen[2].len(), 4);
-    assert!(
-        seen[2][3].content.contains("no JSON object"),
-        "{}",
-        seen[2][3].content
-    );
+    assert!(seen[2][3].content.contains("no JSON object"), "{}", seen[2][3].content);
     // Step 3's prompt shows both failures.
     let prompt = &seen[3][1].content;
-    assert!(
-        prompt.contains("FAILED: there is no element [9]"),
-        "{prompt}"
-    );
+    assert!(prompt.contains("FAILED: there is no element [9]"), "{prompt}");
     assert!(prompt.contains("1 later action(s) not run"), "{prompt}");
-    assert!(
-        prompt.contains("Step 2 failed: the model's answer could not be read"),
-        "{prompt}"
-    );
+    assert!(prompt.contains("Step 2 failed: the model's answer could not be read"), "{prompt}");
     assert_eq!(host.store().steps(&id).unwrap().len(), 3);
 }
 
@@ -451,10 +378,7 @@ async fn three_failed_steps_end_the_task_and_the_step_limit_ends_it_too() {
     let (ext, _served) = FakeExtension::start(&host);
     let id = host.start_task("t", None, None).unwrap();
     let events = ext.events_until_finished();
-    assert!(
-        matches!(&events[0], TaskEvent::Started { tab_id: 3, .. }),
-        "active tab"
-    );
+    assert!(matches!(&events[0], TaskEvent::Started { tab_id: 3, .. }), "active tab");
     match outcome(&events) {
         Outcome::Failed { error } => assert!(error.contains("3 steps in a row failed"), "{error}"),
         other => panic!("{other:?}"),
@@ -465,17 +389,9 @@ async fn three_failed_steps_end_the_task_and_the_step_limit_ends_it_too() {
     let wait = Some(r#"{"actions": [{"wait": {"ms": 1}}]}"#);
     let host = host_with(dir.path(), 2, Scripted::new(&[wait, wait]));
     let (ext, _served) = FakeExtension::start(&host);
-    let id = host
-        .start_task("t", None, Some("https://form.test/"))
-        .unwrap();
-    assert_eq!(
-        outcome(&ext.events_until_finished()),
-        Outcome::StepLimit { steps: 2 }
-    );
-    assert_eq!(
-        host.store().task(&id).unwrap().unwrap().status,
-        "step_limit"
-    );
+    let id = host.start_task("t", None, Some("https://form.test/")).unwrap();
+    assert_eq!(outcome(&ext.events_until_finished()), Outcome::StepLimit { steps: 2 });
+    assert_eq!(host.store().task(&id).unwrap().unwrap().status, "step_limit");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -485,11 +401,7 @@ async fn stop_ends_a_task_during_the_model_call() {
     let (mut ext, _served) = FakeExtension::start(&host);
     ext.send(Envelope::new(
         1,
-        Body::StartTask {
-            task: "t".into(),
-            tab_id: None,
-            url: Some("https://form.test/".into()),
-        },
+        Body::StartTask { task: "t".into(), tab_id: None, url: Some("https://form.test/".into()) },
     ));
     // Wait until the model is being asked.
     loop {
@@ -500,28 +412,13 @@ async fn stop_ends_a_task_during_the_model_call() {
     }
     let task_id = host.running_task().unwrap();
     // A second task is refused while this one runs.
-    assert!(matches!(
-        host.start_task("another", None, None),
-        Err(HostError::Busy(_))
-    ));
+    assert!(matches!(host.start_task("another", None, None), Err(HostError::Busy(_))));
     let stopped_at = Instant::now();
-    ext.send(Envelope::new(
-        2,
-        Body::StopTask {
-            task_id: Some(task_id.clone()),
-        },
-    ));
+    ext.send(Envelope::new(2, Body::StopTask { task_id: Some(task_id.clone()) }));
     let events = ext.events_until_finished();
-    assert!(
-        stopped_at.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        stopped_at.elapsed()
-    );
+    assert!(stopped_at.elapsed() < Duration::from_millis(500), "{:?}", stopped_at.elapsed());
     assert_eq!(outcome(&events), Outcome::Stopped {});
-    assert_eq!(
-        host.store().task(&task_id).unwrap().unwrap().status,
-        "stopped"
-    );
+    assert_eq!(host.store().task(&task_id).unwrap().unwrap().status, "stopped");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -529,9 +426,7 @@ async fn a_disconnect_fails_the_running_task() {
     let dir = tempfile::tempdir().unwrap();
     let host = host_with(dir.path(), 5, Scripted::new(&[None]));
     let (ext, served) = FakeExtension::start(&host);
-    let id = host
-        .start_task("t", None, Some("https://form.test/"))
-        .unwrap();
+    let id = host.start_task("t", None, Some("https://form.test/")).unwrap();
     loop {
         let (_, ev) = ext.events.recv_timeout(Duration::from_secs(5)).unwrap();
         if matches!(ev, TaskEvent::Thinking { .. }) {
@@ -539,18 +434,12 @@ async fn a_disconnect_fails_the_running_task() {
         }
     }
     ext.to_host.shutdown(std::net::Shutdown::Both).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), served)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), served).await.unwrap().unwrap();
     let t = host.store().task(&id).unwrap().unwrap();
     assert_eq!(t.status, "failed");
     assert_eq!(t.error.as_deref(), Some(DISCONNECTED));
     // Requests after the disconnect fail at once.
-    assert!(matches!(
-        host.active_tab().await,
-        Err(RequestError::Disconnected)
-    ));
+    assert!(matches!(host.active_tab().await, Err(RequestError::Disconnected)));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -561,9 +450,6 @@ async fn a_request_without_an_answer_times_out_clearly() {
     // Nobody serves the connection: the request is never answered.
     let err = host.observe(12, false).await.unwrap_err();
     let text = err.to_string();
-    assert!(
-        text.contains("tab 12") && text.contains("was the tab closed"),
-        "{text}"
-    );
+    assert!(text.contains("tab 12") && text.contains("was the tab closed"), "{text}");
     assert!(lock(&host.inner.pending).is_empty());
 }
