@@ -5,12 +5,14 @@ use std::time::{Duration, Instant};
 
 use errand_protocol::{Action, ActionRecord, Build, Observation, Outcome, StepReport, TaskEvent};
 
+use crate::budget::{Budget, Prices};
 use crate::dialect::Dialect;
 use crate::host::{Host, RequestError, Stopper};
 use crate::llm::{ChatMessage, Completion, LlmError};
+use crate::loop_detect::{self, LoopDetector, Verdict};
 use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
-use crate::store::StepRow;
+use crate::store::{ModelCallRow, StepRow};
 
 /// The most actions run in one step; later ones are ignored.
 pub const MAX_ACTIONS_PER_STEP: usize = 5;
@@ -32,7 +34,12 @@ pub struct TaskSpec {
 /// Runs a task to its end: records the outcome, tells the host, and sends
 /// the `finished` event. Ends at once when `stop` fires.
 pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
-    let agent = Agent { host: &host, spec: &spec, stop: &stop };
+    let agent = Agent {
+        host: &host,
+        spec: &spec,
+        stop: &stop,
+        progress: std::sync::Mutex::new(Progress::default()),
+    };
     let outcome = tokio::select! {
         biased;
         _ = stop.token().cancelled() => stop.outcome(),
@@ -50,6 +57,16 @@ struct Agent<'a> {
     host: &'a Host,
     spec: &'a TaskSpec,
     stop: &'a Stopper,
+    progress: std::sync::Mutex<Progress>,
+}
+
+/// What the agent tracks across steps besides the history.
+#[derive(Default)]
+struct Progress {
+    budget: Budget,
+    loops: LoopDetector,
+    /// Said to the model in the next prompt.
+    warning: Option<String>,
 }
 
 /// How one step went.
@@ -66,6 +83,7 @@ struct Asked {
     model_ms: u64,
     tokens_in: Option<u64>,
     tokens_out: Option<u64>,
+    cost_usd: Option<f64>,
 }
 
 impl Agent<'_> {
@@ -75,7 +93,24 @@ impl Agent<'_> {
         settings.dialect.unwrap_or_else(|| Dialect::for_model(self.host.provider().model()))
     }
 
+    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     async fn drive(&self) -> Outcome {
+        let settings = self.host.settings();
+        let prices = match Prices::load(&settings.config_dir) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Failed { error: e.to_string() },
+        };
+        let price = prices.price(self.host.provider().model());
+        if settings.max_cost_usd.is_some() && price.is_none() {
+            tracing::warn!(
+                model = self.host.provider().model(),
+                "max_cost_usd is set but the model has no price in prices.toml: only the token limit applies"
+            );
+        }
+        self.progress().budget = Budget::new(settings.max_tokens, settings.max_cost_usd, price);
         let (tab_id, url, mut first_obs) = match self.open().await {
             Ok(t) => t,
             Err(e) => {
@@ -91,6 +126,9 @@ impl Agent<'_> {
         let mut history: Vec<PastStep> = Vec::new();
         let mut failures = 0;
         for step in 1..=self.spec.max_steps {
+            if let Some(why) = self.progress().budget.exceeded() {
+                return Outcome::Failed { error: why };
+            }
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
                 None => self.host.observe(tab_id, false).await,
@@ -152,7 +190,7 @@ impl Agent<'_> {
         history: &mut Vec<PastStep>,
     ) -> StepEnd {
         self.host.emit(&self.spec.id, TaskEvent::Thinking { step }, Vec::new()).await;
-        let messages = prompt::messages(
+        let mut messages = prompt::messages(
             self.dialect(),
             &self.spec.task,
             step,
@@ -160,7 +198,13 @@ impl Agent<'_> {
             history,
             obs,
         );
-        let asked = match self.ask(messages).await {
+        if let Some(warning) = self.progress().warning.take() {
+            if let Some(last) = messages.last_mut() {
+                last.content.push_str("\n\n# Warning\n");
+                last.content.push_str(&warning);
+            }
+        }
+        let asked = match self.ask(step, messages).await {
             Ok(asked) => asked,
             Err(e) if e.is_fatal() => {
                 return StepEnd::Finish(Outcome::Failed { error: e.to_string() });
@@ -180,6 +224,7 @@ impl Agent<'_> {
                     model_ms: Some(asked.model_ms),
                     tokens_in: asked.tokens_in,
                     tokens_out: asked.tokens_out,
+                    cost_usd: asked.cost_usd,
                     ..self.row(step, Some(obs))
                 };
                 self.record_failed_step_row(row, &error, history).await;
@@ -187,7 +232,34 @@ impl Agent<'_> {
             }
         };
 
-        let (records, labels, skipped, finish) = self.act(tab_id, obs, &answer.actions).await;
+        let verdict = self
+            .progress()
+            .loops
+            .record(loop_detect::page_fingerprint(obs), loop_detect::actions_hash(&answer.actions));
+        let (records, labels, skipped, mut finish) = self.act(tab_id, obs, &answer.actions).await;
+        match verdict {
+            Verdict::Fine => {}
+            Verdict::Warn(n) => {
+                tracing::warn!(task_id = %self.spec.id, step, repeats = n, "the agent repeats itself");
+                self.progress().warning = Some(loop_detect::warning(n));
+            }
+            Verdict::Stop(n) if finish.is_none() => {
+                finish = Some(Outcome::Failed {
+                    error: format!(
+                        "the agent is stuck: it did the same thing {n} times on a page that did not \
+                         change (last: {}). Stopped so that you can help: do that part yourself, or \
+                         start again with more precise instructions",
+                        records
+                            .iter()
+                            .zip(&labels)
+                            .map(|(r, l)| prompt::describe_action(&r.action, l))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+            Verdict::Stop(_) => {}
+        }
         let failed = records.iter().find(|r| !r.ok).map(|r| r.detail.clone());
         let report = StepReport {
             step,
@@ -206,6 +278,7 @@ impl Agent<'_> {
             model_ms: Some(asked.model_ms),
             tokens_in: asked.tokens_in,
             tokens_out: asked.tokens_out,
+            cost_usd: asked.cost_usd,
             ..self.row(step, Some(obs))
         };
         self.save(&row);
@@ -226,15 +299,32 @@ impl Agent<'_> {
     }
 
     /// Asks the model; an unreadable answer is asked again once, with the
-    /// parse error.
-    async fn ask(&self, mut messages: Vec<ChatMessage>) -> Result<Asked, LlmError> {
+    /// parse error. Every call is charged to the budget and recorded.
+    async fn ask(&self, step: u32, mut messages: Vec<ChatMessage>) -> Result<Asked, LlmError> {
         let started = Instant::now();
-        let mut asked =
-            Asked { answer: Err(String::new()), model_ms: 0, tokens_in: None, tokens_out: None };
+        let mut asked = Asked {
+            answer: Err(String::new()),
+            model_ms: 0,
+            tokens_in: None,
+            tokens_out: None,
+            cost_usd: None,
+        };
+        let dialect = self.dialect();
         for attempt in 0..2 {
-            let completion = self.host.provider().complete(&messages, self.stop.token()).await?;
-            add_usage(&mut asked, &completion);
-            match self.dialect().parse_answer(&completion.text) {
+            let call_started = Instant::now();
+            let result = self.host.provider().complete(&messages, self.stop.token()).await;
+            let ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let completion = match result {
+                Ok(c) => c,
+                Err(e) => {
+                    self.record_call(step, ms, None, None, Some(e.to_string()));
+                    return Err(e);
+                }
+            };
+            let cost = completion.usage.and_then(|u| self.progress().budget.charge(u));
+            self.record_call(step, ms, completion.usage, cost, None);
+            add_usage(&mut asked, &completion, cost);
+            match dialect.parse_answer(&completion.text) {
                 Ok(answer) => {
                     asked.answer = Ok(answer);
                     break;
@@ -242,13 +332,40 @@ impl Agent<'_> {
                 Err(e) => {
                     tracing::warn!(attempt, "unreadable answer: {e}");
                     asked.answer = Err(e.to_string());
+                    if self.progress().budget.exceeded().is_some() {
+                        break;
+                    }
                     messages.push(ChatMessage::assistant(completion.text));
-                    messages.push(ChatMessage::user(prompt::reask(self.dialect(), &e)));
+                    messages.push(ChatMessage::user(prompt::reask(dialect, &e)));
                 }
             }
         }
         asked.model_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(asked)
+    }
+
+    fn record_call(
+        &self,
+        step: u32,
+        ms: u64,
+        usage: Option<crate::llm::Usage>,
+        cost_usd: Option<f64>,
+        error: Option<String>,
+    ) {
+        let row = ModelCallRow {
+            task_id: self.spec.id.clone(),
+            step,
+            provider: self.host.settings().provider.name().to_owned(),
+            model: self.host.provider().model().to_owned(),
+            ms,
+            tokens_in: usage.map(|u| u.prompt_tokens),
+            tokens_out: usage.map(|u| u.completion_tokens),
+            cost_usd,
+            error,
+        };
+        if let Err(e) = self.host.store().record_model_call(&row) {
+            tracing::error!(task_id = %self.spec.id, step, "cannot record the model call: {e}");
+        }
     }
 
     /// Runs the actions in order; stops after one that failed or changed
@@ -392,10 +509,13 @@ impl Agent<'_> {
     }
 }
 
-fn add_usage(asked: &mut Asked, completion: &Completion) {
+fn add_usage(asked: &mut Asked, completion: &Completion, cost: Option<f64>) {
     if let Some(u) = completion.usage {
         asked.tokens_in = Some(asked.tokens_in.unwrap_or(0) + u.prompt_tokens);
         asked.tokens_out = Some(asked.tokens_out.unwrap_or(0) + u.completion_tokens);
+    }
+    if let Some(c) = cost {
+        asked.cost_usd = Some(asked.cost_usd.unwrap_or(0.0) + c);
     }
 }
 

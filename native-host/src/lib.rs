@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod browser;
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod host;
 pub mod install;
 pub mod llm;
 pub mod logging;
+pub mod loop_detect;
 pub mod nm;
 pub mod parse;
 pub mod prompt;

@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub const DB_FILE: &str = "errand.db";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Each migration takes the database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -55,6 +55,24 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX tasks_started_at ON tasks(started_at);
     "#,
+    // 1 → 2: money, and every model call
+    r#"
+    ALTER TABLE tasks ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+    ALTER TABLE steps ADD COLUMN cost_usd REAL;
+    CREATE TABLE model_calls (
+        task_id TEXT NOT NULL REFERENCES tasks(id),
+        step INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        ms INTEGER NOT NULL,
+        tokens_in INTEGER,
+        tokens_out INTEGER,
+        cost_usd REAL,
+        error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX model_calls_task ON model_calls(task_id, step);
+    "#,
 ];
 
 /// What can go wrong with the store.
@@ -87,6 +105,8 @@ pub struct TaskRow {
     pub steps: u32,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// What the task's model calls cost, in US dollars (0 when unpriced).
+    pub cost_usd: f64,
     pub host_pid: Option<u32>,
     pub started_at: String,
     pub ended_at: Option<String>,
@@ -109,6 +129,22 @@ pub struct StepRow {
     pub model_ms: Option<u64>,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// US dollars, when the model has a price.
+    pub cost_usd: Option<f64>,
+}
+
+/// One model call as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelCallRow {
+    pub task_id: String,
+    pub step: u32,
+    pub provider: String,
+    pub model: String,
+    pub ms: u64,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub error: Option<String>,
 }
 
 /// A handle on the database; cheap to clone, safe to share between tasks.
@@ -193,8 +229,9 @@ impl Store {
         let tx = conn.transaction()?;
         tx.execute(
             "INSERT OR REPLACE INTO steps (task_id, step, evaluation, memory, next_goal,
-                 actions_json, build, url, elements, model_ms, tokens_in, tokens_out, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 actions_json, build, url, elements, model_ms, tokens_in, tokens_out, created_at,
+                 cost_usd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 row.task_id,
                 row.step,
@@ -208,22 +245,72 @@ impl Store {
                 row.model_ms.map(clamp_i64),
                 row.tokens_in.map(clamp_i64),
                 row.tokens_out.map(clamp_i64),
-                now_rfc3339()
+                now_rfc3339(),
+                row.cost_usd
             ],
         )?;
         tx.execute(
             "UPDATE tasks SET steps = MAX(steps, ?2),
-                 tokens_in = tokens_in + ?3, tokens_out = tokens_out + ?4
+                 tokens_in = tokens_in + ?3, tokens_out = tokens_out + ?4,
+                 cost_usd = cost_usd + ?5
              WHERE id = ?1",
             params![
                 row.task_id,
                 row.step,
                 clamp_i64(row.tokens_in.unwrap_or(0)),
-                clamp_i64(row.tokens_out.unwrap_or(0))
+                clamp_i64(row.tokens_out.unwrap_or(0)),
+                row.cost_usd.unwrap_or(0.0)
             ],
         )?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Records one model call (each attempt of a step's question).
+    pub fn record_model_call(&self, row: &ModelCallRow) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO model_calls (task_id, step, provider, model, ms, tokens_in, tokens_out,
+                 cost_usd, error, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                row.task_id,
+                row.step,
+                row.provider,
+                row.model,
+                clamp_i64(row.ms),
+                row.tokens_in.map(clamp_i64),
+                row.tokens_out.map(clamp_i64),
+                row.cost_usd,
+                row.error,
+                now_rfc3339()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A task's model calls, in order.
+    pub fn model_calls(&self, task_id: &str) -> Result<Vec<ModelCallRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT task_id, step, provider, model, ms, tokens_in, tokens_out, cost_usd, error
+             FROM model_calls WHERE task_id = ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt
+            .query_map([task_id], |r| {
+                Ok(ModelCallRow {
+                    task_id: r.get(0)?,
+                    step: r.get(1)?,
+                    provider: r.get(2)?,
+                    model: r.get(3)?,
+                    ms: unclamp(r.get(4)?),
+                    tokens_in: r.get::<_, Option<i64>>(5)?.map(unclamp),
+                    tokens_out: r.get::<_, Option<i64>>(6)?.map(unclamp),
+                    cost_usd: r.get(7)?,
+                    error: r.get(8)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
     }
 
     /// Records how a task ended.
@@ -250,7 +337,7 @@ impl Store {
         let row = conn
             .query_row(
                 "SELECT id, task, url, tab_id, status, answer, error, steps, tokens_in,
-                        tokens_out, host_pid, started_at, ended_at
+                        tokens_out, host_pid, started_at, ended_at, cost_usd
                  FROM tasks WHERE id = ?1",
                 [id],
                 task_row,
@@ -264,7 +351,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT id, task, url, tab_id, status, answer, error, steps, tokens_in,
-                    tokens_out, host_pid, started_at, ended_at
+                    tokens_out, host_pid, started_at, ended_at, cost_usd
              FROM tasks ORDER BY started_at DESC LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], task_row)?.collect::<Result<Vec<_>, _>>()?;
@@ -276,7 +363,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT task_id, step, evaluation, memory, next_goal, actions_json, build, url,
-                    elements, model_ms, tokens_in, tokens_out
+                    elements, model_ms, tokens_in, tokens_out, cost_usd
              FROM steps WHERE task_id = ?1 ORDER BY step",
         )?;
         let rows = stmt
@@ -294,6 +381,7 @@ impl Store {
                     model_ms: r.get::<_, Option<i64>>(9)?.map(unclamp),
                     tokens_in: r.get::<_, Option<i64>>(10)?.map(unclamp),
                     tokens_out: r.get::<_, Option<i64>>(11)?.map(unclamp),
+                    cost_usd: r.get(12)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -347,6 +435,7 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> {
         host_pid: r.get(10)?,
         started_at: r.get(11)?,
         ended_at: r.get(12)?,
+        cost_usd: r.get(13)?,
     })
 }
 
@@ -449,6 +538,7 @@ mod tests {
             model_ms: Some(120),
             tokens_in: Some(100),
             tokens_out: Some(20),
+            cost_usd: Some(0.25),
         }
     }
 
@@ -477,6 +567,21 @@ mod tests {
         assert_eq!(t.tab_id, Some(5));
         assert_eq!(t.url.as_deref(), Some("https://shop.test/home"));
         assert_eq!((t.steps, t.tokens_in, t.tokens_out), (2, 200, 40));
+        assert!((t.cost_usd - 0.5).abs() < 1e-9, "{}", t.cost_usd);
+        store.record_model_call(&ModelCallRow {
+            task_id: t.id.clone(),
+            step: 1,
+            provider: "openai".into(),
+            model: "m".into(),
+            ms: 5,
+            tokens_in: Some(3),
+            error: Some("HTTP 429".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let calls = store.model_calls(&t.id).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].error.as_deref(), Some("HTTP 429"));
         assert_eq!(t.host_pid, Some(std::process::id()));
         assert!(t.started_at.ends_with('Z') && t.ended_at.is_some());
         let steps = store.steps("t1").unwrap();
