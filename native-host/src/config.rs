@@ -295,7 +295,7 @@ impl Settings {
         let (api_key, api_key_source) =
             match pick(&flags.api_key, env::API_KEY, &file.model.api_key) {
                 Some((k, s)) if !k.trim().is_empty() => (Some(k.trim().to_owned()), s),
-                _ => match provider.vendor_key_var().and_then(|v| env(v)) {
+                _ => match provider.vendor_key_var().and_then(&env) {
                     Some(k) => (Some(k.trim().to_owned()), Source::Env),
                     None => (None, Source::Default),
                 },

@@ -84,6 +84,8 @@ pub fn parse(text: &str) -> Result<AgentAnswer, ParseError> {
     Ok(AgentAnswer { evaluation, memory, next_goal, actions })
 }
 
+/// Positional and keyword arguments.
+type Args = (Vec<Arg>, Vec<(String, Arg)>);
 type Call = (String, Vec<Arg>, Vec<(String, Arg)>);
 
 /// Every `name(args)` with a known name, in order; strings are skipped so
@@ -137,7 +139,7 @@ impl Parser<'_> {
     }
 
     /// After `(`: the arguments up to `)`.
-    fn args(&mut self, name: &str) -> Result<(Vec<Arg>, Vec<(String, Arg)>), ParseError> {
+    fn args(&mut self, name: &str) -> Result<Args, ParseError> {
         let mut pos = Vec::new();
         let mut kw = Vec::new();
         loop {

@@ -1,0 +1,366 @@
+//! The agent against the scripted model server, through the real `errand`
+//! binary over native-messaging pipes: each provider's wire format, each
+//! answer dialect, retries, timeouts, dead servers, bad keys, loop
+//! detection, the budget, and a host killed mid-task.
+
+mod support;
+
+use std::time::Duration;
+
+use errand_protocol::{Body, Outcome, TaskEvent};
+use support::{API_KEY, HostProc, ModelServer, Reply, outcome};
+
+const CLICK: &str = "```json\n{\"evaluation_previous_goal\": \"Start\", \"memory\": \"\", \"next_goal\": \"Press Submit\", \"actions\": [{\"click\": {\"index\": 1}}]}\n```";
+const DONE: &str = r#"{"evaluation_previous_goal": "Submitted", "memory": "", "next_goal": "Report", "actions": [{"done": {"text": "The form was sent.", "success": true}}]}"#;
+
+fn run(
+    server: &ModelServer,
+    base: &str,
+    env: &[(&str, &str)],
+) -> (HostProc, String, Vec<TaskEvent>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}{base}", server.addr);
+    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
+    all.extend_from_slice(env);
+    let mut host = HostProc::spawn(dir.path(), &all);
+    let task_id = host.start("Send the form");
+    let events = host.serve_until_finished();
+    (host, task_id, events, dir)
+}
+
+fn done_text(o: &Outcome) -> &str {
+    match o {
+        Outcome::Done { answer, .. } => answer,
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+fn failed_text(o: &Outcome) -> &str {
+    match o {
+        Outcome::Failed { error } => error,
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn anthropic_messages_in_their_wire_format() {
+    let server = ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    let (host, task_id, events, _dir) = run(
+        &server,
+        "/v1",
+        &[("ERRAND_PROVIDER", "anthropic"), ("ERRAND_MODEL", "claude-sonnet-4-5")],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let first = &seen[0];
+    assert_eq!(first.path, "/v1/messages");
+    assert_eq!(first.header("x-api-key"), Some(API_KEY));
+    assert_eq!(first.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(first.header("authorization"), None);
+    assert_eq!(first.body["model"], "claude-sonnet-4-5");
+    assert!(first.body["max_tokens"].as_u64().unwrap() > 0);
+    assert!(first.body["system"].as_str().unwrap().contains("You are Errand"));
+    let msgs = first.body["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "user");
+    assert_eq!(msgs[0]["content"][0]["type"], "text");
+    assert!(msgs[0]["content"][0]["text"].as_str().unwrap().contains("Send the form"));
+    // Tokens from usage.input_tokens / output_tokens, and a price from the table.
+    let (tin, tout, cost): (i64, i64, f64) = host
+        .db()
+        .query_row(
+            "SELECT tokens_in, tokens_out, cost_usd FROM tasks WHERE id = ?1",
+            [&task_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((tin, tout), (800, 40));
+    // claude-sonnet-4*: $3 / $15 per million.
+    assert!((cost - (800.0 * 3.0 + 40.0 * 15.0) / 1e6).abs() < 1e-9, "{cost}");
+    let calls: i64 = host
+        .db()
+        .query_row(
+            "SELECT COUNT(*) FROM model_calls WHERE task_id = ?1 AND provider = 'anthropic'",
+            [&task_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(calls, 2);
+}
+
+#[test]
+fn gemini_with_browsergym_calls_in_their_wire_format() {
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            "Evaluation: first look\nMemory: none\nNext goal: submit\nAction:\nfill('2', \"ada@example.com\")\nclick('1')",
+        ),
+        Reply::Answer(
+            "Evaluation: sent\nMemory: done\nNext goal: tell the user\nAction:\nsend_msg_to_user('The form was sent.')",
+        ),
+    ]);
+    let (host, task_id, events, _dir) = run(
+        &server,
+        "/v1beta",
+        &[
+            ("ERRAND_PROVIDER", "gemini"),
+            ("ERRAND_MODEL", "gemini-2.5-flash"),
+            ("ERRAND_DIALECT", "browsergym"),
+        ],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    assert_eq!(host.filled.lock().unwrap().as_slice(), ["ada@example.com"]);
+    let seen = server.seen();
+    let first = &seen[0];
+    assert_eq!(first.path, "/v1beta/models/gemini-2.5-flash:generateContent");
+    assert_eq!(first.header("x-goog-api-key"), Some(API_KEY));
+    let system = first.body["systemInstruction"]["parts"][0]["text"].as_str().unwrap();
+    assert!(system.contains("fill(bid, value)"), "{system}");
+    assert_eq!(first.body["contents"][0]["role"], "user");
+    assert!(
+        first.body["contents"][0]["parts"][0]["text"].as_str().unwrap().contains("Send the form")
+    );
+    let (tin, tout): (i64, i64) = host
+        .db()
+        .query_row("SELECT tokens_in, tokens_out FROM tasks WHERE id = ?1", [&task_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((tin, tout), (1000, 50));
+    // The first step's two actions were both run and recorded.
+    let actions: String = host
+        .db()
+        .query_row(
+            "SELECT actions_json FROM steps WHERE task_id = ?1 AND step = 1",
+            [&task_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(actions.contains("\"fill\"") && actions.contains("\"click\""), "{actions}");
+}
+
+#[test]
+fn glm_text_protocol_with_a_broken_answer_asked_again() {
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            "<think>The button is 1.</think>Thought: press Submit\nAction: Click [1]\nMemory_Updated: {\"step\": \"submitted\",}",
+        ),
+        Reply::Answer("Thought: I will jump\nAction: Jump [3]\nMemory_Updated: {}"),
+        Reply::Answer(
+            "Thought: done\nAction: <|begin_of_box|>ANSWER; <content>The form was sent.</content><|end_of_box|>\nMemory_Updated: {}",
+        ),
+    ]);
+    // No dialect set: GLM models speak their own protocol.
+    let (host, task_id, events, _dir) = run(&server, "/v1", &[("ERRAND_MODEL", "glm-4.5v")]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    let system = seen[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Type [5]; [Ada Lovelace]"), "{system}");
+    // The re-ask carries the broken answer and the parse error.
+    let msgs = seen[2].body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("could not be read") && last.contains("unknown action"), "{last}");
+    assert_eq!(msgs[msgs.len() - 2]["role"], "assistant");
+    let memory: String = host
+        .db()
+        .query_row("SELECT memory FROM steps WHERE task_id = ?1 AND step = 1", [&task_id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(memory, r#"{"step":"submitted"}"#);
+}
+
+#[test]
+fn rate_limited_then_answered_after_retry_after() {
+    let server = ModelServer::start(vec![
+        Reply::Status(
+            429,
+            Some("1"),
+            r#"{"error": {"message": "Rate limit reached", "type": "rate_limit"}}"#,
+        ),
+        Reply::Status(503, None, "upstream overloaded"),
+        Reply::Answer(CLICK),
+        Reply::Answer(DONE),
+    ]);
+    let (host, task_id, events, _dir) = run(&server, "/v1", &[]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 4);
+    let waited = seen[1].at - seen[0].at;
+    assert!(waited >= Duration::from_millis(950), "Retry-After: 1 was not honoured: {waited:?}");
+    // One step, no failure: the retries are inside the call.
+    let steps: i64 = host
+        .db()
+        .query_row("SELECT steps FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(steps, 2);
+}
+
+#[test]
+fn a_slow_model_times_out_and_the_task_goes_on() {
+    let server =
+        ModelServer::start(vec![Reply::Slow(CLICK, Duration::from_secs(4)), Reply::Answer(DONE)]);
+    let (host, task_id, events, _dir) = run(&server, "/v1", &[("ERRAND_TIMEOUT_SECS", "1")]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let evaluation: String = host
+        .db()
+        .query_row(
+            "SELECT evaluation FROM steps WHERE task_id = ?1 AND step = 1",
+            [&task_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(evaluation.contains("did not answer within 1 s"), "{evaluation}");
+}
+
+#[test]
+fn a_dead_server_ends_the_task_with_a_clear_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", "http://127.0.0.1:9/v1")]);
+    host.start("Send the form");
+    let events = host.serve_until_finished();
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("cannot reach the model server at http://127.0.0.1:9/v1"), "{error}");
+}
+
+#[test]
+fn nothing_configured_means_a_local_ollama_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // No ERRAND_BASE_URL: the default Ollama address (nothing listens in tests
+    // on 11434; if something does, the test still checks the address used).
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_MODEL", "llama3.1")]);
+    host.start("Send the form");
+    let events = host.serve_until_finished();
+    if let Outcome::Failed { error } = outcome(&events) {
+        assert!(error.contains("127.0.0.1:11434") && error.contains("Ollama"), "{error}");
+    }
+}
+
+#[test]
+fn bad_keys_and_unknown_models_end_the_task_clearly() {
+    let server = ModelServer::start(vec![Reply::Status(
+        401,
+        None,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    )]);
+    let (_h, _t, events, _d) = run(&server, "/v1", &[("ERRAND_PROVIDER", "anthropic")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(
+        error.contains("refused the API key") && error.contains("invalid x-api-key"),
+        "{error}"
+    );
+
+    let server = ModelServer::start(vec![Reply::Status(
+        400,
+        None,
+        r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}"#,
+    )]);
+    let (_h, _t, events, _d) = run(&server, "/v1beta", &[("ERRAND_PROVIDER", "gemini")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("refused the API key"), "{error}");
+
+    let server = ModelServer::start(vec![Reply::Status(
+        404,
+        None,
+        r#"{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#,
+    )]);
+    let (_h, _t, events, _d) = run(&server, "/v1", &[("ERRAND_MODEL", "nope")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("model `nope`") && error.contains("not found"), "{error}");
+    assert_eq!(server.seen().len(), 1, "a 404 is not retried");
+}
+
+#[test]
+fn repeating_the_same_action_on_an_unchanged_page_is_caught() {
+    // The model clicks [1] forever; the page never changes.
+    let server = ModelServer::start_with_fallback(vec![], CLICK);
+    let (_host, _task_id, events, _dir) = run(&server, "/v1", &[]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(
+        error.contains("stuck") && error.contains("5 times") && error.contains("click [1]"),
+        "{error}"
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 5);
+    let user = |i: usize| seen[i].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(!user(2).contains("# Warning"));
+    assert!(user(3).contains("same actions 3 times"), "{}", user(3));
+    assert!(user(4).contains("same actions 4 times"));
+}
+
+#[test]
+fn the_token_budget_ends_the_task() {
+    let server = ModelServer::start_with_fallback(vec![], CLICK);
+    // Each call uses 338 tokens: the second passes 500.
+    let (_host, _t, events, _dir) = run(&server, "/v1", &[("ERRAND_MAX_TOKENS", "500")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("token budget") && error.contains("676 tokens"), "{error}");
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn the_money_budget_uses_the_users_price_table() {
+    let server = ModelServer::start_with_fallback(vec![], CLICK);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/prices.toml"),
+        "[models.scripted]\ninput = 1000.0\noutput = 1000.0\n",
+    )
+    .unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(
+        dir.path(),
+        &[("ERRAND_BASE_URL", base_url.as_str()), ("ERRAND_MAX_COST_USD", "0.5")],
+    );
+    let task_id = host.start("Send the form");
+    let events = host.serve_until_finished();
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("money budget") && error.contains("$0.6760"), "{error}");
+    let cost: f64 = host
+        .db()
+        .query_row("SELECT cost_usd FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert!((cost - 0.676).abs() < 1e-9, "{cost}");
+    let step_costs: Vec<f64> = host
+        .db()
+        .prepare("SELECT cost_usd FROM steps WHERE task_id = ?1 ORDER BY step")
+        .unwrap()
+        .query_map([&task_id], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(step_costs.len(), 2);
+    assert!((step_costs[0] - 0.338).abs() < 1e-9);
+}
+
+#[test]
+fn a_host_killed_mid_task_is_found_interrupted_by_the_next() {
+    let server =
+        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Slow(DONE, Duration::from_secs(60))]);
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let env = [("ERRAND_BASE_URL", base_url.as_str())];
+    let mut host = HostProc::spawn(dir.path(), &env);
+    let task_id = host.start("Send the form");
+    // Serve until the second step's model call is under way.
+    host.serve_until(|b| {
+        matches!(b, Body::TaskEvent { event: TaskEvent::Thinking { step: 2 }, .. })
+    });
+    host.kill();
+    // The first step is already stored.
+    let steps: i64 = host
+        .db()
+        .query_row("SELECT COUNT(*) FROM steps WHERE task_id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(steps, 1);
+
+    let mut again = HostProc::spawn(dir.path(), &env);
+    again.send(Body::GetStatus {});
+    let _ = again.recv();
+    let status: String = again
+        .db()
+        .query_row("SELECT status FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "interrupted");
+}
