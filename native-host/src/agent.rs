@@ -29,6 +29,8 @@ pub struct TaskSpec {
     pub tab_id: Option<i64>,
     pub url: Option<String>,
     pub max_steps: u32,
+    /// For a follow-up: the earlier task and its answer, told to the model.
+    pub context: Option<String>,
 }
 
 /// Runs a task to its end: records the outcome, tells the host, and sends
@@ -63,6 +65,7 @@ struct Agent<'a> {
 /// What the agent tracks across steps besides the history.
 #[derive(Default)]
 struct Progress {
+    step: u32,
     budget: Budget,
     loops: LoopDetector,
     /// Said to the model in the next prompt.
@@ -91,6 +94,18 @@ impl Agent<'_> {
     fn dialect(&self) -> Dialect {
         let settings = self.host.settings();
         settings.dialect.unwrap_or_else(|| Dialect::for_model(self.host.provider().model()))
+    }
+
+    /// The task as the model reads it: with the earlier task, for a follow-up.
+    fn task_text(&self) -> String {
+        match &self.spec.context {
+            Some(c) => format!("{}\n\n{c}", self.spec.task),
+            None => self.spec.task.clone(),
+        }
+    }
+
+    fn step_now(&self) -> u32 {
+        self.progress().step
     }
 
     fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
@@ -129,6 +144,7 @@ impl Agent<'_> {
             if let Some(why) = self.progress().budget.exceeded() {
                 return Outcome::Failed { error: why };
             }
+            self.progress().step = step;
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
                 None => self.host.observe(tab_id, false).await,
@@ -192,7 +208,7 @@ impl Agent<'_> {
         self.host.emit(&self.spec.id, TaskEvent::Thinking { step }, Vec::new()).await;
         let mut messages = prompt::messages(
             self.dialect(),
-            &self.spec.task,
+            &self.task_text(),
             step,
             self.spec.max_steps,
             history,
@@ -426,9 +442,22 @@ impl Agent<'_> {
             Action::NewTab { .. }
             | Action::SwitchTab { .. }
             | Action::CloseTab { .. }
-            | Action::SendMessage { .. }
-            | Action::AskUser { .. } => {
+            | Action::SendMessage { .. } => {
                 (false, format!("`{}` is not available yet", action.name()), true)
+            }
+            Action::AskUser { question } => {
+                let waiting = self.host.await_answer(&self.spec.id);
+                let event =
+                    TaskEvent::Question { step: self.step_now(), question: question.clone() };
+                self.host.emit(&self.spec.id, event, Vec::new()).await;
+                tracing::info!(task_id = %self.spec.id, "waiting for the user's answer");
+                tokio::select! {
+                    _ = self.stop.token().cancelled() => (false, "stopped".to_owned(), true),
+                    answer = waiting => match answer {
+                        Ok(text) => (true, format!("the user answered: {text}"), true),
+                        Err(_) => (false, "no answer came".to_owned(), true),
+                    },
+                }
             }
             Action::Wait { ms } => {
                 let ms = (*ms).min(MAX_WAIT_MS);

@@ -89,6 +89,16 @@ pub fn step_message(
     .to_owned()
 }
 
+/// What the model is told about the earlier task a follow-up continues.
+pub fn follow_up_context(previous_task: &str, previous_answer: &str) -> String {
+    format!(
+        "This continues an earlier task in the same tab. The earlier task was: \"{}\". \
+         Its answer was: \"{}\".",
+        one_line(previous_task),
+        one_line(previous_answer)
+    )
+}
+
 /// The message asking the model to answer again after an unreadable answer.
 pub fn reask(dialect: Dialect, error: &ParseError) -> String {
     match dialect {

@@ -364,3 +364,65 @@ fn a_host_killed_mid_task_is_found_interrupted_by_the_next() {
         .unwrap();
     assert_eq!(status, "interrupted");
 }
+
+#[test]
+fn ask_user_waits_for_the_panels_answer_and_a_follow_up_continues() {
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            r#"{"evaluation_previous_goal": "", "memory": "", "next_goal": "Ask", "actions": [{"ask_user": {"question": "Which e-mail address?"}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"evaluation_previous_goal": "The user answered", "memory": "", "next_goal": "Fill", "actions": [{"fill": {"index": 2, "text": "ada@example.com"}}, {"done": {"text": "Filled in ada@example.com.", "success": true}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"actions": [{"done": {"text": "Nothing else to do.", "success": true}}]}"#,
+        ),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    let task_id = host.start("Subscribe me to the newsletter");
+    let seen = host
+        .serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Question { .. }, .. }));
+    let Some(Body::TaskEvent { event: TaskEvent::Question { question, .. }, .. }) = seen.last()
+    else {
+        panic!()
+    };
+    assert_eq!(question, "Which e-mail address?");
+    // The task waits: no further model call.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.seen().len(), 1);
+    // An answer for a task that asked nothing is refused.
+    let id = host.send(Body::Answer { task_id: Some("nope".into()), text: "x".into() });
+    let refused = host.recv();
+    assert_eq!(refused.re, Some(id));
+    assert!(matches!(refused.body, Body::Error { .. }), "{refused:?}");
+    host.send(Body::Answer { task_id: Some(task_id.clone()), text: "ada@example.com".into() });
+    let bodies = host
+        .serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Finished { .. }, .. }));
+    assert!(bodies.contains(&Body::Ack {}), "{bodies:?}");
+    let events: Vec<TaskEvent> = bodies
+        .into_iter()
+        .filter_map(|b| if let Body::TaskEvent { event, .. } = b { Some(event) } else { None })
+        .collect();
+    assert_eq!(done_text(&outcome(&events)), "Filled in ada@example.com.");
+    let second = &server.seen()[1];
+    let prompt = second.body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("the user answered: ada@example.com"), "{prompt}");
+
+    // A follow-up: same tab, told the earlier task and its answer.
+    let id = host.send(Body::FollowUp { task_id: task_id.clone(), task: "Anything else?".into() });
+    let accepted = host.recv();
+    assert_eq!(accepted.re, Some(id));
+    assert!(matches!(accepted.body, Body::TaskAccepted { .. }), "{accepted:?}");
+    let events = host.serve_until_finished();
+    assert_eq!(done_text(&outcome(&events)), "Nothing else to do.");
+    let third = &server.seen()[2];
+    let prompt = third.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Anything else?")
+            && prompt.contains("continues an earlier task")
+            && prompt.contains("Filled in ada@example.com."),
+        "{prompt}"
+    );
+}

@@ -185,6 +185,7 @@ impl HostProc {
                     },
                 })
             }
+            Body::Ack {} | Body::TaskAccepted { .. } => None,
             other => panic!("unexpected request from the host: {other:?}"),
         }
     }
