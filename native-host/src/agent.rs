@@ -66,6 +66,10 @@ struct Agent<'a> {
 #[derive(Default)]
 struct Progress {
     step: u32,
+    /// The user's secrets (values never leave the host but into a field).
+    secrets: crate::secrets::Secrets,
+    /// What the model is told about the user's profile.
+    profile: String,
     budget: Budget,
     loops: LoopDetector,
     /// Said to the model in the next prompt.
@@ -98,10 +102,15 @@ impl Agent<'_> {
 
     /// The task as the model reads it: with the earlier task, for a follow-up.
     fn task_text(&self) -> String {
-        match &self.spec.context {
-            Some(c) => format!("{}\n\n{c}", self.spec.task),
-            None => self.spec.task.clone(),
+        let mut text = self.spec.task.clone();
+        if let Some(c) = &self.spec.context {
+            text = format!("{text}\n\n{c}");
         }
+        let profile = self.progress().profile.clone();
+        if !profile.is_empty() {
+            text = format!("{text}\n\n{profile}");
+        }
+        text
     }
 
     fn step_now(&self) -> u32 {
@@ -126,6 +135,19 @@ impl Agent<'_> {
             );
         }
         self.progress().budget = Budget::new(settings.max_tokens, settings.max_cost_usd, price);
+        let secrets = match crate::secrets::Secrets::load(&settings.data_dir) {
+            Ok(s) => s,
+            Err(e) => return Outcome::Failed { error: e.to_string() },
+        };
+        let facts = self.host.store().facts().unwrap_or_else(|e| {
+            tracing::error!("cannot read the profile: {e}");
+            Vec::new()
+        });
+        {
+            let mut p = self.progress();
+            p.profile = prompt::profile_section(&facts, &secrets.prompt_lines());
+            p.secrets = secrets;
+        }
         let (tab_id, url, mut first_obs) = match self.open().await {
             Ok(t) => t,
             Err(e) => {
@@ -408,7 +430,7 @@ impl Agent<'_> {
                     ),
                     true,
                 ),
-                _ => self.run_action(tab_id, action, &mut finish).await,
+                _ => self.run_action(tab_id, &obs.url, action, &mut finish).await,
             };
             records.push(ActionRecord { action: action.clone(), ok, detail });
             if stop_here || !ok || finish.is_some() {
@@ -423,6 +445,7 @@ impl Agent<'_> {
     async fn run_action(
         &self,
         tab_id: i64,
+        page_url: &str,
         action: &Action,
         finish: &mut Option<Outcome>,
     ) -> (bool, String, bool) {
@@ -468,17 +491,26 @@ impl Agent<'_> {
                     }
                 }
             }
-            page_action => match self.host.act(tab_id, page_action.clone()).await {
-                Ok(effect) => {
-                    let detail = if effect.summary.is_empty() {
-                        "done".to_owned()
-                    } else {
-                        effect.summary.clone()
-                    };
-                    (true, detail, effect.url_changed)
+            page_action => {
+                // Secrets go in only here, only on their origins; the value
+                // is scrubbed from whatever comes back.
+                let substituted = self.progress().secrets.substitute(page_action, page_url);
+                let (to_send, used) = match substituted {
+                    Ok(s) => s,
+                    Err(e) => return (false, e.to_string(), true),
+                };
+                match self.host.act(tab_id, to_send).await {
+                    Ok(effect) => {
+                        let detail = if effect.summary.is_empty() {
+                            "done".to_owned()
+                        } else {
+                            crate::secrets::scrub(&effect.summary, &used)
+                        };
+                        (true, detail, effect.url_changed)
+                    }
+                    Err(e) => (false, crate::secrets::scrub(&e.to_string(), &used), true),
                 }
-                Err(e) => (false, e.to_string(), true),
-            },
+            }
         }
     }
 

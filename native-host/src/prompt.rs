@@ -89,6 +89,29 @@ pub fn step_message(
     .to_owned()
 }
 
+/// What the model is told about the user's profile: facts with their
+/// values, secrets only by placeholder.
+pub fn profile_section(facts: &[(String, String)], secret_lines: &[String]) -> String {
+    if facts.is_empty() && secret_lines.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("About the user (from their profile; use only what the task needs):");
+    for (name, value) in facts {
+        out.push_str(&format!("\n- {name}: {}", one_line(value)));
+    }
+    if !secret_lines.is_empty() {
+        out.push_str(
+            "\nSecrets: you never see their values. To enter one, write its placeholder exactly, \
+             as the whole text of a `fill`; Errand puts the value in, only on the site named:",
+        );
+        for line in secret_lines {
+            out.push_str(&format!("\n{line}"));
+        }
+    }
+    out
+}
+
 /// What the model is told about the earlier task a follow-up continues.
 pub fn follow_up_context(previous_task: &str, previous_answer: &str) -> String {
     format!(

@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub const DB_FILE: &str = "errand.db";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Each migration takes the database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -72,6 +72,15 @@ const MIGRATIONS: &[&str] = &[
         created_at TEXT NOT NULL
     );
     CREATE INDEX model_calls_task ON model_calls(task_id, step);
+    "#,
+    // 2 → 3: the user's profile facts (never secrets: those live in the
+    // keychain or an owner-only file, see secrets.rs)
+    r#"
+    CREATE TABLE profile_facts (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
     "#,
 ];
 
@@ -310,6 +319,28 @@ impl Store {
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Sets a profile fact.
+    pub fn set_fact(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO profile_facts (name, value, updated_at) VALUES (?1, ?2, ?3)",
+            params![name, value, now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets a profile fact; whether it existed.
+    pub fn forget_fact(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.conn().execute("DELETE FROM profile_facts WHERE name = ?1", [name])? > 0)
+    }
+
+    /// Every profile fact, by name.
+    pub fn facts(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT name, value FROM profile_facts ORDER BY name")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
         Ok(rows)
     }
 
@@ -568,17 +599,18 @@ mod tests {
         assert_eq!(t.url.as_deref(), Some("https://shop.test/home"));
         assert_eq!((t.steps, t.tokens_in, t.tokens_out), (2, 200, 40));
         assert!((t.cost_usd - 0.5).abs() < 1e-9, "{}", t.cost_usd);
-        store.record_model_call(&ModelCallRow {
-            task_id: t.id.clone(),
-            step: 1,
-            provider: "openai".into(),
-            model: "m".into(),
-            ms: 5,
-            tokens_in: Some(3),
-            error: Some("HTTP 429".into()),
-            ..Default::default()
-        })
-        .unwrap();
+        store
+            .record_model_call(&ModelCallRow {
+                task_id: t.id.clone(),
+                step: 1,
+                provider: "openai".into(),
+                model: "m".into(),
+                ms: 5,
+                tokens_in: Some(3),
+                error: Some("HTTP 429".into()),
+                ..Default::default()
+            })
+            .unwrap();
         let calls = store.model_calls(&t.id).unwrap();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].error.as_deref(), Some("HTTP 429"));

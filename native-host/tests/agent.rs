@@ -426,3 +426,90 @@ fn ask_user_waits_for_the_panels_answer_and_a_follow_up_continues() {
         "{prompt}"
     );
 }
+
+#[test]
+fn a_profile_fact_is_used_and_a_secret_is_filled_without_ever_reaching_the_model() {
+    const SECRET: &str = "S3cr3t-Value-xyz";
+    const OTHER: &str = "Other-Site-Secret-987";
+    let dir = tempfile::tempdir().unwrap();
+    HostProc::cli(dir.path(), &["memory", "fact", "email", "ada@example.com"], "");
+    HostProc::cli(
+        dir.path(),
+        &["memory", "secret", "site_password", "--origin", "http://form.test"],
+        &format!("{SECRET}\n"),
+    );
+    HostProc::cli(
+        dir.path(),
+        &["memory", "secret", "other_pw", "--origin", "https://elsewhere.test"],
+        &format!("{OTHER}\n"),
+    );
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
+    assert!(
+        list.contains("email = ada@example.com")
+            && list.contains("site_password (only on http://form.test)"),
+        "{list}"
+    );
+    assert!(!list.contains(SECRET) && !list.contains(OTHER), "{list}");
+
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            r#"{"next_goal": "Log in", "actions": [{"fill": {"index": 2, "text": "{{secret:site_password}}"}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"next_goal": "Try the other", "actions": [{"fill": {"index": 2, "text": "{{secret:other_pw}}"}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"next_goal": "Report", "actions": [{"done": {"text": "Logged in as ada@example.com.", "success": true}}]}"#,
+        ),
+    ]);
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    let task_id = host.start("Log me in with my e-mail");
+    let events = host.serve_until_finished();
+    assert_eq!(done_text(&outcome(&events)), "Logged in as ada@example.com.");
+    // The page got the value; the secret for another site was refused.
+    assert_eq!(host.filled.lock().unwrap().as_slice(), [SECRET]);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    let first = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(first.contains("email: ada@example.com"), "{first}");
+    assert!(first.contains("{{secret:site_password}} (only on http://form.test)"), "{first}");
+    let third = seen[2].body["messages"][1]["content"].as_str().unwrap();
+    assert!(third.contains("may not be filled on http://form.test"), "{third}");
+    assert!(third.contains("[secret]"), "the page's echo of the value is scrubbed: {third}");
+
+    // No request, no stored byte, no log line holds a secret value.
+    for s in &seen {
+        assert!(
+            !s.raw.contains(SECRET) && !s.raw.contains(OTHER),
+            "a request leaked a secret: {}",
+            s.raw
+        );
+    }
+    drop(host);
+    for entry in std::fs::read_dir(dir.path().join("data")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "secrets.json" {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(SECRET) && !text.contains(OTHER),
+            "{} holds a secret",
+            path.display()
+        );
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(!text.contains(SECRET), "{} holds a secret", path.display());
+        }
+    }
+    let _ = task_id;
+    // Forgetting works.
+    HostProc::cli(dir.path(), &["memory", "forget", "site_password"], "");
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
+    assert!(!list.contains("site_password"), "{list}");
+}

@@ -173,12 +173,15 @@ impl HostProc {
                 Some(Body::Observation(self.page.lock().unwrap().clone()))
             }
             Body::Page { tab_id: 42, command: PageCommand::Act { action } } => {
+                // Like the content script, the summary says what was typed.
+                let mut summary = format!("did {}", action.name());
                 if let errand_protocol::Action::Fill { text, .. } = action {
                     self.filled.lock().unwrap().push(text.clone());
+                    summary = format!("filled <input> with \"{text}\"");
                 }
                 Some(Body::ActionDone {
                     effect: Effect {
-                        summary: format!("did {}", action.name()),
+                        summary,
                         url: "http://form.test/".into(),
                         url_changed: false,
                         value: None,
@@ -197,6 +200,24 @@ impl HostProc {
     /// What the host wrote to stderr (its log).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Runs `errand ARGS` with this host's folders, `stdin` as input;
+    /// returns stdout.
+    pub fn cli(dir: &Path, args: &[&str], stdin: &str) -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_errand"))
+            .args(args)
+            .env("ERRAND_DATA_DIR", dir.join("data"))
+            .env("ERRAND_CONFIG_DIR", dir.join("config"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "errand {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
     }
 
     pub fn kill(&mut self) {
