@@ -66,6 +66,10 @@ struct Agent<'a> {
 #[derive(Default)]
 struct Progress {
     step: u32,
+    /// The planner's latest plan, shown in each prompt.
+    plan: Option<String>,
+    /// `done` answers the validator refused so far.
+    rejections: u32,
     /// The user's secrets (values never leave the host but into a field).
     secrets: crate::secrets::Secrets,
     /// What the model is told about the user's profile.
@@ -106,11 +110,99 @@ impl Agent<'_> {
         if let Some(c) = &self.spec.context {
             text = format!("{text}\n\n{c}");
         }
+        if let Some(plan) = self.progress().plan.clone() {
+            text = format!("{text}\n\n{plan}");
+        }
         let profile = self.progress().profile.clone();
         if !profile.is_empty() {
             text = format!("{text}\n\n{profile}");
         }
         text
+    }
+
+    /// Why the planner should run before this step, if it should.
+    fn plan_due(&self, step: u32, failures: u32) -> Option<&'static str> {
+        if !self.host.settings().planner {
+            return None;
+        }
+        let warned = self.progress().warning.is_some();
+        if step == 1 {
+            Some("The task is starting.")
+        } else if failures >= 2 || warned {
+            Some(
+                "The agent is stalling: its last steps failed or repeated themselves. Plan another way.",
+            )
+        } else if (step - 1) % crate::planner::PLAN_EVERY == 0 {
+            Some("A regular review of the plan.")
+        } else {
+            None
+        }
+    }
+
+    /// Asks the planner; a plan that cannot be had keeps the old one.
+    async fn plan(&self, step: u32, why: &str, obs: &Observation, history: &[PastStep]) {
+        let text = crate::planner::plan_prompt(&self.spec.task, why, history, obs);
+        let Some(answer) = self.side_call(step, text).await else { return };
+        match crate::planner::parse_plan(&answer) {
+            Ok(plan) => {
+                tracing::info!(task_id = %self.spec.id, step, tasks = plan.tasks.len(), "new plan");
+                self.progress().plan = Some(crate::planner::plan_text(&plan));
+            }
+            Err(e) => tracing::warn!(task_id = %self.spec.id, step, "unreadable plan: {e}"),
+        }
+    }
+
+    /// Checks a `done` answer; the reason when it is refused.
+    async fn validate(
+        &self,
+        step: u32,
+        answer: &str,
+        obs: &Observation,
+        history: &[PastStep],
+    ) -> Option<String> {
+        if !self.host.settings().validate {
+            return None;
+        }
+        let text = crate::planner::validate_prompt(&self.spec.task, answer, history, obs);
+        let reply = self.side_call(step, text).await?;
+        match crate::planner::parse_verdict(&reply) {
+            Ok((true, _)) => None,
+            Ok((false, reason)) => {
+                let mut p = self.progress();
+                if p.rejections >= crate::planner::MAX_REJECTIONS {
+                    tracing::warn!(task_id = %self.spec.id, "the check still doubts the answer ({reason}); accepted after {} refusals", p.rejections);
+                    return None;
+                }
+                p.rejections += 1;
+                tracing::info!(task_id = %self.spec.id, step, "the check refused `done`: {reason}");
+                Some(if reason.is_empty() { "the task is not complete".to_owned() } else { reason })
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %self.spec.id, "unreadable check: {e}; the answer stands");
+                None
+            }
+        }
+    }
+
+    /// One model call outside the step's own (planner, validator): charged,
+    /// recorded; `None` when it failed (the step goes on without it).
+    async fn side_call(&self, step: u32, text: String) -> Option<String> {
+        let messages = [ChatMessage::user(text)];
+        let started = Instant::now();
+        let result = self.host.provider().complete(&messages, self.stop.token()).await;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match result {
+            Ok(c) => {
+                let cost = c.usage.and_then(|u| self.progress().budget.charge(u));
+                self.record_call(step, ms, c.usage, cost, None);
+                Some(c.text)
+            }
+            Err(e) => {
+                self.record_call(step, ms, None, None, Some(e.to_string()));
+                tracing::warn!(task_id = %self.spec.id, step, "side call failed: {e}");
+                None
+            }
+        }
     }
 
     fn step_now(&self) -> u32 {
@@ -172,7 +264,12 @@ impl Agent<'_> {
                 None => self.host.observe(tab_id, false).await,
             };
             let end = match obs {
-                Ok(obs) => self.step(step, tab_id, &obs, &mut history).await,
+                Ok(obs) => {
+                    if let Some(why) = self.plan_due(step, failures) {
+                        self.plan(step, why, &obs, &history).await;
+                    }
+                    self.step(step, tab_id, &obs, &mut history).await
+                }
                 Err(e) => {
                     let error = format!("could not read the page: {e}");
                     self.record_failed_step(step, None, &error, &mut history).await;
@@ -274,7 +371,19 @@ impl Agent<'_> {
             .progress()
             .loops
             .record(loop_detect::page_fingerprint(obs), loop_detect::actions_hash(&answer.actions));
-        let (records, labels, skipped, mut finish) = self.act(tab_id, obs, &answer.actions).await;
+        let (mut records, labels, skipped, mut finish) =
+            self.act(tab_id, obs, &answer.actions).await;
+        if let Some(Outcome::Done { answer: text, success: true }) = &finish {
+            if let Some(reason) = self.validate(step, text, obs, history).await {
+                // Not finished after all: the step "failed" with the reason,
+                // which the next prompt shows.
+                finish = None;
+                if let Some(last) = records.last_mut() {
+                    last.ok = false;
+                    last.detail = format!("not finished yet, a check found: {reason}");
+                }
+            }
+        }
         match verdict {
             Verdict::Fine => {}
             Verdict::Warn(n) => {

@@ -15,6 +15,8 @@
 //! dialect = "json"         # or "glm", "browsergym"; default: glm for GLM models
 //! max_tokens = 500000      # the task ends when its calls used more
 //! max_cost_usd = 1.50      # priced with prices.toml beside config.toml
+//! planner = true           # plan mini-tasks at the start, every few steps, on stalls
+//! validate = true          # check `done` with a validation call before answering
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -54,6 +56,8 @@ pub mod env {
     pub const RETRY_BASE_MS: &str = "ERRAND_RETRY_BASE_MS";
     pub const MAX_TOKENS: &str = "ERRAND_MAX_TOKENS";
     pub const MAX_COST_USD: &str = "ERRAND_MAX_COST_USD";
+    pub const PLANNER: &str = "ERRAND_PLANNER";
+    pub const VALIDATE: &str = "ERRAND_VALIDATE";
 }
 
 /// Which wire format the model server speaks.
@@ -123,6 +127,8 @@ pub enum ConfigError {
     BadNumber { name: String, value: String },
     #[error("{name} must be a number, not `{value}`")]
     BadDecimal { name: String, value: String },
+    #[error("{name} must be true or false, not `{value}`")]
+    BadFlag { name: String, value: String },
     #[error("unknown provider `{0}`: use openai, anthropic or gemini")]
     BadProvider(String),
     #[error("unknown answer dialect `{0}`: use json, glm or browsergym")]
@@ -161,6 +167,8 @@ pub struct AgentSection {
     pub dialect: Option<String>,
     pub max_tokens: Option<u64>,
     pub max_cost_usd: Option<f64>,
+    pub planner: Option<bool>,
+    pub validate: Option<bool>,
 }
 
 /// Values given on the command line; each wins over file and environment.
@@ -216,6 +224,10 @@ pub struct Settings {
     pub max_tokens: Option<u64>,
     /// The task ends when its model calls cost more than this (US dollars).
     pub max_cost_usd: Option<f64>,
+    /// Whether the planner runs (at the start, every few steps, on stalls).
+    pub planner: bool,
+    /// Whether `done` is checked by a validation call first.
+    pub validate: bool,
     pub config_dir: PathBuf,
     pub data_dir: PathBuf,
     /// Whether `config.toml` exists.
@@ -341,7 +353,21 @@ impl Settings {
             Duration::from_millis(number(env::RETRY_BASE_MS)?.unwrap_or(DEFAULT_RETRY_BASE_MS));
         let max_tokens = number(env::MAX_TOKENS)?.or(file.agent.max_tokens);
         let max_cost_usd = decimal(env::MAX_COST_USD)?.or(file.agent.max_cost_usd);
+        let flag = |name: &str, file: Option<bool>| -> Result<bool, ConfigError> {
+            match env(name) {
+                None => Ok(file.unwrap_or(false)),
+                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => Ok(true),
+                    "0" | "false" | "no" | "off" => Ok(false),
+                    _ => Err(ConfigError::BadFlag { name: name.to_owned(), value: v }),
+                },
+            }
+        };
+        let planner = flag(env::PLANNER, file.agent.planner)?;
+        let validate = flag(env::VALIDATE, file.agent.validate)?;
         Ok(Settings {
+            planner,
+            validate,
             provider,
             dialect,
             max_retries,

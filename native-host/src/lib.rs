@@ -18,6 +18,7 @@ pub mod logging;
 pub mod loop_detect;
 pub mod nm;
 pub mod parse;
+pub mod planner;
 pub mod profile;
 pub mod prompt;
 pub mod secrets;

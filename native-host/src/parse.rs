@@ -181,6 +181,16 @@ fn strip_think(text: &str) -> String {
     out
 }
 
+/// Any JSON object in a model's answer (fences, prose and `<think>` around
+/// it allowed), repaired when needed. For the planner and the validator.
+pub fn json_object(text: &str) -> Result<Map<String, Value>, ParseError> {
+    let text = strip_think(text);
+    match extract_json(text.trim())? {
+        Value::Object(obj) => Ok(obj),
+        other => Err(ParseError::NotAnObject(kind_of(&other))),
+    }
+}
+
 /// Finds the JSON object in the answer and parses it, repairing if needed.
 fn extract_json(text: &str) -> Result<Value, ParseError> {
     let mut candidates: Vec<&str> = Vec::new();

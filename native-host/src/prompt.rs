@@ -136,7 +136,7 @@ pub fn reask(dialect: Dialect, error: &ParseError) -> String {
     }
 }
 
-fn history_text(history: &[PastStep]) -> String {
+pub fn history_text(history: &[PastStep]) -> String {
     if history.is_empty() {
         return "(none: this is the first step)".to_owned();
     }

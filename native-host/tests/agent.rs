@@ -513,3 +513,61 @@ fn a_profile_fact_is_used_and_a_secret_is_filled_without_ever_reaching_the_model
     let list = HostProc::cli(dir.path(), &["memory", "list"], "");
     assert!(!list.contains("site_password"), "{list}");
 }
+
+#[test]
+fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
+    let server = ModelServer::start(vec![
+        // The planner, before step 1.
+        Reply::Answer(
+            r#"{"reasoning": "Nothing done yet", "plan": [{"kind": "loop", "goal": "Enter each address", "values": ["a@example.com", "b@example.com"]}, {"kind": "extract", "goal": "Report"}]}"#,
+        ),
+        // Step 1: claims done too early.
+        Reply::Answer(
+            r#"{"next_goal": "Report", "actions": [{"done": {"text": "All sent.", "success": true}}]}"#,
+        ),
+        // The check refuses.
+        Reply::Answer(
+            r#"```json
+{"done": false, "reason": "no address was entered on the page"}
+```"#,
+        ),
+        // Step 2.
+        Reply::Answer(
+            r#"{"next_goal": "Enter b", "actions": [{"fill": {"index": 2, "text": "b@example.com"}}]}"#,
+        ),
+        // Step 3, then the check agrees.
+        Reply::Answer(
+            r#"{"next_goal": "Report", "actions": [{"done": {"text": "Both sent.", "success": true}}]}"#,
+        ),
+        Reply::Answer(r#"{"done": true, "reason": "the field holds the address"}"#),
+    ]);
+    let (host, task_id, events, _dir) =
+        run(&server, "/v1", &[("ERRAND_PLANNER", "1"), ("ERRAND_VALIDATE", "true")]);
+    assert_eq!(done_text(&outcome(&events)), "Both sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 6);
+    let text = |i: usize| {
+        let msgs = seen[i].body["messages"].as_array().unwrap();
+        msgs.last().unwrap()["content"].as_str().unwrap().to_owned()
+    };
+    assert!(
+        text(0).contains("mini-tasks") && text(0).contains("The task is starting."),
+        "{}",
+        text(0)
+    );
+    assert!(text(1).contains("2. [extract] Report"), "{}", text(1));
+    assert!(
+        text(1).contains("[loop] Enter each address — for each of: a@example.com; b@example.com")
+    );
+    assert!(text(2).contains("The agent's answer\nAll sent."), "{}", text(2));
+    assert!(
+        text(3).contains("not finished yet, a check found: no address was entered"),
+        "{}",
+        text(3)
+    );
+    let calls: i64 = host
+        .db()
+        .query_row("SELECT COUNT(*) FROM model_calls WHERE task_id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(calls, 6);
+}
