@@ -133,7 +133,7 @@ impl Secrets {
         for name in names {
             let secret =
                 self.entries.get(&name).ok_or_else(|| SecretError::Unknown(name.clone()))?;
-            if !secret.origins.iter().any(|o| *o == origin) {
+            if !secret.origins.contains(&origin) {
                 return Err(SecretError::WrongOrigin {
                     name,
                     origin,
