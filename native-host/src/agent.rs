@@ -18,6 +18,8 @@ use crate::store::{ModelCallRow, StepRow};
 pub const MAX_ACTIONS_PER_STEP: usize = 5;
 /// Steps failing in a row that end the task.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+/// Past tasks recalled at the start of a task.
+pub const RECALLED: u32 = 3;
 /// The longest `wait`.
 pub const MAX_WAIT_MS: u32 = 10_000;
 
@@ -66,6 +68,8 @@ struct Agent<'a> {
 #[derive(Default)]
 struct Progress {
     step: u32,
+    /// What worked before on this site.
+    recalled: Option<String>,
     /// The planner's latest plan, shown in each prompt.
     plan: Option<String>,
     /// `done` answers the validator refused so far.
@@ -110,6 +114,9 @@ impl Agent<'_> {
         if let Some(c) = &self.spec.context {
             text = format!("{text}\n\n{c}");
         }
+        if let Some(recalled) = self.progress().recalled.clone() {
+            text = format!("{text}\n\n{recalled}");
+        }
         if let Some(plan) = self.progress().plan.clone() {
             text = format!("{text}\n\n{plan}");
         }
@@ -118,6 +125,41 @@ impl Agent<'_> {
             text = format!("{text}\n\n{profile}");
         }
         text
+    }
+
+    /// Past successful tasks on the same site like this one: what worked
+    /// before, told to the model.
+    fn recall(&self, url: &str) {
+        let site = crate::store::site_of(url);
+        let store = self.host.store();
+        let hits = match store.recall(&self.spec.task, Some(&site), RECALLED) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!("cannot search past tasks: {e}");
+                return;
+            }
+        };
+        let hits: Vec<_> = hits.into_iter().filter(|(id, _, _)| *id != self.spec.id).collect();
+        if hits.is_empty() {
+            return;
+        }
+        let mut text = format!("Earlier tasks on {site} that worked (use what helps):");
+        for (id, task, answer) in hits {
+            let goals: Vec<String> = store
+                .steps(&id)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| s.next_goal)
+                .filter(|g| !g.is_empty())
+                .collect();
+            text.push_str(&format!(
+                "\n- \"{}\" → answered \"{}\"; steps: {}",
+                prompt::cut(&task, 200),
+                prompt::cut(&answer, 300),
+                prompt::cut(&goals.join(" → "), 400)
+            ));
+        }
+        self.progress().recalled = Some(text);
     }
 
     /// Why the planner should run before this step, if it should.
@@ -249,6 +291,7 @@ impl Agent<'_> {
         if let Err(e) = self.host.store().set_tab(&self.spec.id, tab_id, &url) {
             tracing::error!("cannot record the tab: {e}");
         }
+        self.recall(&url);
         let started = TaskEvent::Started { task: self.spec.task.clone(), tab_id, url };
         self.host.emit(&self.spec.id, started, Vec::new()).await;
 

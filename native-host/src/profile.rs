@@ -30,6 +30,8 @@ pub enum MemoryCommand {
     },
     /// Forget a fact or a secret.
     Forget { name: String },
+    /// Search past tasks and their answers.
+    Recall { query: String },
 }
 
 /// Runs `errand memory`.
@@ -86,6 +88,15 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
             secrets.set(name.trim(), value, &origins)?;
             secrets.save()?;
             out.push(format!("remembered the secret `{}`", name.trim()));
+        }
+        MemoryCommand::Recall { query } => {
+            let hits = store.recall(&query, None, 20)?;
+            if hits.is_empty() {
+                out.push(format!("no past task matches `{query}`"));
+            }
+            for (id, task, answer) in hits {
+                out.push(format!("{id}  {task}  →  {answer}"));
+            }
         }
         MemoryCommand::Forget { name } => {
             let fact = store.forget_fact(&name)?;

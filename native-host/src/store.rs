@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub const DB_FILE: &str = "errand.db";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Each migration takes the database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -81,6 +81,10 @@ const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );
+    "#,
+    // 3 → 4: past tasks and answers, searchable
+    r#"
+    CREATE VIRTUAL TABLE task_search USING fts5(task_id UNINDEXED, site, task, answer);
     "#,
 ];
 
@@ -322,6 +326,37 @@ impl Store {
         Ok(rows)
     }
 
+    /// Past successful tasks matching `query` (any of its words), best
+    /// first, on `site` when given: `(task_id, task, answer)`.
+    pub fn recall(
+        &self,
+        query: &str,
+        site: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 2)
+            .map(|w| format!("\"{}\"", w.to_lowercase()))
+            .collect();
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut expr = format!("{{task answer}} : ({})", words.join(" OR "));
+        if let Some(site) = site.filter(|s| !s.is_empty()) {
+            expr = format!("site : \"{}\" AND {expr}", site.replace('"', ""));
+        }
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT task_id, task, answer FROM task_search WHERE task_search MATCH ?1
+             ORDER BY rank LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(params![expr, limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
     /// Sets a profile fact.
     pub fn set_fact(&self, name: &str, value: &str) -> Result<(), StoreError> {
         self.conn().execute(
@@ -355,10 +390,27 @@ impl Store {
             Outcome::Stopped {} => (None, Some("stopped by the user".to_owned())),
             Outcome::Interrupted {} => (None, Some("the host ended while the task ran".to_owned())),
         };
-        self.conn().execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
             "UPDATE tasks SET status = ?2, answer = ?3, error = ?4, ended_at = ?5 WHERE id = ?1",
             params![id, outcome.status(), answer, error, now_rfc3339()],
         )?;
+        if let Outcome::Done { answer, success: true } = outcome {
+            let row: Option<(String, Option<String>)> = tx
+                .query_row("SELECT task, url FROM tasks WHERE id = ?1", [id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            if let Some((task, url)) = row {
+                let site = url.as_deref().map(site_of).unwrap_or_default();
+                tx.execute(
+                    "INSERT INTO task_search (task_id, site, task, answer) VALUES (?1, ?2, ?3, ?4)",
+                    params![id, site, task, answer],
+                )?;
+            }
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -492,6 +544,14 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The host of a URL, for recall by site (`shop.example`).
+pub fn site_of(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or(host);
+    host.split(':').next().unwrap_or(host).to_ascii_lowercase()
+}
+
 /// Whether a process with this id exists.
 pub fn process_alive(pid: u32) -> bool {
     #[cfg(target_os = "linux")]
@@ -571,6 +631,27 @@ mod tests {
             tokens_out: Some(20),
             cost_usd: Some(0.25),
         }
+    }
+
+    #[test]
+    fn recalls_past_answers_by_words_and_site() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in(dir.path()).unwrap();
+        for (id, task, url, answer) in [
+            ("a", "Order a blue mug", "https://shop.example/mugs", "Ordered, #123"),
+            ("b", "Order a red plate", "https://other.example/", "Ordered plate"),
+        ] {
+            store.create_task(id, task, Some(url), None).unwrap();
+            store.set_tab(id, 1, url).unwrap();
+            store.finish_task(id, &Outcome::Done { answer: answer.into(), success: true }).unwrap();
+        }
+        store.create_task("c", "Order a mug", None, None).unwrap();
+        store.finish_task("c", &Outcome::Failed { error: "x".into() }).unwrap();
+        let hits = store.recall("order another MUG please", Some("shop.example"), 5).unwrap();
+        assert_eq!(hits, vec![("a".into(), "Order a blue mug".into(), "Ordered, #123".into())]);
+        assert_eq!(store.recall("plate", None, 5).unwrap().len(), 1);
+        assert!(store.recall("\"; DROP", None, 5).unwrap().is_empty());
+        assert_eq!(site_of("https://u@Shop.example:8443/x"), "shop.example");
     }
 
     #[test]

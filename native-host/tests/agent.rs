@@ -571,3 +571,32 @@ fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
         .unwrap();
     assert_eq!(calls, 6);
 }
+
+#[test]
+fn a_new_task_on_the_same_site_is_told_what_worked_before() {
+    let server =
+        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    host.start("Send the contact form");
+    assert_eq!(done_text(&outcome(&host.serve_until_finished())), "The form was sent.");
+    host.start("Send the form once more");
+    assert_eq!(done_text(&outcome(&host.serve_until_finished())), "The form was sent.");
+    let seen = server.seen();
+    let first = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(!first.contains("Earlier tasks on"), "{first}");
+    let third = seen[2].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        third.contains("Earlier tasks on form.test that worked")
+            && third.contains("\"Send the contact form\" → answered \"The form was sent.\"")
+            && third.contains("Press Submit"),
+        "{third}"
+    );
+    drop(host);
+    let found = HostProc::cli(dir.path(), &["memory", "recall", "contact"], "");
+    assert!(
+        found.contains("Send the contact form") && found.contains("The form was sent."),
+        "{found}"
+    );
+}
