@@ -180,7 +180,7 @@ async function loaded(tabId) {
 
 // ---- the side panels ----
 
-const PANEL_KINDS = new Set(['start_task', 'stop_task', 'get_status']);
+const PANEL_KINDS = new Set(['start_task', 'stop_task', 'get_status', 'answer', 'follow_up']);
 
 chrome.runtime.onConnect.addListener((port) => {
   if (port.name !== 'panel' || port.sender?.id !== chrome.runtime.id || port.sender?.tab?.url?.startsWith('http')) {

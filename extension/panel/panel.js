@@ -92,7 +92,11 @@ function showEvent(event) {
       $('steps').append(stepCard(event));
       setStatus('running', `Step ${event.step} done.`);
       break;
+    case 'question':
+      showQuestion(event.question);
+      break;
     case 'finished':
+      $('question-box').hidden = true;
       finish(event.outcome);
       break;
     default:
@@ -153,6 +157,24 @@ function finish(outcome) {
   }
   currentTask = null;
 }
+
+// The agent asked the user something (`ask_user`): the task waits for the answer.
+function showQuestion(question) {
+  setStatus('waiting', 'Errand needs your answer.');
+  $('question').textContent = question;
+  $('reply').value = '';
+  $('question-box').hidden = false;
+  $('reply').focus();
+}
+
+$('question-box').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = $('reply').value.trim();
+  if (!text) return;
+  $('question-box').hidden = true;
+  setStatus('running', 'Thanks, going on…');
+  send('answer', currentTask ? { task_id: currentTask, text } : { text });
+});
 
 async function targetTab() {
   const fromUrl = new URLSearchParams(location.search).get('tab');

@@ -5,16 +5,21 @@ use std::time::{Duration, Instant};
 
 use errand_protocol::{Action, ActionRecord, Build, Observation, Outcome, StepReport, TaskEvent};
 
+use crate::budget::{Budget, Prices};
+use crate::dialect::Dialect;
 use crate::host::{Host, RequestError, Stopper};
 use crate::llm::{ChatMessage, Completion, LlmError};
-use crate::parse::{self, AgentAnswer};
+use crate::loop_detect::{self, LoopDetector, Verdict};
+use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
-use crate::store::StepRow;
+use crate::store::{ModelCallRow, StepRow};
 
 /// The most actions run in one step; later ones are ignored.
 pub const MAX_ACTIONS_PER_STEP: usize = 5;
 /// Steps failing in a row that end the task.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+/// Past tasks recalled at the start of a task.
+pub const RECALLED: u32 = 3;
 /// The longest `wait`.
 pub const MAX_WAIT_MS: u32 = 10_000;
 
@@ -26,12 +31,19 @@ pub struct TaskSpec {
     pub tab_id: Option<i64>,
     pub url: Option<String>,
     pub max_steps: u32,
+    /// For a follow-up: the earlier task and its answer, told to the model.
+    pub context: Option<String>,
 }
 
 /// Runs a task to its end: records the outcome, tells the host, and sends
 /// the `finished` event. Ends at once when `stop` fires.
 pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
-    let agent = Agent { host: &host, spec: &spec, stop: &stop };
+    let agent = Agent {
+        host: &host,
+        spec: &spec,
+        stop: &stop,
+        progress: std::sync::Mutex::new(Progress::default()),
+    };
     let outcome = tokio::select! {
         biased;
         _ = stop.token().cancelled() => stop.outcome(),
@@ -49,6 +61,27 @@ struct Agent<'a> {
     host: &'a Host,
     spec: &'a TaskSpec,
     stop: &'a Stopper,
+    progress: std::sync::Mutex<Progress>,
+}
+
+/// What the agent tracks across steps besides the history.
+#[derive(Default)]
+struct Progress {
+    step: u32,
+    /// What worked before on this site.
+    recalled: Option<String>,
+    /// The planner's latest plan, shown in each prompt.
+    plan: Option<String>,
+    /// `done` answers the validator refused so far.
+    rejections: u32,
+    /// The user's secrets (values never leave the host but into a field).
+    secrets: crate::secrets::Secrets,
+    /// What the model is told about the user's profile.
+    profile: String,
+    budget: Budget,
+    loops: LoopDetector,
+    /// Said to the model in the next prompt.
+    warning: Option<String>,
 }
 
 /// How one step went.
@@ -65,29 +98,221 @@ struct Asked {
     model_ms: u64,
     tokens_in: Option<u64>,
     tokens_out: Option<u64>,
+    cost_usd: Option<f64>,
 }
 
 impl Agent<'_> {
+    /// The configured dialect, else the model's own.
+    fn dialect(&self) -> Dialect {
+        let settings = self.host.settings();
+        settings.dialect.unwrap_or_else(|| Dialect::for_model(self.host.provider().model()))
+    }
+
+    /// The task as the model reads it: with the earlier task, for a follow-up.
+    fn task_text(&self) -> String {
+        let mut text = self.spec.task.clone();
+        if let Some(c) = &self.spec.context {
+            text = format!("{text}\n\n{c}");
+        }
+        if let Some(recalled) = self.progress().recalled.clone() {
+            text = format!("{text}\n\n{recalled}");
+        }
+        if let Some(plan) = self.progress().plan.clone() {
+            text = format!("{text}\n\n{plan}");
+        }
+        let profile = self.progress().profile.clone();
+        if !profile.is_empty() {
+            text = format!("{text}\n\n{profile}");
+        }
+        text
+    }
+
+    /// Past successful tasks on the same site like this one: what worked
+    /// before, told to the model.
+    fn recall(&self, url: &str) {
+        let site = crate::store::site_of(url);
+        let store = self.host.store();
+        let hits = match store.recall(&self.spec.task, Some(&site), RECALLED) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!("cannot search past tasks: {e}");
+                return;
+            }
+        };
+        let hits: Vec<_> = hits.into_iter().filter(|(id, _, _)| *id != self.spec.id).collect();
+        if hits.is_empty() {
+            return;
+        }
+        let mut text = format!("Earlier tasks on {site} that worked (use what helps):");
+        for (id, task, answer) in hits {
+            let goals: Vec<String> = store
+                .steps(&id)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| s.next_goal)
+                .filter(|g| !g.is_empty())
+                .collect();
+            text.push_str(&format!(
+                "\n- \"{}\" → answered \"{}\"; steps: {}",
+                prompt::cut(&task, 200),
+                prompt::cut(&answer, 300),
+                prompt::cut(&goals.join(" → "), 400)
+            ));
+        }
+        self.progress().recalled = Some(text);
+    }
+
+    /// Why the planner should run before this step, if it should.
+    fn plan_due(&self, step: u32, failures: u32) -> Option<&'static str> {
+        if !self.host.settings().planner {
+            return None;
+        }
+        let warned = self.progress().warning.is_some();
+        if step == 1 {
+            Some("The task is starting.")
+        } else if failures >= 2 || warned {
+            Some(
+                "The agent is stalling: its last steps failed or repeated themselves. Plan another way.",
+            )
+        } else if (step - 1) % crate::planner::PLAN_EVERY == 0 {
+            Some("A regular review of the plan.")
+        } else {
+            None
+        }
+    }
+
+    /// Asks the planner; a plan that cannot be had keeps the old one.
+    async fn plan(&self, step: u32, why: &str, obs: &Observation, history: &[PastStep]) {
+        let text = crate::planner::plan_prompt(&self.spec.task, why, history, obs);
+        let Some(answer) = self.side_call(step, text).await else { return };
+        match crate::planner::parse_plan(&answer) {
+            Ok(plan) => {
+                tracing::info!(task_id = %self.spec.id, step, tasks = plan.tasks.len(), "new plan");
+                self.progress().plan = Some(crate::planner::plan_text(&plan));
+            }
+            Err(e) => tracing::warn!(task_id = %self.spec.id, step, "unreadable plan: {e}"),
+        }
+    }
+
+    /// Checks a `done` answer; the reason when it is refused.
+    async fn validate(
+        &self,
+        step: u32,
+        answer: &str,
+        obs: &Observation,
+        history: &[PastStep],
+    ) -> Option<String> {
+        if !self.host.settings().validate {
+            return None;
+        }
+        let text = crate::planner::validate_prompt(&self.spec.task, answer, history, obs);
+        let reply = self.side_call(step, text).await?;
+        match crate::planner::parse_verdict(&reply) {
+            Ok((true, _)) => None,
+            Ok((false, reason)) => {
+                let mut p = self.progress();
+                if p.rejections >= crate::planner::MAX_REJECTIONS {
+                    tracing::warn!(task_id = %self.spec.id, "the check still doubts the answer ({reason}); accepted after {} refusals", p.rejections);
+                    return None;
+                }
+                p.rejections += 1;
+                tracing::info!(task_id = %self.spec.id, step, "the check refused `done`: {reason}");
+                Some(if reason.is_empty() { "the task is not complete".to_owned() } else { reason })
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %self.spec.id, "unreadable check: {e}; the answer stands");
+                None
+            }
+        }
+    }
+
+    /// One model call outside the step's own (planner, validator): charged,
+    /// recorded; `None` when it failed (the step goes on without it).
+    async fn side_call(&self, step: u32, text: String) -> Option<String> {
+        let messages = [ChatMessage::user(text)];
+        let started = Instant::now();
+        let result = self.host.provider().complete(&messages, self.stop.token()).await;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match result {
+            Ok(c) => {
+                let cost = c.usage.and_then(|u| self.progress().budget.charge(u));
+                self.record_call(step, ms, c.usage, cost, None);
+                Some(c.text)
+            }
+            Err(e) => {
+                self.record_call(step, ms, None, None, Some(e.to_string()));
+                tracing::warn!(task_id = %self.spec.id, step, "side call failed: {e}");
+                None
+            }
+        }
+    }
+
+    fn step_now(&self) -> u32 {
+        self.progress().step
+    }
+
+    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     async fn drive(&self) -> Outcome {
+        let settings = self.host.settings();
+        let prices = match Prices::load(&settings.config_dir) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Failed { error: e.to_string() },
+        };
+        let price = prices.price(self.host.provider().model());
+        if settings.max_cost_usd.is_some() && price.is_none() {
+            tracing::warn!(
+                model = self.host.provider().model(),
+                "max_cost_usd is set but the model has no price in prices.toml: only the token limit applies"
+            );
+        }
+        self.progress().budget = Budget::new(settings.max_tokens, settings.max_cost_usd, price);
+        let secrets = match crate::secrets::Secrets::load(&settings.data_dir) {
+            Ok(s) => s,
+            Err(e) => return Outcome::Failed { error: e.to_string() },
+        };
+        let facts = self.host.store().facts().unwrap_or_else(|e| {
+            tracing::error!("cannot read the profile: {e}");
+            Vec::new()
+        });
+        {
+            let mut p = self.progress();
+            p.profile = prompt::profile_section(&facts, &secrets.prompt_lines());
+            p.secrets = secrets;
+        }
         let (tab_id, url, mut first_obs) = match self.open().await {
             Ok(t) => t,
-            Err(e) => return Outcome::Failed { error: format!("could not open the tab: {e}") },
+            Err(e) => {
+                return Outcome::Failed { error: format!("could not open the tab: {e}") };
+            }
         };
         if let Err(e) = self.host.store().set_tab(&self.spec.id, tab_id, &url) {
             tracing::error!("cannot record the tab: {e}");
         }
+        self.recall(&url);
         let started = TaskEvent::Started { task: self.spec.task.clone(), tab_id, url };
         self.host.emit(&self.spec.id, started, Vec::new()).await;
 
         let mut history: Vec<PastStep> = Vec::new();
         let mut failures = 0;
         for step in 1..=self.spec.max_steps {
+            if let Some(why) = self.progress().budget.exceeded() {
+                return Outcome::Failed { error: why };
+            }
+            self.progress().step = step;
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
                 None => self.host.observe(tab_id, false).await,
             };
             let end = match obs {
-                Ok(obs) => self.step(step, tab_id, &obs, &mut history).await,
+                Ok(obs) => {
+                    if let Some(why) = self.plan_due(step, failures) {
+                        self.plan(step, why, &obs, &history).await;
+                    }
+                    self.step(step, tab_id, &obs, &mut history).await
+                }
                 Err(e) => {
                     let error = format!("could not read the page: {e}");
                     self.record_failed_step(step, None, &error, &mut history).await;
@@ -143,8 +368,21 @@ impl Agent<'_> {
         history: &mut Vec<PastStep>,
     ) -> StepEnd {
         self.host.emit(&self.spec.id, TaskEvent::Thinking { step }, Vec::new()).await;
-        let messages = prompt::messages(&self.spec.task, step, self.spec.max_steps, history, obs);
-        let asked = match self.ask(messages).await {
+        let mut messages = prompt::messages(
+            self.dialect(),
+            &self.task_text(),
+            step,
+            self.spec.max_steps,
+            history,
+            obs,
+        );
+        if let Some(warning) = self.progress().warning.take() {
+            if let Some(last) = messages.last_mut() {
+                last.content.push_str("\n\n# Warning\n");
+                last.content.push_str(&warning);
+            }
+        }
+        let asked = match self.ask(step, messages).await {
             Ok(asked) => asked,
             Err(e) if e.is_fatal() => {
                 return StepEnd::Finish(Outcome::Failed { error: e.to_string() });
@@ -164,6 +402,7 @@ impl Agent<'_> {
                     model_ms: Some(asked.model_ms),
                     tokens_in: asked.tokens_in,
                     tokens_out: asked.tokens_out,
+                    cost_usd: asked.cost_usd,
                     ..self.row(step, Some(obs))
                 };
                 self.record_failed_step_row(row, &error, history).await;
@@ -171,7 +410,46 @@ impl Agent<'_> {
             }
         };
 
-        let (records, labels, skipped, finish) = self.act(tab_id, obs, &answer.actions).await;
+        let verdict = self
+            .progress()
+            .loops
+            .record(loop_detect::page_fingerprint(obs), loop_detect::actions_hash(&answer.actions));
+        let (mut records, labels, skipped, mut finish) =
+            self.act(tab_id, obs, &answer.actions).await;
+        if let Some(Outcome::Done { answer: text, success: true }) = &finish {
+            if let Some(reason) = self.validate(step, text, obs, history).await {
+                // Not finished after all: the step "failed" with the reason,
+                // which the next prompt shows.
+                finish = None;
+                if let Some(last) = records.last_mut() {
+                    last.ok = false;
+                    last.detail = format!("not finished yet, a check found: {reason}");
+                }
+            }
+        }
+        match verdict {
+            Verdict::Fine => {}
+            Verdict::Warn(n) => {
+                tracing::warn!(task_id = %self.spec.id, step, repeats = n, "the agent repeats itself");
+                self.progress().warning = Some(loop_detect::warning(n));
+            }
+            Verdict::Stop(n) if finish.is_none() => {
+                finish = Some(Outcome::Failed {
+                    error: format!(
+                        "the agent is stuck: it did the same thing {n} times on a page that did not \
+                         change (last: {}). Stopped so that you can help: do that part yourself, or \
+                         start again with more precise instructions",
+                        records
+                            .iter()
+                            .zip(&labels)
+                            .map(|(r, l)| prompt::describe_action(&r.action, l))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+            Verdict::Stop(_) => {}
+        }
         let failed = records.iter().find(|r| !r.ok).map(|r| r.detail.clone());
         let report = StepReport {
             step,
@@ -190,6 +468,7 @@ impl Agent<'_> {
             model_ms: Some(asked.model_ms),
             tokens_in: asked.tokens_in,
             tokens_out: asked.tokens_out,
+            cost_usd: asked.cost_usd,
             ..self.row(step, Some(obs))
         };
         self.save(&row);
@@ -210,15 +489,32 @@ impl Agent<'_> {
     }
 
     /// Asks the model; an unreadable answer is asked again once, with the
-    /// parse error.
-    async fn ask(&self, mut messages: Vec<ChatMessage>) -> Result<Asked, LlmError> {
+    /// parse error. Every call is charged to the budget and recorded.
+    async fn ask(&self, step: u32, mut messages: Vec<ChatMessage>) -> Result<Asked, LlmError> {
         let started = Instant::now();
-        let mut asked =
-            Asked { answer: Err(String::new()), model_ms: 0, tokens_in: None, tokens_out: None };
+        let mut asked = Asked {
+            answer: Err(String::new()),
+            model_ms: 0,
+            tokens_in: None,
+            tokens_out: None,
+            cost_usd: None,
+        };
+        let dialect = self.dialect();
         for attempt in 0..2 {
-            let completion = self.host.provider().complete(&messages, self.stop.token()).await?;
-            add_usage(&mut asked, &completion);
-            match parse::parse_answer(&completion.text) {
+            let call_started = Instant::now();
+            let result = self.host.provider().complete(&messages, self.stop.token()).await;
+            let ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let completion = match result {
+                Ok(c) => c,
+                Err(e) => {
+                    self.record_call(step, ms, None, None, Some(e.to_string()));
+                    return Err(e);
+                }
+            };
+            let cost = completion.usage.and_then(|u| self.progress().budget.charge(u));
+            self.record_call(step, ms, completion.usage, cost, None);
+            add_usage(&mut asked, &completion, cost);
+            match dialect.parse_answer(&completion.text) {
                 Ok(answer) => {
                     asked.answer = Ok(answer);
                     break;
@@ -226,13 +522,40 @@ impl Agent<'_> {
                 Err(e) => {
                     tracing::warn!(attempt, "unreadable answer: {e}");
                     asked.answer = Err(e.to_string());
+                    if self.progress().budget.exceeded().is_some() {
+                        break;
+                    }
                     messages.push(ChatMessage::assistant(completion.text));
-                    messages.push(ChatMessage::user(prompt::reask(&e)));
+                    messages.push(ChatMessage::user(prompt::reask(dialect, &e)));
                 }
             }
         }
         asked.model_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(asked)
+    }
+
+    fn record_call(
+        &self,
+        step: u32,
+        ms: u64,
+        usage: Option<crate::llm::Usage>,
+        cost_usd: Option<f64>,
+        error: Option<String>,
+    ) {
+        let row = ModelCallRow {
+            task_id: self.spec.id.clone(),
+            step,
+            provider: self.host.settings().provider.name().to_owned(),
+            model: self.host.provider().model().to_owned(),
+            ms,
+            tokens_in: usage.map(|u| u.prompt_tokens),
+            tokens_out: usage.map(|u| u.completion_tokens),
+            cost_usd,
+            error,
+        };
+        if let Err(e) = self.host.store().record_model_call(&row) {
+            tracing::error!(task_id = %self.spec.id, step, "cannot record the model call: {e}");
+        }
     }
 
     /// Runs the actions in order; stops after one that failed or changed
@@ -259,7 +582,7 @@ impl Agent<'_> {
                     ),
                     true,
                 ),
-                _ => self.run_action(tab_id, action, &mut finish).await,
+                _ => self.run_action(tab_id, &obs.url, action, &mut finish).await,
             };
             records.push(ActionRecord { action: action.clone(), ok, detail });
             if stop_here || !ok || finish.is_some() {
@@ -274,6 +597,7 @@ impl Agent<'_> {
     async fn run_action(
         &self,
         tab_id: i64,
+        page_url: &str,
         action: &Action,
         finish: &mut Option<Outcome>,
     ) -> (bool, String, bool) {
@@ -293,9 +617,22 @@ impl Agent<'_> {
             Action::NewTab { .. }
             | Action::SwitchTab { .. }
             | Action::CloseTab { .. }
-            | Action::SendMessage { .. }
-            | Action::AskUser { .. } => {
+            | Action::SendMessage { .. } => {
                 (false, format!("`{}` is not available yet", action.name()), true)
+            }
+            Action::AskUser { question } => {
+                let waiting = self.host.await_answer(&self.spec.id);
+                let event =
+                    TaskEvent::Question { step: self.step_now(), question: question.clone() };
+                self.host.emit(&self.spec.id, event, Vec::new()).await;
+                tracing::info!(task_id = %self.spec.id, "waiting for the user's answer");
+                tokio::select! {
+                    _ = self.stop.token().cancelled() => (false, "stopped".to_owned(), true),
+                    answer = waiting => match answer {
+                        Ok(text) => (true, format!("the user answered: {text}"), true),
+                        Err(_) => (false, "no answer came".to_owned(), true),
+                    },
+                }
             }
             Action::Wait { ms } => {
                 let ms = (*ms).min(MAX_WAIT_MS);
@@ -306,17 +643,26 @@ impl Agent<'_> {
                     }
                 }
             }
-            page_action => match self.host.act(tab_id, page_action.clone()).await {
-                Ok(effect) => {
-                    let detail = if effect.summary.is_empty() {
-                        "done".to_owned()
-                    } else {
-                        effect.summary.clone()
-                    };
-                    (true, detail, effect.url_changed)
+            page_action => {
+                // Secrets go in only here, only on their origins; the value
+                // is scrubbed from whatever comes back.
+                let substituted = self.progress().secrets.substitute(page_action, page_url);
+                let (to_send, used) = match substituted {
+                    Ok(s) => s,
+                    Err(e) => return (false, e.to_string(), true),
+                };
+                match self.host.act(tab_id, to_send).await {
+                    Ok(effect) => {
+                        let detail = if effect.summary.is_empty() {
+                            "done".to_owned()
+                        } else {
+                            crate::secrets::scrub(&effect.summary, &used)
+                        };
+                        (true, detail, effect.url_changed)
+                    }
+                    Err(e) => (false, crate::secrets::scrub(&e.to_string(), &used), true),
                 }
-                Err(e) => (false, e.to_string(), true),
-            },
+            }
         }
     }
 
@@ -376,10 +722,13 @@ impl Agent<'_> {
     }
 }
 
-fn add_usage(asked: &mut Asked, completion: &Completion) {
+fn add_usage(asked: &mut Asked, completion: &Completion, cost: Option<f64>) {
     if let Some(u) = completion.usage {
         asked.tokens_in = Some(asked.tokens_in.unwrap_or(0) + u.prompt_tokens);
         asked.tokens_out = Some(asked.tokens_out.unwrap_or(0) + u.completion_tokens);
+    }
+    if let Some(c) = cost {
+        asked.cost_usd = Some(asked.cost_usd.unwrap_or(0.0) + c);
     }
 }
 

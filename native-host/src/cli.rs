@@ -71,6 +71,12 @@ pub enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// The profile for form filling: facts the agent may use, and secrets
+    /// it fills without ever seeing them.
+    Memory {
+        #[command(subcommand)]
+        command: crate::profile::MemoryCommand,
+    },
 }
 
 /// Model settings that override the config file and the environment.
@@ -85,6 +91,9 @@ pub struct ModelArgs {
     /// The API key (prefer ERRAND_API_KEY or the config file: flags show in `ps`).
     #[arg(long)]
     pub api_key: Option<String>,
+    /// The wire format: openai (default), anthropic or gemini.
+    #[arg(long)]
+    pub provider: Option<String>,
 }
 
 impl ModelArgs {
@@ -95,6 +104,7 @@ impl ModelArgs {
             api_key: self.api_key.clone(),
             max_steps,
             timeout_secs: None,
+            provider: self.provider.clone(),
         }
     }
 }
@@ -139,6 +149,7 @@ pub fn main() -> ExitCode {
             let args = RunArgs { task, url, overrides: model.overrides(max_steps), json, headed };
             block_on(commands::run(args))
         }
+        Command::Memory { command } => crate::profile::main(command),
         Command::Observe { url, screenshot, json, headed } => {
             block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
         }

@@ -7,15 +7,24 @@
 //! model = "llama3.1"
 //! api_key = "sk-…"
 //! timeout_secs = 120
+//! provider = "openai"      # or "anthropic", "gemini"
+//! max_retries = 3          # on HTTP 429 and 5xx, honouring Retry-After
 //!
 //! [agent]
 //! max_steps = 25
+//! dialect = "json"         # or "glm", "browsergym"; default: glm for GLM models
+//! max_tokens = 500000      # the task ends when its calls used more
+//! max_cost_usd = 1.50      # priced with prices.toml beside config.toml
+//! planner = true           # plan mini-tasks at the start, every few steps, on stalls
+//! validate = true          # check `done` with a validation call before answering
 //! ```
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::dialect::Dialect;
 
 /// A local Ollama's OpenAI-compatible endpoint.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
@@ -25,6 +34,10 @@ pub const DEFAULT_MODEL: &str = "llama3.1";
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Steps a task may take.
 pub const DEFAULT_MAX_STEPS: u32 = 25;
+/// Retries after HTTP 429 / 5xx.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The first backoff delay, in milliseconds.
+pub const DEFAULT_RETRY_BASE_MS: u64 = 1000;
 /// The settings file's name inside the config dir.
 pub const CONFIG_FILE: &str = "config.toml";
 
@@ -37,6 +50,70 @@ pub mod env {
     pub const TIMEOUT_SECS: &str = "ERRAND_TIMEOUT_SECS";
     pub const CONFIG_DIR: &str = "ERRAND_CONFIG_DIR";
     pub const DATA_DIR: &str = "ERRAND_DATA_DIR";
+    pub const PROVIDER: &str = "ERRAND_PROVIDER";
+    pub const DIALECT: &str = "ERRAND_DIALECT";
+    pub const MAX_RETRIES: &str = "ERRAND_MAX_RETRIES";
+    pub const RETRY_BASE_MS: &str = "ERRAND_RETRY_BASE_MS";
+    pub const MAX_TOKENS: &str = "ERRAND_MAX_TOKENS";
+    pub const MAX_COST_USD: &str = "ERRAND_MAX_COST_USD";
+    pub const PLANNER: &str = "ERRAND_PLANNER";
+    pub const VALIDATE: &str = "ERRAND_VALIDATE";
+}
+
+/// Which wire format the model server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProviderKind {
+    /// OpenAI-compatible chat completions (OpenAI, OpenRouter, Ollama, vLLM,
+    /// LM Studio, DeepSeek, Zhipu GLM…).
+    #[default]
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini `generateContent`.
+    Gemini,
+}
+
+impl ProviderKind {
+    /// Reads `openai`, `anthropic`, `gemini` (and a few aliases).
+    pub fn parse(s: &str) -> Option<ProviderKind> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" | "openai-compatible" | "openai_compatible" | "ollama" | "openrouter"
+            | "vllm" | "lmstudio" | "lm-studio" | "deepseek" | "zhipu" | "glm" => {
+                Some(ProviderKind::OpenAi)
+            }
+            "anthropic" | "claude" => Some(ProviderKind::Anthropic),
+            "gemini" | "google" => Some(ProviderKind::Gemini),
+            _ => None,
+        }
+    }
+
+    /// The name used in settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+        }
+    }
+
+    /// The server used when `base_url` is not set.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => DEFAULT_BASE_URL,
+            ProviderKind::Anthropic => "https://api.anthropic.com/v1",
+            ProviderKind::Gemini => "https://generativelanguage.googleapis.com/v1beta",
+        }
+    }
+
+    /// The vendor's own environment variable for its key, read when no
+    /// Errand key is set.
+    pub fn vendor_key_var(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::OpenAi => None,
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::Gemini => Some("GEMINI_API_KEY"),
+        }
+    }
 }
 
 /// What can be wrong with the settings.
@@ -48,6 +125,14 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("{name} must be a positive whole number, not `{value}`")]
     BadNumber { name: String, value: String },
+    #[error("{name} must be a number, not `{value}`")]
+    BadDecimal { name: String, value: String },
+    #[error("{name} must be true or false, not `{value}`")]
+    BadFlag { name: String, value: String },
+    #[error("unknown provider `{0}`: use openai, anthropic or gemini")]
+    BadProvider(String),
+    #[error("unknown answer dialect `{0}`: use json, glm or browsergym")]
+    BadDialect(String),
     #[error("no home folder found: set ERRAND_CONFIG_DIR and ERRAND_DATA_DIR")]
     NoHome,
 }
@@ -70,6 +155,8 @@ pub struct ModelSection {
     pub model: Option<String>,
     pub api_key: Option<String>,
     pub timeout_secs: Option<u64>,
+    pub provider: Option<String>,
+    pub max_retries: Option<u32>,
 }
 
 /// `[agent]`.
@@ -77,6 +164,11 @@ pub struct ModelSection {
 #[serde(deny_unknown_fields)]
 pub struct AgentSection {
     pub max_steps: Option<u32>,
+    pub dialect: Option<String>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub planner: Option<bool>,
+    pub validate: Option<bool>,
 }
 
 /// Values given on the command line; each wins over file and environment.
@@ -87,6 +179,7 @@ pub struct Overrides {
     pub api_key: Option<String>,
     pub max_steps: Option<u32>,
     pub timeout_secs: Option<u64>,
+    pub provider: Option<String>,
 }
 
 /// Where one setting came from, for `errand doctor`.
@@ -118,6 +211,23 @@ pub struct Settings {
     pub api_key: Option<String>,
     pub timeout: Duration,
     pub max_steps: u32,
+    /// The wire format.
+    pub provider: ProviderKind,
+    /// How answers are written; `None`: chosen from the model's name.
+    pub dialect: Option<Dialect>,
+    /// Retries after HTTP 429 / 5xx.
+    pub max_retries: u32,
+    /// The first backoff delay (doubled each retry) when the server gives no
+    /// `Retry-After`.
+    pub retry_base: Duration,
+    /// The task ends when its model calls used more tokens than this.
+    pub max_tokens: Option<u64>,
+    /// The task ends when its model calls cost more than this (US dollars).
+    pub max_cost_usd: Option<f64>,
+    /// Whether the planner runs (at the start, every few steps, on stalls).
+    pub planner: bool,
+    /// Whether `done` is checked by a validation call first.
+    pub validate: bool,
     pub config_dir: PathBuf,
     pub data_dir: PathBuf,
     /// Whether `config.toml` exists.
@@ -180,15 +290,27 @@ impl Settings {
                 file.clone().map(|v| (v, Source::File))
             }
         };
+        let provider = match pick(&flags.provider, env::PROVIDER, &file.model.provider) {
+            None => ProviderKind::OpenAi,
+            Some((p, _)) => ProviderKind::parse(&p).ok_or(ConfigError::BadProvider(p))?,
+        };
+        let dialect = match pick(&None, env::DIALECT, &file.agent.dialect) {
+            None => None,
+            Some((d, _)) if d.trim().eq_ignore_ascii_case("auto") => None,
+            Some((d, _)) => Some(Dialect::parse(&d).ok_or(ConfigError::BadDialect(d))?),
+        };
         let (base_url, base_url_source) =
             pick(&flags.base_url, env::BASE_URL, &file.model.base_url)
-                .unwrap_or((DEFAULT_BASE_URL.to_owned(), Source::Default));
+                .unwrap_or((provider.default_base_url().to_owned(), Source::Default));
         let (model, model_source) = pick(&flags.model, env::MODEL, &file.model.model)
             .unwrap_or((DEFAULT_MODEL.to_owned(), Source::Default));
         let (api_key, api_key_source) =
             match pick(&flags.api_key, env::API_KEY, &file.model.api_key) {
                 Some((k, s)) if !k.trim().is_empty() => (Some(k.trim().to_owned()), s),
-                _ => (None, Source::Default),
+                _ => match provider.vendor_key_var().and_then(&env) {
+                    Some(k) => (Some(k.trim().to_owned()), Source::Env),
+                    None => (None, Source::Default),
+                },
             };
         let number = |name: &str| -> Result<Option<u64>, ConfigError> {
             match env(name) {
@@ -211,7 +333,47 @@ impl Settings {
             .or(file.model.timeout_secs)
             .unwrap_or(DEFAULT_TIMEOUT_SECS)
             .max(1);
+        let decimal = |name: &str| -> Result<Option<f64>, ConfigError> {
+            match env(name) {
+                None => Ok(None),
+                Some(v) => match v.trim().parse::<f64>() {
+                    Ok(n) if n >= 0.0 && n.is_finite() => Ok(Some(n)),
+                    _ => Err(ConfigError::BadDecimal { name: name.to_owned(), value: v }),
+                },
+            }
+        };
+        let max_retries = match env(env::MAX_RETRIES) {
+            None => file.model.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            Some(v) => v.trim().parse::<u32>().map_err(|_| ConfigError::BadNumber {
+                name: env::MAX_RETRIES.to_owned(),
+                value: v,
+            })?,
+        };
+        let retry_base =
+            Duration::from_millis(number(env::RETRY_BASE_MS)?.unwrap_or(DEFAULT_RETRY_BASE_MS));
+        let max_tokens = number(env::MAX_TOKENS)?.or(file.agent.max_tokens);
+        let max_cost_usd = decimal(env::MAX_COST_USD)?.or(file.agent.max_cost_usd);
+        let flag = |name: &str, file: Option<bool>| -> Result<bool, ConfigError> {
+            match env(name) {
+                None => Ok(file.unwrap_or(false)),
+                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => Ok(true),
+                    "0" | "false" | "no" | "off" => Ok(false),
+                    _ => Err(ConfigError::BadFlag { name: name.to_owned(), value: v }),
+                },
+            }
+        };
+        let planner = flag(env::PLANNER, file.agent.planner)?;
+        let validate = flag(env::VALIDATE, file.agent.validate)?;
         Ok(Settings {
+            planner,
+            validate,
+            provider,
+            dialect,
+            max_retries,
+            retry_base,
+            max_tokens,
+            max_cost_usd,
             base_url: base_url.trim().trim_end_matches('/').to_owned(),
             model: model.trim().to_owned(),
             api_key,
@@ -233,7 +395,7 @@ impl Settings {
 
     /// Whether the model is the built-in default (a local Ollama).
     pub fn is_default_model_server(&self) -> bool {
-        self.base_url_source == Source::Default
+        self.base_url_source == Source::Default && self.provider == ProviderKind::OpenAi
     }
 
     /// How to point Errand at another model, for error messages.
@@ -268,7 +430,9 @@ fn read_file(path: &Path) -> Result<Option<FileConfig>, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ConfigError::Read { path: path.to_owned(), source }),
+        Err(source) => {
+            return Err(ConfigError::Read { path: path.to_owned(), source });
+        }
     };
     toml::from_str(&text)
         .map(Some)

@@ -154,6 +154,21 @@ fn database(r: &mut Report, s: &Settings) {
 }
 
 async fn model(r: &mut Report, s: &Settings) {
+    if s.provider != crate::config::ProviderKind::OpenAi {
+        // Anthropic and Gemini: the smallest real call.
+        let provider = crate::llm::build(s);
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let msgs = [crate::llm::ChatMessage::user("Say OK.")];
+        match provider.complete(&msgs, &cancel).await {
+            Ok(_) => r.push(
+                Level::Ok,
+                "model answers",
+                format!("{} ({}) answered a test call", s.model, s.provider.name()),
+            ),
+            Err(e) => r.push(Level::Problem, "model answers", e.to_string()),
+        }
+        return;
+    }
     let provider = OpenAiCompatible::new(s);
     match provider.probe(Duration::from_secs(5)).await {
         Ok(Probe::Listed) => {

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, TaskSpec};
 use crate::config::Settings;
-use crate::llm::{OpenAiCompatible, Provider};
+use crate::llm::{self, Provider};
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Incoming, MAX_INBOUND, Outgoing};
 
@@ -59,6 +59,10 @@ pub enum HostError {
     NotRunning(String),
     #[error("this host already serves a connection")]
     AlreadyServing,
+    #[error("task {0} is not waiting for an answer")]
+    NoQuestion(String),
+    #[error("there is no earlier task {0} to follow up")]
+    NoSuchTask(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -69,7 +73,10 @@ impl HostError {
         match self {
             HostError::Busy(_) => ErrorCode::Busy,
             HostError::EmptyTask => ErrorCode::BadMessage,
-            HostError::NoTask | HostError::NotRunning(_) => ErrorCode::NoTask,
+            HostError::NoTask
+            | HostError::NotRunning(_)
+            | HostError::NoQuestion(_)
+            | HostError::NoSuchTask(_) => ErrorCode::NoTask,
             HostError::AlreadyServing | HostError::Store(_) => ErrorCode::Internal,
         }
     }
@@ -148,6 +155,8 @@ struct Inner {
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, oneshot::Sender<Body>>>,
     running: Mutex<Option<Running>>,
+    /// Tasks waiting for the user's answer to an `ask_user` question.
+    questions: Mutex<HashMap<String, oneshot::Sender<String>>>,
     events: broadcast::Sender<LocalEvent>,
     disconnected: AtomicBool,
     request_timeout_ms: AtomicU64,
@@ -174,7 +183,7 @@ pub fn kind_of(body: &Body) -> String {
 impl Host {
     /// A host using the configured OpenAI-compatible model.
     pub fn new(settings: Settings, store: Store) -> Host {
-        let provider = Arc::new(OpenAiCompatible::new(&settings));
+        let provider = llm::build(&settings);
         Host::with_provider(settings, store, provider)
     }
 
@@ -192,6 +201,7 @@ impl Host {
                 next_id: AtomicU64::new(1),
                 pending: Mutex::new(HashMap::new()),
                 running: Mutex::new(None),
+                questions: Mutex::new(HashMap::new()),
                 events,
                 disconnected: AtomicBool::new(false),
                 request_timeout_ms: AtomicU64::new(REQUEST_TIMEOUT.as_millis() as u64),
@@ -287,6 +297,7 @@ impl Host {
             tab_id,
             url: url.map(str::to_owned),
             max_steps: self.inner.settings.max_steps,
+            context: None,
         };
         Ok(Prepared { spec, stop })
     }
@@ -319,6 +330,42 @@ impl Host {
                 Ok(r.task_id.clone())
             }
         }
+    }
+
+    /// Registers that `task_id` waits for the user's answer.
+    pub(crate) fn await_answer(&self, task_id: &str) -> oneshot::Receiver<String> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.questions).insert(task_id.to_owned(), tx);
+        rx
+    }
+
+    /// Gives the user's answer to the task waiting for it (the running task
+    /// when `task_id` is `None`). Returns the task's id.
+    pub fn answer(&self, task_id: Option<&str>, text: &str) -> Result<String, HostError> {
+        let id = match task_id {
+            Some(id) => id.to_owned(),
+            None => self.running_task().ok_or(HostError::NoTask)?,
+        };
+        let tx =
+            lock(&self.inner.questions).remove(&id).ok_or(HostError::NoQuestion(id.clone()))?;
+        tx.send(text.to_owned()).map_err(|_| HostError::NoQuestion(id.clone()))?;
+        Ok(id)
+    }
+
+    /// Prepares a task that continues `previous`: in its tab, with its task
+    /// and answer given to the model.
+    fn prepare_follow_up(&self, previous: &str, task: &str) -> Result<Prepared, HostError> {
+        let prev = self
+            .inner
+            .store
+            .task(previous)?
+            .ok_or_else(|| HostError::NoSuchTask(previous.to_owned()))?;
+        let mut prepared = self.prepare_task(task, prev.tab_id, None)?;
+        prepared.spec.context = Some(crate::prompt::follow_up_context(
+            &prev.task,
+            prev.answer.as_deref().or(prev.error.as_deref()).unwrap_or(""),
+        ));
+        Ok(prepared)
     }
 
     /// Called by the agent when its task ended (already recorded).
@@ -496,6 +543,20 @@ impl Host {
                     Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
                 }
             }
+            Body::FollowUp { task_id: previous, task } => {
+                match self.prepare_follow_up(&previous, &task) {
+                    Ok(prepared) => {
+                        let task_id = prepared.spec.id.clone();
+                        self.reply(id, Body::TaskAccepted { task_id }).await;
+                        self.launch(prepared);
+                    }
+                    Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
+                }
+            }
+            Body::Answer { task_id, text } => match self.answer(task_id.as_deref(), &text) {
+                Ok(_) => self.reply(id, Body::Ack {}).await,
+                Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
+            },
             Body::StopTask { task_id } => match self.stop_task(task_id.as_deref()) {
                 Ok(_) => self.reply(id, Body::Ack {}).await,
                 Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,

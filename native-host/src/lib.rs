@@ -5,17 +5,23 @@
 
 pub mod agent;
 pub mod browser;
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod dialect;
 pub mod doctor;
 pub mod host;
 pub mod install;
 pub mod llm;
 pub mod logging;
+pub mod loop_detect;
 pub mod nm;
 pub mod parse;
+pub mod planner;
+pub mod profile;
 pub mod prompt;
+pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod term;

@@ -11,7 +11,7 @@ use errand_protocol::Action;
 use serde_json::{Map, Value};
 
 /// The action names the model may use, for error messages.
-pub const ACTION_NAMES: &str = "click, fill, scroll, goto, go_back, wait, done";
+pub const ACTION_NAMES: &str = "click, fill, scroll, goto, go_back, wait, ask_user, done";
 
 /// A parsed answer.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,6 +48,9 @@ pub enum ParseError {
     UnknownAction { position: usize, name: String },
     #[error("action {position} (`{name}`): {reason}")]
     BadAction { position: usize, name: String, reason: String },
+    /// A text dialect's own complaint (GLM, BrowserGym).
+    #[error("{0}")]
+    Dialect(String),
 }
 
 /// Parses a model's answer.
@@ -176,6 +179,16 @@ fn strip_think(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Any JSON object in a model's answer (fences, prose and `<think>` around
+/// it allowed), repaired when needed. For the planner and the validator.
+pub fn json_object(text: &str) -> Result<Map<String, Value>, ParseError> {
+    let text = strip_think(text);
+    match extract_json(text.trim())? {
+        Value::Object(obj) => Ok(obj),
+        other => Err(ParseError::NotAnObject(kind_of(&other))),
+    }
 }
 
 /// Finds the JSON object in the answer and parses it, repairing if needed.

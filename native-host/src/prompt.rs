@@ -4,6 +4,7 @@
 
 use errand_protocol::{Action, ActionRecord, ElementInfo, Observation};
 
+use crate::dialect::Dialect;
 use crate::llm::ChatMessage;
 use crate::parse::ParseError;
 
@@ -36,8 +37,15 @@ pub struct PastStep {
     pub error: Option<String>,
 }
 
+/// The system prompt for a dialect: `system.md` with the dialect's answer
+/// format.
+pub fn system(dialect: Dialect) -> String {
+    render(SYSTEM, &[("answer_format", dialect.answer_format().trim())]).trim().to_owned()
+}
+
 /// The system prompt and this step's user message.
 pub fn messages(
+    dialect: Dialect,
     task: &str,
     step: u32,
     max_steps: u32,
@@ -45,13 +53,14 @@ pub fn messages(
     obs: &Observation,
 ) -> Vec<ChatMessage> {
     vec![
-        ChatMessage::system(SYSTEM.trim()),
-        ChatMessage::user(step_message(task, step, max_steps, history, obs)),
+        ChatMessage::system(system(dialect)),
+        ChatMessage::user(step_message(dialect, task, step, max_steps, history, obs)),
     ]
 }
 
 /// The user message for one step.
 pub fn step_message(
+    dialect: Dialect,
     task: &str,
     step: u32,
     max_steps: u32,
@@ -73,21 +82,61 @@ pub fn step_message(
             ("url", &untrusted(&obs.url)),
             ("title", &untrusted(&obs.title)),
             ("elements", &untrusted(&elements)),
+            ("answer_reminder", dialect.reminder()),
         ],
     )
     .trim()
     .to_owned()
 }
 
-/// The message asking the model to answer again after an unreadable answer.
-pub fn reask(error: &ParseError) -> String {
+/// What the model is told about the user's profile: facts with their
+/// values, secrets only by placeholder.
+pub fn profile_section(facts: &[(String, String)], secret_lines: &[String]) -> String {
+    if facts.is_empty() && secret_lines.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("About the user (from their profile; use only what the task needs):");
+    for (name, value) in facts {
+        out.push_str(&format!("\n- {name}: {}", one_line(value)));
+    }
+    if !secret_lines.is_empty() {
+        out.push_str(
+            "\nSecrets: you never see their values. To enter one, write its placeholder exactly, \
+             as the whole text of a `fill`; Errand puts the value in, only on the site named:",
+        );
+        for line in secret_lines {
+            out.push_str(&format!("\n{line}"));
+        }
+    }
+    out
+}
+
+/// What the model is told about the earlier task a follow-up continues.
+pub fn follow_up_context(previous_task: &str, previous_answer: &str) -> String {
     format!(
-        "Your answer could not be read: {error}. Answer again with only the JSON object, \
-         in the shape the instructions show, with at least one action."
+        "This continues an earlier task in the same tab. The earlier task was: \"{}\". \
+         Its answer was: \"{}\".",
+        one_line(previous_task),
+        one_line(previous_answer)
     )
 }
 
-fn history_text(history: &[PastStep]) -> String {
+/// The message asking the model to answer again after an unreadable answer.
+pub fn reask(dialect: Dialect, error: &ParseError) -> String {
+    match dialect {
+        Dialect::Json => format!(
+            "Your answer could not be read: {error}. Answer again with only the JSON object, \
+             in the shape the instructions show, with at least one action."
+        ),
+        _ => format!(
+            "Your answer could not be read: {error}. Answer again in exactly the format the \
+             instructions show, with at least one action."
+        ),
+    }
+}
+
+pub fn history_text(history: &[PastStep]) -> String {
     if history.is_empty() {
         return "(none: this is the first step)".to_owned();
     }
@@ -253,16 +302,20 @@ mod tests {
 
     #[test]
     fn the_system_prompt_lists_every_action() {
+        let json = system(Dialect::Json);
         for name in crate::parse::ACTION_NAMES.split(", ") {
-            assert!(SYSTEM.contains(&format!("{{\"{name}\"")), "system.md lacks {name}");
+            assert!(json.contains(&format!("{{\"{name}\"")), "system.md lacks {name}");
         }
+        assert!(!json.contains("{answer_format}"));
+        assert!(system(Dialect::Glm).contains("Type [5]; [Ada Lovelace]"));
+        assert!(system(Dialect::BrowserGym).contains("fill(bid, value)"));
         assert!(SYSTEM.contains(BEGIN_UNTRUSTED) && SYSTEM.contains(END_UNTRUSTED));
         assert!(STEP.contains(BEGIN_UNTRUSTED) && STEP.contains(END_UNTRUSTED));
     }
 
     #[test]
     fn page_content_is_fenced_and_cannot_escape() {
-        let text = step_message("Order a mug", 2, 25, &[], &obs());
+        let text = step_message(Dialect::Json, "Order a mug", 2, 25, &[], &obs());
         assert!(text.starts_with("# Task\nOrder a mug"), "{text}");
         assert!(text.contains("Step 2 of at most 25"));
         let begin = text.find(BEGIN_UNTRUSTED).unwrap();
@@ -311,7 +364,7 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let text = step_message("t", 3, 25, &history, &obs());
+        let text = step_message(Dialect::Json, "t", 3, 25, &history, &obs());
         assert!(text.contains("Step 1: Fill and submit"), "{text}");
         assert!(
             text.contains("- fill [1] <input type=text> Name with \"Ada\" → ok: filled"),

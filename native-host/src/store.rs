@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub const DB_FILE: &str = "errand.db";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Each migration takes the database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -55,6 +55,37 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX tasks_started_at ON tasks(started_at);
     "#,
+    // 1 → 2: money, and every model call
+    r#"
+    ALTER TABLE tasks ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+    ALTER TABLE steps ADD COLUMN cost_usd REAL;
+    CREATE TABLE model_calls (
+        task_id TEXT NOT NULL REFERENCES tasks(id),
+        step INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        ms INTEGER NOT NULL,
+        tokens_in INTEGER,
+        tokens_out INTEGER,
+        cost_usd REAL,
+        error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX model_calls_task ON model_calls(task_id, step);
+    "#,
+    // 2 → 3: the user's profile facts (never secrets: those live in the
+    // keychain or an owner-only file, see secrets.rs)
+    r#"
+    CREATE TABLE profile_facts (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    "#,
+    // 3 → 4: past tasks and answers, searchable
+    r#"
+    CREATE VIRTUAL TABLE task_search USING fts5(task_id UNINDEXED, site, task, answer);
+    "#,
 ];
 
 /// What can go wrong with the store.
@@ -87,6 +118,8 @@ pub struct TaskRow {
     pub steps: u32,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// What the task's model calls cost, in US dollars (0 when unpriced).
+    pub cost_usd: f64,
     pub host_pid: Option<u32>,
     pub started_at: String,
     pub ended_at: Option<String>,
@@ -109,6 +142,22 @@ pub struct StepRow {
     pub model_ms: Option<u64>,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// US dollars, when the model has a price.
+    pub cost_usd: Option<f64>,
+}
+
+/// One model call as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelCallRow {
+    pub task_id: String,
+    pub step: u32,
+    pub provider: String,
+    pub model: String,
+    pub ms: u64,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub error: Option<String>,
 }
 
 /// A handle on the database; cheap to clone, safe to share between tasks.
@@ -193,8 +242,9 @@ impl Store {
         let tx = conn.transaction()?;
         tx.execute(
             "INSERT OR REPLACE INTO steps (task_id, step, evaluation, memory, next_goal,
-                 actions_json, build, url, elements, model_ms, tokens_in, tokens_out, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 actions_json, build, url, elements, model_ms, tokens_in, tokens_out, created_at,
+                 cost_usd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 row.task_id,
                 row.step,
@@ -208,22 +258,125 @@ impl Store {
                 row.model_ms.map(clamp_i64),
                 row.tokens_in.map(clamp_i64),
                 row.tokens_out.map(clamp_i64),
-                now_rfc3339()
+                now_rfc3339(),
+                row.cost_usd
             ],
         )?;
         tx.execute(
             "UPDATE tasks SET steps = MAX(steps, ?2),
-                 tokens_in = tokens_in + ?3, tokens_out = tokens_out + ?4
+                 tokens_in = tokens_in + ?3, tokens_out = tokens_out + ?4,
+                 cost_usd = cost_usd + ?5
              WHERE id = ?1",
             params![
                 row.task_id,
                 row.step,
                 clamp_i64(row.tokens_in.unwrap_or(0)),
-                clamp_i64(row.tokens_out.unwrap_or(0))
+                clamp_i64(row.tokens_out.unwrap_or(0)),
+                row.cost_usd.unwrap_or(0.0)
             ],
         )?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Records one model call (each attempt of a step's question).
+    pub fn record_model_call(&self, row: &ModelCallRow) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO model_calls (task_id, step, provider, model, ms, tokens_in, tokens_out,
+                 cost_usd, error, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                row.task_id,
+                row.step,
+                row.provider,
+                row.model,
+                clamp_i64(row.ms),
+                row.tokens_in.map(clamp_i64),
+                row.tokens_out.map(clamp_i64),
+                row.cost_usd,
+                row.error,
+                now_rfc3339()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A task's model calls, in order.
+    pub fn model_calls(&self, task_id: &str) -> Result<Vec<ModelCallRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT task_id, step, provider, model, ms, tokens_in, tokens_out, cost_usd, error
+             FROM model_calls WHERE task_id = ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt
+            .query_map([task_id], |r| {
+                Ok(ModelCallRow {
+                    task_id: r.get(0)?,
+                    step: r.get(1)?,
+                    provider: r.get(2)?,
+                    model: r.get(3)?,
+                    ms: unclamp(r.get(4)?),
+                    tokens_in: r.get::<_, Option<i64>>(5)?.map(unclamp),
+                    tokens_out: r.get::<_, Option<i64>>(6)?.map(unclamp),
+                    cost_usd: r.get(7)?,
+                    error: r.get(8)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Past successful tasks matching `query` (any of its words), best
+    /// first, on `site` when given: `(task_id, task, answer)`.
+    pub fn recall(
+        &self,
+        query: &str,
+        site: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 2)
+            .map(|w| format!("\"{}\"", w.to_lowercase()))
+            .collect();
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut expr = format!("{{task answer}} : ({})", words.join(" OR "));
+        if let Some(site) = site.filter(|s| !s.is_empty()) {
+            expr = format!("site : \"{}\" AND {expr}", site.replace('"', ""));
+        }
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT task_id, task, answer FROM task_search WHERE task_search MATCH ?1
+             ORDER BY rank LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(params![expr, limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Sets a profile fact.
+    pub fn set_fact(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO profile_facts (name, value, updated_at) VALUES (?1, ?2, ?3)",
+            params![name, value, now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets a profile fact; whether it existed.
+    pub fn forget_fact(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.conn().execute("DELETE FROM profile_facts WHERE name = ?1", [name])? > 0)
+    }
+
+    /// Every profile fact, by name.
+    pub fn facts(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT name, value FROM profile_facts ORDER BY name")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     /// Records how a task ended.
@@ -237,10 +390,27 @@ impl Store {
             Outcome::Stopped {} => (None, Some("stopped by the user".to_owned())),
             Outcome::Interrupted {} => (None, Some("the host ended while the task ran".to_owned())),
         };
-        self.conn().execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
             "UPDATE tasks SET status = ?2, answer = ?3, error = ?4, ended_at = ?5 WHERE id = ?1",
             params![id, outcome.status(), answer, error, now_rfc3339()],
         )?;
+        if let Outcome::Done { answer, success: true } = outcome {
+            let row: Option<(String, Option<String>)> = tx
+                .query_row("SELECT task, url FROM tasks WHERE id = ?1", [id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            if let Some((task, url)) = row {
+                let site = url.as_deref().map(site_of).unwrap_or_default();
+                tx.execute(
+                    "INSERT INTO task_search (task_id, site, task, answer) VALUES (?1, ?2, ?3, ?4)",
+                    params![id, site, task, answer],
+                )?;
+            }
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -250,7 +420,7 @@ impl Store {
         let row = conn
             .query_row(
                 "SELECT id, task, url, tab_id, status, answer, error, steps, tokens_in,
-                        tokens_out, host_pid, started_at, ended_at
+                        tokens_out, host_pid, started_at, ended_at, cost_usd
                  FROM tasks WHERE id = ?1",
                 [id],
                 task_row,
@@ -264,7 +434,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT id, task, url, tab_id, status, answer, error, steps, tokens_in,
-                    tokens_out, host_pid, started_at, ended_at
+                    tokens_out, host_pid, started_at, ended_at, cost_usd
              FROM tasks ORDER BY started_at DESC LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], task_row)?.collect::<Result<Vec<_>, _>>()?;
@@ -276,7 +446,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT task_id, step, evaluation, memory, next_goal, actions_json, build, url,
-                    elements, model_ms, tokens_in, tokens_out
+                    elements, model_ms, tokens_in, tokens_out, cost_usd
              FROM steps WHERE task_id = ?1 ORDER BY step",
         )?;
         let rows = stmt
@@ -294,6 +464,7 @@ impl Store {
                     model_ms: r.get::<_, Option<i64>>(9)?.map(unclamp),
                     tokens_in: r.get::<_, Option<i64>>(10)?.map(unclamp),
                     tokens_out: r.get::<_, Option<i64>>(11)?.map(unclamp),
+                    cost_usd: r.get(12)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -347,6 +518,7 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> {
         host_pid: r.get(10)?,
         started_at: r.get(11)?,
         ended_at: r.get(12)?,
+        cost_usd: r.get(13)?,
     })
 }
 
@@ -370,6 +542,14 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     }
     tx.commit()?;
     Ok(())
+}
+
+/// The host of a URL, for recall by site (`shop.example`).
+pub fn site_of(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or(host);
+    host.split(':').next().unwrap_or(host).to_ascii_lowercase()
 }
 
 /// Whether a process with this id exists.
@@ -449,7 +629,29 @@ mod tests {
             model_ms: Some(120),
             tokens_in: Some(100),
             tokens_out: Some(20),
+            cost_usd: Some(0.25),
         }
+    }
+
+    #[test]
+    fn recalls_past_answers_by_words_and_site() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in(dir.path()).unwrap();
+        for (id, task, url, answer) in [
+            ("a", "Order a blue mug", "https://shop.example/mugs", "Ordered, #123"),
+            ("b", "Order a red plate", "https://other.example/", "Ordered plate"),
+        ] {
+            store.create_task(id, task, Some(url), None).unwrap();
+            store.set_tab(id, 1, url).unwrap();
+            store.finish_task(id, &Outcome::Done { answer: answer.into(), success: true }).unwrap();
+        }
+        store.create_task("c", "Order a mug", None, None).unwrap();
+        store.finish_task("c", &Outcome::Failed { error: "x".into() }).unwrap();
+        let hits = store.recall("order another MUG please", Some("shop.example"), 5).unwrap();
+        assert_eq!(hits, vec![("a".into(), "Order a blue mug".into(), "Ordered, #123".into())]);
+        assert_eq!(store.recall("plate", None, 5).unwrap().len(), 1);
+        assert!(store.recall("\"; DROP", None, 5).unwrap().is_empty());
+        assert_eq!(site_of("https://u@Shop.example:8443/x"), "shop.example");
     }
 
     #[test]
@@ -477,6 +679,22 @@ mod tests {
         assert_eq!(t.tab_id, Some(5));
         assert_eq!(t.url.as_deref(), Some("https://shop.test/home"));
         assert_eq!((t.steps, t.tokens_in, t.tokens_out), (2, 200, 40));
+        assert!((t.cost_usd - 0.5).abs() < 1e-9, "{}", t.cost_usd);
+        store
+            .record_model_call(&ModelCallRow {
+                task_id: t.id.clone(),
+                step: 1,
+                provider: "openai".into(),
+                model: "m".into(),
+                ms: 5,
+                tokens_in: Some(3),
+                error: Some("HTTP 429".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let calls = store.model_calls(&t.id).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].error.as_deref(), Some("HTTP 429"));
         assert_eq!(t.host_pid, Some(std::process::id()));
         assert!(t.started_at.ends_with('Z') && t.ended_at.is_some());
         let steps = store.steps("t1").unwrap();

@@ -42,6 +42,7 @@ pub fn event_lines(ev: &LocalEvent) -> Vec<String> {
             vec![format!("task: {task}"), format!("tab {tab_id}: {url}")]
         }
         TaskEvent::Thinking { .. } => Vec::new(),
+        TaskEvent::Question { question, .. } => vec![format!("? {question}")],
         TaskEvent::Step(report) => {
             let n = report.step;
             let mut out = Vec::new();

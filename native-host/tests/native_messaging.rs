@@ -438,7 +438,7 @@ fn runs_a_task_against_a_scripted_model() {
     assert_eq!(actions[0]["action"], json!({"click": {"index": 1}}));
     assert_eq!(actions[0]["ok"], true);
     let version: i64 = db.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, errand_host::store::SCHEMA_VERSION);
 }
 
 #[test]

@@ -232,6 +232,16 @@ pub enum Body {
     },
     /// Ask the host who it is and what it is doing.
     GetStatus {},
+    /// The user's answer to a task's `question` event (the running task's
+    /// if `task_id` is absent). Replied to with `ack`.
+    Answer {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+        text: String,
+    },
+    /// A new task that continues an earlier one: same tab, and the model is
+    /// told the earlier task and its answer. Replied to with `task_accepted`.
+    FollowUp { task_id: String, task: String },
 
     // ---- Host → side panel ----
     /// Reply to `start_task`.
@@ -321,6 +331,8 @@ pub enum TaskEvent {
     Thinking { step: u32 },
     /// A step finished.
     Step(StepReport),
+    /// The agent asks the user something; the task waits for an `answer`.
+    Question { step: u32, question: String },
     /// The task ended.
     Finished { outcome: Outcome },
 }

@@ -1,0 +1,602 @@
+//! The agent against the scripted model server, through the real `errand`
+//! binary over native-messaging pipes: each provider's wire format, each
+//! answer dialect, retries, timeouts, dead servers, bad keys, loop
+//! detection, the budget, and a host killed mid-task.
+
+mod support;
+
+use std::time::Duration;
+
+use errand_protocol::{Body, Outcome, TaskEvent};
+use support::{API_KEY, HostProc, ModelServer, Reply, outcome};
+
+const CLICK: &str = "```json\n{\"evaluation_previous_goal\": \"Start\", \"memory\": \"\", \"next_goal\": \"Press Submit\", \"actions\": [{\"click\": {\"index\": 1}}]}\n```";
+const DONE: &str = r#"{"evaluation_previous_goal": "Submitted", "memory": "", "next_goal": "Report", "actions": [{"done": {"text": "The form was sent.", "success": true}}]}"#;
+
+fn run(
+    server: &ModelServer,
+    base: &str,
+    env: &[(&str, &str)],
+) -> (HostProc, String, Vec<TaskEvent>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}{base}", server.addr);
+    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
+    all.extend_from_slice(env);
+    let mut host = HostProc::spawn(dir.path(), &all);
+    let task_id = host.start("Send the form");
+    let events = host.serve_until_finished();
+    (host, task_id, events, dir)
+}
+
+fn done_text(o: &Outcome) -> &str {
+    match o {
+        Outcome::Done { answer, .. } => answer,
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+fn failed_text(o: &Outcome) -> &str {
+    match o {
+        Outcome::Failed { error } => error,
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn anthropic_messages_in_their_wire_format() {
+    let server = ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    let (host, task_id, events, _dir) = run(
+        &server,
+        "/v1",
+        &[("ERRAND_PROVIDER", "anthropic"), ("ERRAND_MODEL", "claude-sonnet-4-5")],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let first = &seen[0];
+    assert_eq!(first.path, "/v1/messages");
+    assert_eq!(first.header("x-api-key"), Some(API_KEY));
+    assert_eq!(first.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(first.header("authorization"), None);
+    assert_eq!(first.body["model"], "claude-sonnet-4-5");
+    assert!(first.body["max_tokens"].as_u64().unwrap() > 0);
+    assert!(first.body["system"].as_str().unwrap().contains("You are Errand"));
+    let msgs = first.body["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "user");
+    assert_eq!(msgs[0]["content"][0]["type"], "text");
+    assert!(msgs[0]["content"][0]["text"].as_str().unwrap().contains("Send the form"));
+    // Tokens from usage.input_tokens / output_tokens, and a price from the table.
+    let (tin, tout, cost): (i64, i64, f64) = host
+        .db()
+        .query_row(
+            "SELECT tokens_in, tokens_out, cost_usd FROM tasks WHERE id = ?1",
+            [&task_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((tin, tout), (800, 40));
+    // claude-sonnet-4*: $3 / $15 per million.
+    assert!((cost - (800.0 * 3.0 + 40.0 * 15.0) / 1e6).abs() < 1e-9, "{cost}");
+    let calls: i64 = host
+        .db()
+        .query_row(
+            "SELECT COUNT(*) FROM model_calls WHERE task_id = ?1 AND provider = 'anthropic'",
+            [&task_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(calls, 2);
+}
+
+#[test]
+fn gemini_with_browsergym_calls_in_their_wire_format() {
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            "Evaluation: first look\nMemory: none\nNext goal: submit\nAction:\nfill('2', \"ada@example.com\")\nclick('1')",
+        ),
+        Reply::Answer(
+            "Evaluation: sent\nMemory: done\nNext goal: tell the user\nAction:\nsend_msg_to_user('The form was sent.')",
+        ),
+    ]);
+    let (host, task_id, events, _dir) = run(
+        &server,
+        "/v1beta",
+        &[
+            ("ERRAND_PROVIDER", "gemini"),
+            ("ERRAND_MODEL", "gemini-2.5-flash"),
+            ("ERRAND_DIALECT", "browsergym"),
+        ],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    assert_eq!(host.filled.lock().unwrap().as_slice(), ["ada@example.com"]);
+    let seen = server.seen();
+    let first = &seen[0];
+    assert_eq!(first.path, "/v1beta/models/gemini-2.5-flash:generateContent");
+    assert_eq!(first.header("x-goog-api-key"), Some(API_KEY));
+    let system = first.body["systemInstruction"]["parts"][0]["text"].as_str().unwrap();
+    assert!(system.contains("fill(bid, value)"), "{system}");
+    assert_eq!(first.body["contents"][0]["role"], "user");
+    assert!(
+        first.body["contents"][0]["parts"][0]["text"].as_str().unwrap().contains("Send the form")
+    );
+    let (tin, tout): (i64, i64) = host
+        .db()
+        .query_row("SELECT tokens_in, tokens_out FROM tasks WHERE id = ?1", [&task_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((tin, tout), (1000, 50));
+    // The first step's two actions were both run and recorded.
+    let actions: String = host
+        .db()
+        .query_row(
+            "SELECT actions_json FROM steps WHERE task_id = ?1 AND step = 1",
+            [&task_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(actions.contains("\"fill\"") && actions.contains("\"click\""), "{actions}");
+}
+
+#[test]
+fn glm_text_protocol_with_a_broken_answer_asked_again() {
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            "<think>The button is 1.</think>Thought: press Submit\nAction: Click [1]\nMemory_Updated: {\"step\": \"submitted\",}",
+        ),
+        Reply::Answer("Thought: I will jump\nAction: Jump [3]\nMemory_Updated: {}"),
+        Reply::Answer(
+            "Thought: done\nAction: <|begin_of_box|>ANSWER; <content>The form was sent.</content><|end_of_box|>\nMemory_Updated: {}",
+        ),
+    ]);
+    // No dialect set: GLM models speak their own protocol.
+    let (host, task_id, events, _dir) = run(&server, "/v1", &[("ERRAND_MODEL", "glm-4.5v")]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    let system = seen[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Type [5]; [Ada Lovelace]"), "{system}");
+    // The re-ask carries the broken answer and the parse error.
+    let msgs = seen[2].body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("could not be read") && last.contains("unknown action"), "{last}");
+    assert_eq!(msgs[msgs.len() - 2]["role"], "assistant");
+    let memory: String = host
+        .db()
+        .query_row("SELECT memory FROM steps WHERE task_id = ?1 AND step = 1", [&task_id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(memory, r#"{"step":"submitted"}"#);
+}
+
+#[test]
+fn rate_limited_then_answered_after_retry_after() {
+    let server = ModelServer::start(vec![
+        Reply::Status(
+            429,
+            Some("1"),
+            r#"{"error": {"message": "Rate limit reached", "type": "rate_limit"}}"#,
+        ),
+        Reply::Status(503, None, "upstream overloaded"),
+        Reply::Answer(CLICK),
+        Reply::Answer(DONE),
+    ]);
+    let (host, task_id, events, _dir) = run(&server, "/v1", &[]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 4);
+    let waited = seen[1].at - seen[0].at;
+    assert!(waited >= Duration::from_millis(950), "Retry-After: 1 was not honoured: {waited:?}");
+    // One step, no failure: the retries are inside the call.
+    let steps: i64 = host
+        .db()
+        .query_row("SELECT steps FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(steps, 2);
+}
+
+#[test]
+fn a_slow_model_times_out_and_the_task_goes_on() {
+    let server =
+        ModelServer::start(vec![Reply::Slow(CLICK, Duration::from_secs(4)), Reply::Answer(DONE)]);
+    let (host, task_id, events, _dir) = run(&server, "/v1", &[("ERRAND_TIMEOUT_SECS", "1")]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let evaluation: String = host
+        .db()
+        .query_row(
+            "SELECT evaluation FROM steps WHERE task_id = ?1 AND step = 1",
+            [&task_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(evaluation.contains("did not answer within 1 s"), "{evaluation}");
+}
+
+#[test]
+fn a_dead_server_ends_the_task_with_a_clear_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", "http://127.0.0.1:9/v1")]);
+    host.start("Send the form");
+    let events = host.serve_until_finished();
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("cannot reach the model server at http://127.0.0.1:9/v1"), "{error}");
+}
+
+#[test]
+fn nothing_configured_means_a_local_ollama_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // No ERRAND_BASE_URL: the default Ollama address (nothing listens in tests
+    // on 11434; if something does, the test still checks the address used).
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_MODEL", "llama3.1")]);
+    host.start("Send the form");
+    let events = host.serve_until_finished();
+    if let Outcome::Failed { error } = outcome(&events) {
+        assert!(error.contains("127.0.0.1:11434") && error.contains("Ollama"), "{error}");
+    }
+}
+
+#[test]
+fn bad_keys_and_unknown_models_end_the_task_clearly() {
+    let server = ModelServer::start(vec![Reply::Status(
+        401,
+        None,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    )]);
+    let (_h, _t, events, _d) = run(&server, "/v1", &[("ERRAND_PROVIDER", "anthropic")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(
+        error.contains("refused the API key") && error.contains("invalid x-api-key"),
+        "{error}"
+    );
+
+    let server = ModelServer::start(vec![Reply::Status(
+        400,
+        None,
+        r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}"#,
+    )]);
+    let (_h, _t, events, _d) = run(&server, "/v1beta", &[("ERRAND_PROVIDER", "gemini")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("refused the API key"), "{error}");
+
+    let server = ModelServer::start(vec![Reply::Status(
+        404,
+        None,
+        r#"{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#,
+    )]);
+    let (_h, _t, events, _d) = run(&server, "/v1", &[("ERRAND_MODEL", "nope")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("model `nope`") && error.contains("not found"), "{error}");
+    assert_eq!(server.seen().len(), 1, "a 404 is not retried");
+}
+
+#[test]
+fn repeating_the_same_action_on_an_unchanged_page_is_caught() {
+    // The model clicks [1] forever; the page never changes.
+    let server = ModelServer::start_with_fallback(vec![], CLICK);
+    let (_host, _task_id, events, _dir) = run(&server, "/v1", &[]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(
+        error.contains("stuck") && error.contains("5 times") && error.contains("click [1]"),
+        "{error}"
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 5);
+    let user = |i: usize| seen[i].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(!user(2).contains("# Warning"));
+    assert!(user(3).contains("same actions 3 times"), "{}", user(3));
+    assert!(user(4).contains("same actions 4 times"));
+}
+
+#[test]
+fn the_token_budget_ends_the_task() {
+    let server = ModelServer::start_with_fallback(vec![], CLICK);
+    // Each call uses 338 tokens: the second passes 500.
+    let (_host, _t, events, _dir) = run(&server, "/v1", &[("ERRAND_MAX_TOKENS", "500")]);
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("token budget") && error.contains("676 tokens"), "{error}");
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn the_money_budget_uses_the_users_price_table() {
+    let server = ModelServer::start_with_fallback(vec![], CLICK);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/prices.toml"),
+        "[models.scripted]\ninput = 1000.0\noutput = 1000.0\n",
+    )
+    .unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(
+        dir.path(),
+        &[("ERRAND_BASE_URL", base_url.as_str()), ("ERRAND_MAX_COST_USD", "0.5")],
+    );
+    let task_id = host.start("Send the form");
+    let events = host.serve_until_finished();
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(error.contains("money budget") && error.contains("$0.6760"), "{error}");
+    let cost: f64 = host
+        .db()
+        .query_row("SELECT cost_usd FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert!((cost - 0.676).abs() < 1e-9, "{cost}");
+    let step_costs: Vec<f64> = host
+        .db()
+        .prepare("SELECT cost_usd FROM steps WHERE task_id = ?1 ORDER BY step")
+        .unwrap()
+        .query_map([&task_id], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(step_costs.len(), 2);
+    assert!((step_costs[0] - 0.338).abs() < 1e-9);
+}
+
+#[test]
+fn a_host_killed_mid_task_is_found_interrupted_by_the_next() {
+    let server =
+        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Slow(DONE, Duration::from_secs(60))]);
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let env = [("ERRAND_BASE_URL", base_url.as_str())];
+    let mut host = HostProc::spawn(dir.path(), &env);
+    let task_id = host.start("Send the form");
+    // Serve until the second step's model call is under way.
+    host.serve_until(|b| {
+        matches!(b, Body::TaskEvent { event: TaskEvent::Thinking { step: 2 }, .. })
+    });
+    host.kill();
+    // The first step is already stored.
+    let steps: i64 = host
+        .db()
+        .query_row("SELECT COUNT(*) FROM steps WHERE task_id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(steps, 1);
+
+    let mut again = HostProc::spawn(dir.path(), &env);
+    again.send(Body::GetStatus {});
+    let _ = again.recv();
+    let status: String = again
+        .db()
+        .query_row("SELECT status FROM tasks WHERE id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "interrupted");
+}
+
+#[test]
+fn ask_user_waits_for_the_panels_answer_and_a_follow_up_continues() {
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            r#"{"evaluation_previous_goal": "", "memory": "", "next_goal": "Ask", "actions": [{"ask_user": {"question": "Which e-mail address?"}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"evaluation_previous_goal": "The user answered", "memory": "", "next_goal": "Fill", "actions": [{"fill": {"index": 2, "text": "ada@example.com"}}, {"done": {"text": "Filled in ada@example.com.", "success": true}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"actions": [{"done": {"text": "Nothing else to do.", "success": true}}]}"#,
+        ),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    let task_id = host.start("Subscribe me to the newsletter");
+    let seen = host
+        .serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Question { .. }, .. }));
+    let Some(Body::TaskEvent { event: TaskEvent::Question { question, .. }, .. }) = seen.last()
+    else {
+        panic!()
+    };
+    assert_eq!(question, "Which e-mail address?");
+    // The task waits: no further model call.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.seen().len(), 1);
+    // An answer for a task that asked nothing is refused.
+    let id = host.send(Body::Answer { task_id: Some("nope".into()), text: "x".into() });
+    let refused = host.recv();
+    assert_eq!(refused.re, Some(id));
+    assert!(matches!(refused.body, Body::Error { .. }), "{refused:?}");
+    host.send(Body::Answer { task_id: Some(task_id.clone()), text: "ada@example.com".into() });
+    let bodies = host
+        .serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Finished { .. }, .. }));
+    assert!(bodies.contains(&Body::Ack {}), "{bodies:?}");
+    let events: Vec<TaskEvent> = bodies
+        .into_iter()
+        .filter_map(|b| if let Body::TaskEvent { event, .. } = b { Some(event) } else { None })
+        .collect();
+    assert_eq!(done_text(&outcome(&events)), "Filled in ada@example.com.");
+    let second = &server.seen()[1];
+    let prompt = second.body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("the user answered: ada@example.com"), "{prompt}");
+
+    // A follow-up: same tab, told the earlier task and its answer.
+    let id = host.send(Body::FollowUp { task_id: task_id.clone(), task: "Anything else?".into() });
+    let accepted = host.recv();
+    assert_eq!(accepted.re, Some(id));
+    assert!(matches!(accepted.body, Body::TaskAccepted { .. }), "{accepted:?}");
+    let events = host.serve_until_finished();
+    assert_eq!(done_text(&outcome(&events)), "Nothing else to do.");
+    let third = &server.seen()[2];
+    let prompt = third.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Anything else?")
+            && prompt.contains("continues an earlier task")
+            && prompt.contains("Filled in ada@example.com."),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn a_profile_fact_is_used_and_a_secret_is_filled_without_ever_reaching_the_model() {
+    const SECRET: &str = "S3cr3t-Value-xyz";
+    const OTHER: &str = "Other-Site-Secret-987";
+    let dir = tempfile::tempdir().unwrap();
+    HostProc::cli(dir.path(), &["memory", "fact", "email", "ada@example.com"], "");
+    HostProc::cli(
+        dir.path(),
+        &["memory", "secret", "site_password", "--origin", "http://form.test"],
+        &format!("{SECRET}\n"),
+    );
+    HostProc::cli(
+        dir.path(),
+        &["memory", "secret", "other_pw", "--origin", "https://elsewhere.test"],
+        &format!("{OTHER}\n"),
+    );
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
+    assert!(
+        list.contains("email = ada@example.com")
+            && list.contains("site_password (only on http://form.test)"),
+        "{list}"
+    );
+    assert!(!list.contains(SECRET) && !list.contains(OTHER), "{list}");
+
+    let server = ModelServer::start(vec![
+        Reply::Answer(
+            r#"{"next_goal": "Log in", "actions": [{"fill": {"index": 2, "text": "{{secret:site_password}}"}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"next_goal": "Try the other", "actions": [{"fill": {"index": 2, "text": "{{secret:other_pw}}"}}]}"#,
+        ),
+        Reply::Answer(
+            r#"{"next_goal": "Report", "actions": [{"done": {"text": "Logged in as ada@example.com.", "success": true}}]}"#,
+        ),
+    ]);
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    let task_id = host.start("Log me in with my e-mail");
+    let events = host.serve_until_finished();
+    assert_eq!(done_text(&outcome(&events)), "Logged in as ada@example.com.");
+    // The page got the value; the secret for another site was refused.
+    assert_eq!(host.filled.lock().unwrap().as_slice(), [SECRET]);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    let first = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(first.contains("email: ada@example.com"), "{first}");
+    assert!(first.contains("{{secret:site_password}} (only on http://form.test)"), "{first}");
+    let third = seen[2].body["messages"][1]["content"].as_str().unwrap();
+    assert!(third.contains("may not be filled on http://form.test"), "{third}");
+    assert!(third.contains("[secret]"), "the page's echo of the value is scrubbed: {third}");
+
+    // No request, no stored byte, no log line holds a secret value.
+    for s in &seen {
+        assert!(
+            !s.raw.contains(SECRET) && !s.raw.contains(OTHER),
+            "a request leaked a secret: {}",
+            s.raw
+        );
+    }
+    drop(host);
+    for entry in std::fs::read_dir(dir.path().join("data")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "secrets.json" {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(SECRET) && !text.contains(OTHER),
+            "{} holds a secret",
+            path.display()
+        );
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(!text.contains(SECRET), "{} holds a secret", path.display());
+        }
+    }
+    let _ = task_id;
+    // Forgetting works.
+    HostProc::cli(dir.path(), &["memory", "forget", "site_password"], "");
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
+    assert!(!list.contains("site_password"), "{list}");
+}
+
+#[test]
+fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
+    let server = ModelServer::start(vec![
+        // The planner, before step 1.
+        Reply::Answer(
+            r#"{"reasoning": "Nothing done yet", "plan": [{"kind": "loop", "goal": "Enter each address", "values": ["a@example.com", "b@example.com"]}, {"kind": "extract", "goal": "Report"}]}"#,
+        ),
+        // Step 1: claims done too early.
+        Reply::Answer(
+            r#"{"next_goal": "Report", "actions": [{"done": {"text": "All sent.", "success": true}}]}"#,
+        ),
+        // The check refuses.
+        Reply::Answer(
+            r#"```json
+{"done": false, "reason": "no address was entered on the page"}
+```"#,
+        ),
+        // Step 2.
+        Reply::Answer(
+            r#"{"next_goal": "Enter b", "actions": [{"fill": {"index": 2, "text": "b@example.com"}}]}"#,
+        ),
+        // Step 3, then the check agrees.
+        Reply::Answer(
+            r#"{"next_goal": "Report", "actions": [{"done": {"text": "Both sent.", "success": true}}]}"#,
+        ),
+        Reply::Answer(r#"{"done": true, "reason": "the field holds the address"}"#),
+    ]);
+    let (host, task_id, events, _dir) =
+        run(&server, "/v1", &[("ERRAND_PLANNER", "1"), ("ERRAND_VALIDATE", "true")]);
+    assert_eq!(done_text(&outcome(&events)), "Both sent.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 6);
+    let text = |i: usize| {
+        let msgs = seen[i].body["messages"].as_array().unwrap();
+        msgs.last().unwrap()["content"].as_str().unwrap().to_owned()
+    };
+    assert!(
+        text(0).contains("mini-tasks") && text(0).contains("The task is starting."),
+        "{}",
+        text(0)
+    );
+    assert!(text(1).contains("2. [extract] Report"), "{}", text(1));
+    assert!(
+        text(1).contains("[loop] Enter each address — for each of: a@example.com; b@example.com")
+    );
+    assert!(text(2).contains("The agent's answer\nAll sent."), "{}", text(2));
+    assert!(
+        text(3).contains("not finished yet, a check found: no address was entered"),
+        "{}",
+        text(3)
+    );
+    let calls: i64 = host
+        .db()
+        .query_row("SELECT COUNT(*) FROM model_calls WHERE task_id = ?1", [&task_id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(calls, 6);
+}
+
+#[test]
+fn a_new_task_on_the_same_site_is_told_what_worked_before() {
+    let server =
+        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    host.start("Send the contact form");
+    assert_eq!(done_text(&outcome(&host.serve_until_finished())), "The form was sent.");
+    host.start("Send the form once more");
+    assert_eq!(done_text(&outcome(&host.serve_until_finished())), "The form was sent.");
+    let seen = server.seen();
+    let first = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(!first.contains("Earlier tasks on"), "{first}");
+    let third = seen[2].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        third.contains("Earlier tasks on form.test that worked")
+            && third.contains("\"Send the contact form\" → answered \"The form was sent.\"")
+            && third.contains("Press Submit"),
+        "{third}"
+    );
+    drop(host);
+    let found = HostProc::cli(dir.path(), &["memory", "recall", "contact"], "");
+    assert!(
+        found.contains("Send the contact form") && found.contains("The form was sent."),
+        "{found}"
+    );
+}

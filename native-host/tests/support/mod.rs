@@ -1,0 +1,437 @@
+//! Test support: the real `errand` binary over native-messaging pipes, the
+//! test playing the service worker and the content script, and a scripted
+//! model server speaking the real wire formats of OpenAI-compatible chat
+//! completions, Anthropic Messages and Gemini generateContent.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use errand_host::transport::{MAX_INBOUND, frame, read_frame};
+use errand_protocol::{
+    Body, Build, Effect, ElementInfo, Envelope, Observation, Outcome, PageCommand, TaskEvent,
+};
+use serde_json::{Value, json};
+
+pub const ORIGIN: &str = "chrome-extension://ipdllapojbkjjhcikcodfhbklgfddfol/";
+pub const WAIT: Duration = Duration::from_secs(30);
+pub const API_KEY: &str = "test-key-0123456789";
+
+// ---- The host process ----
+
+pub struct HostProc {
+    pub child: Child,
+    pub stdin: Option<ChildStdin>,
+    frames: mpsc::Receiver<Envelope>,
+    pub data_dir: PathBuf,
+    pub config_dir: PathBuf,
+    next_id: u64,
+    /// The task's answer to every `observe` (tests change it).
+    pub page: Arc<Mutex<Observation>>,
+    /// Values the page's fields were filled with.
+    pub filled: Arc<Mutex<Vec<String>>>,
+    log: PathBuf,
+}
+
+impl HostProc {
+    /// Starts `errand` with `dir` as its config and data home and `env` on top.
+    pub fn spawn(dir: &Path, env: &[(&str, &str)]) -> HostProc {
+        let data_dir = dir.join("data");
+        let config_dir = dir.join("config");
+        std::fs::create_dir_all(&config_dir).unwrap();
+        let log = dir.join(format!("stderr-{}.log", std::process::id()));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_errand"));
+        cmd.arg(ORIGIN)
+            .env("ERRAND_DATA_DIR", &data_dir)
+            .env("ERRAND_CONFIG_DIR", &config_dir)
+            .env("ERRAND_MODEL", "scripted")
+            .env("ERRAND_API_KEY", API_KEY)
+            .env("ERRAND_RETRY_BASE_MS", "50")
+            .env("ERRAND_LOG", "debug")
+            .env_remove("ERRAND_CONTROL_SOCKET")
+            .env_remove("ERRAND_MAX_STEPS")
+            .env_remove("ERRAND_PROVIDER")
+            .env_remove("ERRAND_DIALECT")
+            .env_remove("ERRAND_BASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, frames) = mpsc::channel();
+        std::thread::spawn(move || {
+            while let Ok(Some(item)) = read_frame(&mut stdout, MAX_INBOUND) {
+                let env = item.expect("the host writes only valid envelopes");
+                if tx.send(env).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        HostProc {
+            child,
+            stdin,
+            frames,
+            data_dir,
+            config_dir,
+            next_id: 1,
+            page: Arc::new(Mutex::new(observation())),
+            filled: Arc::new(Mutex::new(Vec::new())),
+            log,
+        }
+    }
+
+    pub fn send(&mut self, body: Body) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(&frame(&Envelope::new(id, body))).unwrap();
+        stdin.flush().unwrap();
+        id
+    }
+
+    pub fn reply(&mut self, re: u64, body: Body) {
+        self.next_id += 1;
+        let env = Envelope::reply(self.next_id, re, body);
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(&frame(&env)).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn recv(&self) -> Envelope {
+        self.frames.recv_timeout(WAIT).expect("a message from the host")
+    }
+
+    /// Starts a task on `http://form.test/`; returns its id.
+    pub fn start(&mut self, task: &str) -> String {
+        let id = self.send(Body::StartTask {
+            task: task.into(),
+            tab_id: None,
+            url: Some("http://form.test/".into()),
+        });
+        let accepted = self.recv();
+        assert_eq!(accepted.re, Some(id));
+        let Body::TaskAccepted { task_id } = accepted.body else { panic!("{accepted:?}") };
+        task_id
+    }
+
+    /// Answers the extension's requests until `stop_when` says so.
+    pub fn serve_until(&mut self, mut stop_when: impl FnMut(&Body) -> bool) -> Vec<Body> {
+        let mut seen = Vec::new();
+        loop {
+            let env = self.recv();
+            let stop = stop_when(&env.body);
+            match &env.body {
+                Body::TaskEvent { .. } => {}
+                body => {
+                    if let Some(reply) = self.extension_reply(body) {
+                        self.reply(env.id, reply);
+                    }
+                }
+            }
+            seen.push(env.body);
+            if stop {
+                return seen;
+            }
+        }
+    }
+
+    /// Plays the extension until the task ends; returns the task's events.
+    pub fn serve_until_finished(&mut self) -> Vec<TaskEvent> {
+        self.serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Finished { .. }, .. }))
+            .into_iter()
+            .filter_map(|b| match b {
+                Body::TaskEvent { event, .. } => Some(event),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn extension_reply(&self, body: &Body) -> Option<Body> {
+        match body {
+            Body::OpenTab { url } => {
+                Some(Body::TabReady { tab_id: 42, url: url.clone(), title: "A form".into() })
+            }
+            Body::Navigate { tab_id, url } => {
+                Some(Body::TabReady { tab_id: *tab_id, url: url.clone(), title: "A form".into() })
+            }
+            Body::Page { tab_id: 42, command: PageCommand::Observe { .. } } => {
+                Some(Body::Observation(self.page.lock().unwrap().clone()))
+            }
+            Body::Page { tab_id: 42, command: PageCommand::Act { action } } => {
+                // Like the content script, the summary says what was typed.
+                let mut summary = format!("did {}", action.name());
+                if let errand_protocol::Action::Fill { text, .. } = action {
+                    self.filled.lock().unwrap().push(text.clone());
+                    summary = format!("filled <input> with \"{text}\"");
+                }
+                Some(Body::ActionDone {
+                    effect: Effect {
+                        summary,
+                        url: "http://form.test/".into(),
+                        url_changed: false,
+                        value: None,
+                    },
+                })
+            }
+            Body::Ack {} | Body::TaskAccepted { .. } => None,
+            other => panic!("unexpected request from the host: {other:?}"),
+        }
+    }
+
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.data_dir.join("errand.db")).unwrap()
+    }
+
+    /// What the host wrote to stderr (its log).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Runs `errand ARGS` with this host's folders, `stdin` as input;
+    /// returns stdout.
+    pub fn cli(dir: &Path, args: &[&str], stdin: &str) -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_errand"))
+            .args(args)
+            .env("ERRAND_DATA_DIR", dir.join("data"))
+            .env("ERRAND_CONFIG_DIR", dir.join("config"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "errand {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HostProc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn observation() -> Observation {
+    Observation {
+        url: "http://form.test/".into(),
+        title: "A form".into(),
+        build: Some(Build::Wasm),
+        elements: vec![
+            ElementInfo {
+                index: 1,
+                tag: "button".into(),
+                name: "Submit".into(),
+                in_viewport: true,
+                ..Default::default()
+            },
+            ElementInfo {
+                index: 2,
+                tag: "input".into(),
+                input_type: Some("email".into()),
+                name: "Email".into(),
+                in_viewport: true,
+                ..Default::default()
+            },
+        ],
+        text: "[1]<button>Submit</button>\n[2]<input type=email placeholder=\"Email\"></input>"
+            .into(),
+        elapsed_ms: 1.5,
+        ..Default::default()
+    }
+}
+
+/// The outcome in a list of events.
+pub fn outcome(events: &[TaskEvent]) -> Outcome {
+    match events.last() {
+        Some(TaskEvent::Finished { outcome }) => outcome.clone(),
+        other => panic!("no finished event: {other:?}"),
+    }
+}
+
+// ---- The scripted model server ----
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// The model's answer text, in the provider's format.
+    Answer(&'static str),
+    /// The answer after a delay.
+    Slow(&'static str, Duration),
+    /// An HTTP error: status, `Retry-After`, body.
+    Status(u16, Option<&'static str>, &'static str),
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub raw: String,
+    pub at: Instant,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Clone)]
+struct Script {
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    /// Said when the script runs out.
+    fallback: &'static str,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+pub struct ModelServer {
+    pub addr: String,
+    script: Script,
+}
+
+impl ModelServer {
+    pub fn start(replies: Vec<Reply>) -> ModelServer {
+        Self::start_with_fallback(
+            replies,
+            r#"{"actions": [{"done": {"text": "script ran out", "success": false}}]}"#,
+        )
+    }
+
+    pub fn start_with_fallback(replies: Vec<Reply>, fallback: &'static str) -> ModelServer {
+        let script = Script {
+            replies: Arc::new(Mutex::new(replies.into())),
+            fallback,
+            seen: Arc::new(Mutex::new(Vec::new())),
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = format!("http://{}", listener.local_addr().unwrap());
+        let state = script.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let app = axum::Router::new()
+                    .route("/v1/chat/completions", post(openai))
+                    .route("/v1/messages", post(anthropic))
+                    .route("/v1beta/models/{model}", post(gemini))
+                    .with_state(state);
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        ModelServer { addr, script }
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.script.seen.lock().unwrap().clone()
+    }
+}
+
+async fn next(
+    script: &Script,
+    path: String,
+    headers: &HeaderMap,
+    raw: String,
+) -> Result<String, Response> {
+    let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    let headers = headers
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    script.seen.lock().unwrap().push(Seen { path, headers, body, raw, at: Instant::now() });
+    let reply = script.replies.lock().unwrap().pop_front();
+    match reply.unwrap_or(Reply::Answer(script.fallback)) {
+        Reply::Answer(a) => Ok(a.to_owned()),
+        Reply::Slow(a, d) => {
+            tokio::time::sleep(d).await;
+            Ok(a.to_owned())
+        }
+        Reply::Status(status, retry_after, body) => {
+            let mut resp = (StatusCode::from_u16(status).unwrap(), body.to_owned()).into_response();
+            if let Some(r) = retry_after {
+                resp.headers_mut().insert("retry-after", r.parse().unwrap());
+            }
+            resp.headers_mut().insert("content-type", "application/json".parse().unwrap());
+            Err(resp)
+        }
+    }
+}
+
+async fn openai(State(script): State<Script>, headers: HeaderMap, raw: String) -> Response {
+    match next(&script, "/v1/chat/completions".into(), &headers, raw).await {
+        Err(r) => r,
+        Ok(content) => Json(json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "scripted",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop"
+            }],
+            "usage": {"prompt_tokens": 321, "completion_tokens": 17, "total_tokens": 338}
+        }))
+        .into_response(),
+    }
+}
+
+async fn anthropic(State(script): State<Script>, headers: HeaderMap, raw: String) -> Response {
+    match next(&script, "/v1/messages".into(), &headers, raw).await {
+        Err(r) => r,
+        Ok(content) => Json(json!({
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "scripted",
+            "content": [{"type": "text", "text": content}],
+            "stop_reason": "end_turn",
+            "stop_sequence": null,
+            "usage": {"input_tokens": 400, "output_tokens": 20}
+        }))
+        .into_response(),
+    }
+}
+
+async fn gemini(
+    State(script): State<Script>,
+    UrlPath(model): UrlPath<String>,
+    headers: HeaderMap,
+    raw: String,
+) -> Response {
+    match next(&script, format!("/v1beta/models/{model}"), &headers, raw).await {
+        Err(r) => r,
+        Ok(content) => Json(json!({
+            "candidates": [{
+                "content": {"role": "model", "parts": [{"text": content}]},
+                "finishReason": "STOP",
+                "index": 0
+            }],
+            "usageMetadata": {"promptTokenCount": 500, "candidatesTokenCount": 25, "totalTokenCount": 525},
+            "modelVersion": "scripted"
+        }))
+        .into_response(),
+    }
+}
