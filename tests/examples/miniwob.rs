@@ -45,7 +45,14 @@ fn main() -> Result<()> {
         for seed in 1..=seeds {
             match rig.episode(task, seed) {
                 Ok(e) => {
-                    eprintln!("{task} seed {seed}: reward {:.2} ({}, {} steps, {:.1} s)", e.reward, e.status, e.steps, e.seconds);
+                    eprintln!(
+                        "{task} seed {seed}: reward {:.2} ({}, {} steps, {:.1} s){}",
+                        e.reward,
+                        e.status,
+                        e.steps,
+                        e.seconds,
+                        if e.success() { String::new() } else { format!(" — Errand said {:?}", e.answer) }
+                    );
                     episodes.push(e);
                 }
                 Err(e) => eprintln!("{task} seed {seed}: the episode broke: {e:#}"),

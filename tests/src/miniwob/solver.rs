@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::listing::{self, Listed};
-use crate::model::{Reply, last_user_message};
+use crate::model::{Reply, all_text};
 
 /// The tasks a solver exists for.
 pub const TASKS: &[&str] = &[
@@ -58,9 +58,9 @@ impl Solver {
             *calls += 1;
             *calls - 1
         };
-        let Some(text) = last_user_message(req) else {
-            return finish(false, "the request has no user message");
-        };
+        // The whole conversation of this step: the observation, and the
+        // host's request to answer again if an answer could not be read.
+        let text = all_text(req);
         let Some(task) = task_name(&text) else {
             return finish(false, "the request does not name a MiniWoB page");
         };
@@ -89,11 +89,11 @@ fn finish(success: bool, text: &str) -> Reply {
 
 /// `…/miniwob/click-button.html` in the request → `click-button`.
 fn task_name(text: &str) -> Option<&str> {
-    let at = text.find("/miniwob/")? + "/miniwob/".len();
-    let rest = &text[at..];
-    let end = rest.find(".html")?;
-    let name = &rest[..end];
-    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-').then_some(name)
+    text.match_indices("/miniwob/").find_map(|(at, marker)| {
+        let rest = &text[at + marker.len()..];
+        let name = &rest[..rest.find(".html")?];
+        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-').then_some(name)
+    })
 }
 
 type Actions = Result<Vec<Value>, String>;
