@@ -209,16 +209,28 @@ impl Miniwob {
     }
 }
 
-/// A markdown table of episodes, with a success rate per task.
+/// A markdown table, one row per task (episodes, reward > 0, mean reward,
+/// mean steps and tokens, median seconds), and the overall count.
 pub fn report(episodes: &[Episode]) -> String {
     let mut out = String::from(
-        "| task | seed | reward | Errand's outcome | steps | tokens | seconds |\n\
-         | --- | ---: | ---: | --- | ---: | ---: | ---: |\n",
+        "| task | episodes | reward > 0 | mean reward | mean steps | mean tokens | median s |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for e in episodes {
+    let mut tasks: Vec<&str> = episodes.iter().map(|e| e.task.as_str()).collect();
+    tasks.dedup();
+    for task in tasks {
+        let of: Vec<&Episode> = episodes.iter().filter(|e| e.task == task).collect();
+        let n = of.len() as f64;
+        let mut secs: Vec<f64> = of.iter().map(|e| e.seconds).collect();
+        secs.sort_by(f64::total_cmp);
         out.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {} | {} | {:.1} |\n",
-            e.task, e.seed, e.reward, e.status, e.steps, e.tokens, e.seconds
+            "| {task} | {} | {} | {:.2} | {:.1} | {:.0} | {:.2} |\n",
+            of.len(),
+            of.iter().filter(|e| e.success()).count(),
+            of.iter().map(|e| e.reward).sum::<f64>() / n,
+            of.iter().map(|e| e.steps as f64).sum::<f64>() / n,
+            of.iter().map(|e| e.tokens as f64).sum::<f64>() / n,
+            secs[secs.len() / 2],
         ));
     }
     let won = episodes.iter().filter(|e| e.success()).count();
