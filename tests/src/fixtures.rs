@@ -8,7 +8,10 @@
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 
+use std::sync::Arc;
+
 use anyhow::Result;
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
@@ -30,7 +33,12 @@ pub struct FixtureServer {
 impl FixtureServer {
     /// Starts serving [`fixtures_dir`] on a free port.
     pub fn start() -> Result<FixtureServer> {
-        let router = axum::Router::new().fallback(serve);
+        Self::start_in(fixtures_dir())
+    }
+
+    /// Starts serving the folder `root` (same rules: `/csp/…` adds the CSP).
+    pub fn start_in(root: PathBuf) -> Result<FixtureServer> {
+        let router = axum::Router::new().fallback(serve).with_state(Arc::new(root));
         Ok(FixtureServer { server: Server::start(router)? })
     }
 
@@ -45,7 +53,7 @@ impl FixtureServer {
     }
 }
 
-async fn serve(uri: Uri) -> Response {
+async fn serve(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
     let path = uri.path().trim_start_matches('/');
     let (csp, rel) = match path.strip_prefix("csp/") {
         Some(rest) => (true, rest),
@@ -56,7 +64,7 @@ async fn serve(uri: Uri) -> Response {
     if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         return (StatusCode::NOT_FOUND, "not found").into_response();
     }
-    let file = fixtures_dir().join(rel);
+    let file = root.join(rel);
     let Ok(body) = std::fs::read(&file) else {
         return (StatusCode::NOT_FOUND, format!("no fixture {}", rel.display())).into_response();
     };

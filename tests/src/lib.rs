@@ -11,6 +11,7 @@
 //! | [`fixtures`] | the HTTP server for `tests/fixtures/` (and `/csp/…`) |
 //! | [`model`] | the scripted model server |
 //! | [`store`] | reading the host's SQLite file |
+//! | [`miniwob`] | MiniWoB++ episodes through the whole pipeline, with scripted solvers |
 //!
 //! Build first: `bash scripts/build-extension.sh` and
 //! `cargo build -p errand-host`; then `cargo test -p errand-e2e`.
@@ -23,3 +24,4 @@ pub mod side_panel;
 pub mod store;
 
 mod server;
+pub mod miniwob;

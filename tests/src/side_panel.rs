@@ -147,3 +147,49 @@ pub fn chrome_tab_id(browser: &TestBrowser, tab: &Page) -> Result<i64> {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+impl Panel {
+    /// What the panel shows: host and task state, steps, answer.
+    pub fn view(&self) -> Result<serde_json::Value> {
+        self.page.eval(
+            "(() => { const q = (s) => document.querySelector(s); return {
+                host: q('#host')?.dataset.state, host_text: q('#host')?.textContent,
+                status: q('#status')?.dataset.state, status_text: q('#status')?.textContent,
+                steps: document.querySelectorAll('#steps li.step').length,
+                steps_text: q('#steps')?.innerText ?? '',
+                answer: q('#answer')?.textContent ?? '',
+                run_disabled: q('#run')?.disabled, stop_disabled: q('#stop')?.disabled,
+            }; })()",
+        )
+    }
+
+    /// Waits until the panel is connected to the host, types `task` into
+    /// `#task` and clicks `#run`, as a user does.
+    pub fn start_task(&self, task: &str) -> Result<()> {
+        if let Err(e) = self.page.wait_for(
+            "document.querySelector('#host')?.dataset.state === 'connected'",
+            Duration::from_secs(15),
+        ) {
+            bail!("the panel never connected to the host: {e:#}\npanel: {}", self.view()?);
+        }
+        self.page.eval(&format!(
+            "(() => {{ const t = document.querySelector('#task'); t.value = {task};
+               t.dispatchEvent(new Event('input', {{bubbles: true}}));
+               document.querySelector('#run').click(); return true; }})()",
+            task = json!(task)
+        ))?;
+        Ok(())
+    }
+
+    /// Waits until `#status` leaves `idle`/`running`; returns [`Panel::view`].
+    pub fn wait_finished(&self, timeout: Duration) -> Result<serde_json::Value> {
+        let settled = self.page.wait_for(
+            "(() => { const s = document.querySelector('#status')?.dataset.state;
+                      return s && s !== 'idle' && s !== 'running'; })()",
+            timeout,
+        );
+        let view = self.view()?;
+        settled.with_context(|| format!("the task did not finish; panel: {view:#}"))?;
+        Ok(view)
+    }
+}

@@ -1,0 +1,172 @@
+//! Reading Errand's element list the way a model does: `[12]<button>Submit</button>`,
+//! `[3]<input type=checkbox label="abc">`, `[7]<a href="/x">Next</a> (below, 900px)`.
+
+use crate::model::elements;
+
+/// One numbered element of the list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub index: u32,
+    pub tag: String,
+    pub attrs: Vec<(String, String)>,
+    /// The visible text between the tags, whitespace collapsed.
+    pub text: String,
+}
+
+impl Listed {
+    /// An attribute's value (`type`, `label`, `placeholder`…).
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the element has the flag attribute `name` (`checked`, `disabled`).
+    pub fn flag(&self, name: &str) -> bool {
+        self.attr(name).is_some()
+    }
+
+    /// The `type` of an input (`text` when absent).
+    pub fn input_type(&self) -> Option<&str> {
+        (self.tag == "input").then(|| self.attr("type").unwrap_or("text"))
+    }
+
+    /// What a person would call it: its text, else its label, aria-label,
+    /// placeholder, title or value.
+    pub fn name(&self) -> &str {
+        if !self.text.is_empty() {
+            return &self.text;
+        }
+        ["label", "aria-label", "placeholder", "title", "value"]
+            .iter()
+            .find_map(|a| self.attr(a))
+            .unwrap_or("")
+    }
+
+    /// Whether this is a text field a person types into.
+    pub fn is_text_field(&self) -> bool {
+        self.tag == "textarea"
+            || matches!(
+                self.input_type(),
+                Some("text" | "input" | "email" | "password" | "search" | "tel" | "url" | "number")
+            )
+    }
+}
+
+/// Parses every numbered element of `text`.
+pub fn parse(text: &str) -> Vec<Listed> {
+    elements(text).into_iter().map(|(index, desc)| parse_one(index, &desc)).collect()
+}
+
+fn parse_one(index: u32, desc: &str) -> Listed {
+    let mut desc = desc.trim().trim_start_matches(':').trim();
+    // Drop a trailing position note: `(below, 900px)`.
+    for note in [" (below", " (above", " (left", " (right"] {
+        if let Some(at) = desc.rfind(note) {
+            if desc.ends_with(')') {
+                desc = desc[..at].trim_end();
+            }
+        }
+    }
+    let mut listed = Listed { index, tag: String::new(), attrs: Vec::new(), text: String::new() };
+    let Some(rest) = desc.strip_prefix('<') else {
+        listed.text = collapse(desc);
+        return listed;
+    };
+    let tag_end = rest.find(|c: char| c.is_whitespace() || c == '>' || c == '/').unwrap_or(rest.len());
+    listed.tag = rest[..tag_end].to_lowercase();
+    let (attrs, after) = read_attrs(&rest[tag_end..]);
+    listed.attrs = attrs;
+    let inner = match after.rfind("</") {
+        Some(close) => &after[..close],
+        None => after,
+    };
+    listed.text = collapse(&strip_tags(inner));
+    listed
+}
+
+/// Reads `k=v k="v w" flag>` up to the closing `>`; returns the attributes and
+/// what follows the `>`.
+fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
+    let mut attrs = Vec::new();
+    let bytes: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let mut consumed = s.len();
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == '>' {
+            consumed = s.char_indices().nth(i).map(|(b, _)| b + 1).unwrap_or(s.len());
+            break;
+        }
+        if c.is_whitespace() || c == '/' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && !bytes[i].is_whitespace() && bytes[i] != '=' && bytes[i] != '>' {
+            i += 1;
+        }
+        let key: String = bytes[start..i].iter().collect();
+        let mut value = String::new();
+        if i < bytes.len() && bytes[i] == '=' {
+            i += 1;
+            if i < bytes.len() && (bytes[i] == '"' || bytes[i] == '\'') {
+                let quote = bytes[i];
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    if bytes[i] == '\\' && i + 1 < bytes.len() {
+                        i += 1;
+                    }
+                    value.push(bytes[i]);
+                    i += 1;
+                }
+                i += 1;
+            } else {
+                while i < bytes.len() && !bytes[i].is_whitespace() && bytes[i] != '>' {
+                    value.push(bytes[i]);
+                    i += 1;
+                }
+            }
+        }
+        attrs.push((key.to_lowercase(), value));
+    }
+    let after = if consumed <= s.len() { &s[consumed..] } else { "" };
+    (attrs, after)
+}
+
+fn strip_tags(s: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_tags_attributes_and_text() {
+        let list = parse(
+            "# Heading\n[3]<button>Submit</button>\n  [4]<input type=checkbox label=\"ab cd\" checked>\n\
+             [5]<a href=\"/x\">Next page</a> (below, 900px)\n[6]<textarea placeholder='Your note'>",
+        );
+        assert_eq!(list.len(), 4, "{list:#?}");
+        assert_eq!((list[0].index, list[0].tag.as_str(), list[0].text.as_str()), (3, "button", "Submit"));
+        assert_eq!(list[1].input_type(), Some("checkbox"));
+        assert_eq!(list[1].name(), "ab cd");
+        assert!(list[1].flag("checked"));
+        assert_eq!(list[2].text, "Next page");
+        assert_eq!(list[3].name(), "Your note");
+        assert!(list[3].is_text_field());
+    }
+}

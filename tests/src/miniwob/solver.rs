@@ -1,0 +1,315 @@
+//! The scripted model for MiniWoB++: one small solver per task that reads
+//! only what Errand sent the model — the task (MiniWoB's own instruction,
+//! given to Errand as the user's task), the page's URL and the element list —
+//! and answers in Errand's JSON dialect with actions by element number,
+//! exactly as a model would. No solver touches the page.
+//!
+//! A solver that cannot find what it needs answers `done` with
+//! `success: false` and the reason, so a failure shows what Errand's
+//! observation was missing.
+
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::listing::{self, Listed};
+use crate::model::{Reply, all_text};
+
+/// The tasks a solver exists for.
+pub const TASKS: &[&str] = &[
+    "click-button",
+    "click-button-sequence",
+    "click-checkboxes",
+    "click-collapsible",
+    "click-dialog",
+    "click-dialog-2",
+    "click-link",
+    "click-option",
+    "click-tab",
+    "click-test",
+    "click-test-2",
+    "click-widget",
+    "choose-list",
+    "enter-date",
+    "enter-password",
+    "enter-text",
+    "enter-text-dynamic",
+    "enter-time",
+    "focus-text",
+    "login-user",
+];
+
+/// Answers the model requests of one episode at a time.
+#[derive(Default)]
+pub struct Solver {
+    calls: Mutex<usize>,
+}
+
+impl Solver {
+    /// Forgets the previous episode.
+    pub fn new_episode(&self) {
+        *self.calls.lock().unwrap_or_else(|e| e.into_inner()) = 0;
+    }
+
+    /// The model's answer to one request.
+    pub fn answer(&self, req: &Value) -> Reply {
+        let call = {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            *calls += 1;
+            *calls - 1
+        };
+        // The whole conversation of this step: the observation, and the
+        // host's request to answer again if an answer could not be read.
+        let text = all_text(req);
+        let Some(task) = task_name(&text) else {
+            return finish(false, "the request does not name a MiniWoB page");
+        };
+        let list = listing::parse(&text);
+        match solve(task, &text, &list, call) {
+            Ok(actions) if actions.is_empty() => finish(true, "Finished the task."),
+            Ok(actions) => Reply::json(&json!({
+                "evaluation_previous_goal": if call == 0 { "Starting." } else { "Going on." },
+                "memory": "",
+                "next_goal": format!("{task}, step {}", call + 1),
+                "actions": actions,
+            })),
+            Err(why) => finish(false, &format!("{task}: {why}")),
+        }
+    }
+}
+
+fn finish(success: bool, text: &str) -> Reply {
+    Reply::json(&json!({
+        "evaluation_previous_goal": "",
+        "memory": "",
+        "next_goal": "finish",
+        "actions": [{"done": {"text": text, "success": success}}],
+    }))
+}
+
+/// `…/miniwob/click-button.html` in the request → `click-button`.
+fn task_name(text: &str) -> Option<&str> {
+    text.match_indices("/miniwob/").find_map(|(at, marker)| {
+        let rest = &text[at + marker.len()..];
+        let name = &rest[..rest.find(".html")?];
+        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-').then_some(name)
+    })
+}
+
+type Actions = Result<Vec<Value>, String>;
+
+fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
+    match task {
+        "click-button" => once(call, || {
+            let want = between(text, "Click on the \"", "\" button.")?;
+            Ok(vec![click(named(list, &want, |e| e.tag == "button")?)])
+        }),
+        "click-link" => once(call, || {
+            let want = between(text, "Click on the link \"", "\".")?;
+            // MiniWoB's links are underlined spans with a pointer cursor.
+            Ok(vec![click(named(list, &want, |_| true)?)])
+        }),
+        "click-test" => once(call, || Ok(vec![click(first(list, |e| e.tag == "button")?)])),
+        "click-test-2" => once(call, || {
+            let want = between(text, "Click button ", ".")?;
+            Ok(vec![click(named(list, &want, |e| e.tag == "button")?)])
+        }),
+        "click-button-sequence" => once(call, || {
+            let a = named(list, "ONE", |e| e.tag == "button")?;
+            let b = named(list, "TWO", |e| e.tag == "button")?;
+            Ok(vec![click(a), click(b)])
+        }),
+        "click-checkboxes" => once(call, || {
+            let wanted = between(text, "Select ", " and click Submit.")?;
+            let mut actions = Vec::new();
+            if wanted != "nothing" {
+                for name in wanted.split(", ") {
+                    actions.push(click(named(list, name, |e| e.input_type() == Some("checkbox"))?));
+                }
+            }
+            actions.push(click(named(list, "Submit", |e| e.tag == "button")?));
+            Ok(actions)
+        }),
+        "click-option" => once(call, || {
+            let want = between(text, "Select ", " and click Submit.")?;
+            Ok(vec![
+                click(named(list, &want, |e| e.input_type() == Some("radio"))?),
+                click(named(list, "Submit", |e| e.tag == "button")?),
+            ])
+        }),
+        "enter-text" | "enter-text-dynamic" => once(call, || {
+            let want = between(text, "Enter \"", "\" into the text field")?;
+            Ok(vec![
+                fill(first(list, Listed::is_text_field)?, &want),
+                click(named(list, "Submit", |e| e.tag == "button")?),
+            ])
+        }),
+        "enter-password" => once(call, || {
+            let want = between(text, "Enter the password \"", "\" into both")?;
+            let fields: Vec<&Listed> =
+                list.iter().filter(|e| e.input_type() == Some("password")).collect();
+            if fields.len() != 2 {
+                return Err(format!("expected two password fields, found {}", fields.len()));
+            }
+            Ok(vec![
+                fill(fields[0].index, &want),
+                fill(fields[1].index, &want),
+                click(named(list, "Submit", |e| e.tag == "button")?),
+            ])
+        }),
+        "login-user" => once(call, || {
+            let user = between(text, "username \"", "\" and the")?;
+            let password = between(text, "password \"", "\" into the")?;
+            let name_field = first(list, |e| e.is_text_field() && e.input_type() != Some("password"))?;
+            let pass_field = first(list, |e| e.input_type() == Some("password"))?;
+            Ok(vec![
+                fill(name_field, &user),
+                fill(pass_field, &password),
+                click(named(list, "Login", |e| e.tag == "button")?),
+            ])
+        }),
+        "focus-text" => once(call, || Ok(vec![click(first(list, Listed::is_text_field)?)])),
+        "click-dialog" => once(call, || Ok(vec![click(close_button(list)?)])),
+        "click-dialog-2" => once(call, || {
+            let want = between(text, "in the dialog box labeled \"", "\".")?;
+            let target = if want == "x" {
+                close_button(list)?
+            } else {
+                named(list, &want, |e| e.tag == "button")?
+            };
+            Ok(vec![click(target)])
+        }),
+        "click-tab" => once(call, || {
+            let n = between(text, "Click on Tab #", ".")?;
+            Ok(vec![click(named(list, &format!("Tab #{n}"), |_| true)?)])
+        }),
+        "click-collapsible" => match call {
+            0 => Ok(vec![click(first(list, |e| e.name().starts_with("Section"))?)]),
+            1 => Ok(vec![click(named(list, "Submit", |e| e.tag == "button")?)]),
+            _ => Ok(vec![]),
+        },
+        "choose-list" => once(call, || {
+            let want = between(text, "Select ", " from the list and click Submit.")?;
+            Ok(vec![
+                select(first(list, |e| e.tag == "select")?, &want),
+                click(named(list, "Submit", |e| e.tag == "button")?),
+            ])
+        }),
+        "enter-date" => once(call, || {
+            let date = between(text, "Enter ", " as the date")?;
+            let parts: Vec<&str> = date.split('/').collect();
+            let [m, d, y] = parts[..] else {
+                return Err(format!("unreadable date {date:?}"));
+            };
+            Ok(vec![
+                fill(first(list, |e| e.input_type() == Some("date"))?, &format!("{y}-{m}-{d}")),
+                click(named(list, "Submit", |e| e.tag == "button")?),
+            ])
+        }),
+        "enter-time" => once(call, || {
+            let time = between(text, "Enter ", " as the time")?;
+            Ok(vec![
+                fill(first(list, |e| e.input_type() == Some("time"))?, &to_24h(&time)?),
+                click(named(list, "Submit", |e| e.tag == "button")?),
+            ])
+        }),
+        "click-widget" => once(call, || {
+            let kind = between(text, "Click on a \"", "\" widget.")?;
+            let target = match kind.as_str() {
+                "radio" | "checkbox" => first(list, |e| e.input_type() == Some(kind.as_str()))?,
+                "text" => first(list, |e| matches!(e.input_type(), Some("text" | "input")))?,
+                "textarea" => first(list, |e| e.tag == "textarea")?,
+                "button" => first(list, |e| e.tag == "button")?,
+                other => return Err(format!("unknown widget kind {other:?}")),
+            };
+            Ok(vec![click(target)])
+        }),
+        other => Err(format!("no solver for {other}")),
+    }
+}
+
+/// Acts on the first call, then finishes.
+fn once(call: usize, act: impl FnOnce() -> Actions) -> Actions {
+    if call == 0 { act() } else { Ok(vec![]) }
+}
+
+fn click(index: u32) -> Value {
+    json!({"click": {"index": index}})
+}
+
+fn fill(index: u32, text: &str) -> Value {
+    json!({"fill": {"index": index, "text": text}})
+}
+
+fn select(index: u32, option: &str) -> Value {
+    json!({"select_option": {"index": index, "options": [option]}})
+}
+
+/// The text between the first `before` and the next `after`.
+fn between(text: &str, before: &str, after: &str) -> Result<String, String> {
+    let start = text.find(before).ok_or_else(|| format!("the task does not say {before:?}"))?
+        + before.len();
+    let len = text[start..].find(after).ok_or_else(|| format!("no {after:?} after {before:?}"))?;
+    Ok(text[start..start + len].to_owned())
+}
+
+/// The element named exactly `name` (case-sensitive first, then not)
+/// among those `kind` accepts.
+fn named(list: &[Listed], name: &str, kind: impl Fn(&Listed) -> bool) -> Result<u32, String> {
+    let candidates: Vec<&Listed> = list.iter().filter(|e| kind(e)).collect();
+    candidates
+        .iter()
+        .find(|e| e.name() == name)
+        .or_else(|| candidates.iter().find(|e| e.name().eq_ignore_ascii_case(name)))
+        .map(|e| e.index)
+        .ok_or_else(|| {
+            let seen: Vec<String> = candidates.iter().map(|e| format!("[{}] {:?}", e.index, e.name())).collect();
+            format!("no element named {name:?} among {}", seen.join(", "))
+        })
+}
+
+fn first(list: &[Listed], kind: impl Fn(&Listed) -> bool) -> Result<u32, String> {
+    list.iter().find(|e| kind(e)).map(|e| e.index).ok_or_else(|| "no such element listed".to_owned())
+}
+
+/// A dialog's close button: named "Close" (jQuery UI), "x" or "×".
+fn close_button(list: &[Listed]) -> Result<u32, String> {
+    first(list, |e| {
+        e.tag == "button" && {
+            let name = e.name().to_lowercase();
+            name == "close" || name == "x" || name == "×" || e.attr("title") == Some("Close")
+        }
+    })
+}
+
+/// `2:12 PM` → `14:12`.
+fn to_24h(time: &str) -> Result<String, String> {
+    let (clock, half) = time.trim().split_once(' ').ok_or_else(|| format!("unreadable time {time:?}"))?;
+    let (h, m) = clock.split_once(':').ok_or_else(|| format!("unreadable time {time:?}"))?;
+    let h: u32 = h.parse().map_err(|_| format!("unreadable hour in {time:?}"))?;
+    let h = match (half, h) {
+        ("AM", 12) => 0,
+        ("AM", h) => h,
+        ("PM", 12) => 12,
+        ("PM", h) => h + 12,
+        _ => return Err(format!("unreadable time {time:?}")),
+    };
+    Ok(format!("{h:02}:{m}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_task_and_its_words() {
+        let text = "# Task\nClick on the \"ok\" button.\n\nURL: http://127.0.0.1:9/miniwob/click-button.html\n\
+                    [1]<button>cancel</button>\n[2]<button>ok</button>";
+        assert_eq!(task_name(text), Some("click-button"));
+        let list = listing::parse(text);
+        assert_eq!(solve("click-button", text, &list, 0).unwrap(), vec![click(2)]);
+        assert!(solve("click-button", text, &list, 1).unwrap().is_empty());
+        assert_eq!(to_24h("2:05 PM").unwrap(), "14:05");
+        assert_eq!(to_24h("12:30 AM").unwrap(), "00:30");
+    }
+}

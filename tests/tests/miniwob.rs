@@ -1,0 +1,28 @@
+//! A short MiniWoB++ subset through the whole pipeline (one seed each): the
+//! task's own instruction typed into the real side panel, the real host,
+//! prompts, parser, content script and actions, and MiniWoB's own reward.
+//! The full run (every task, five seeds) is the benchmark:
+//! `cargo run --release -p errand-e2e --example miniwob`.
+
+use errand_e2e::miniwob::{Miniwob, ModelChoice, report};
+
+const SUBSET: &[&str] =
+    &["click-button", "click-link", "click-checkboxes", "enter-text", "login-user", "click-dialog"];
+
+#[test]
+fn miniwob_subset_earns_a_reward_on_every_episode() {
+    let rig = Miniwob::start(ModelChoice::Scripted).unwrap_or_else(|e| panic!("{e:#}"));
+    let mut episodes = Vec::new();
+    for task in SUBSET {
+        let episode = rig.episode(task, 1).unwrap_or_else(|e| panic!("{task}: {e:#}"));
+        episodes.push(episode);
+    }
+    let table = report(&episodes);
+    eprintln!("{table}");
+    let failed: Vec<String> = episodes
+        .iter()
+        .filter(|e| !e.success())
+        .map(|e| format!("{} (reward {}, {}: {}, Errand said {:?})", e.task, e.reward, e.status, e.reason, e.answer))
+        .collect();
+    assert!(failed.is_empty(), "episodes without reward: {failed:#?}\n{table}");
+}
