@@ -18,6 +18,10 @@ if ! command -v chromium >/dev/null && [ -z "${ERRAND_CHROMIUM:-}" ]; then
   echo "== installing Chromium from apt"
   apt_install chromium
 fi
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "== installing pip from apt (the MiniWoB++ pages come from PyPI)"
+  apt_install python3-pip
+fi
 if ! command -v npm >/dev/null; then
   echo "== installing Node.js and npm from apt (for binaryen)"
   apt_install nodejs npm
