@@ -20,11 +20,15 @@ use wasm_bindgen::prelude::*;
 
 pub mod act;
 pub mod dom;
+pub mod dropdown;
+pub mod keys;
 pub mod marks;
 pub mod messages;
 pub mod observe;
 pub mod registry;
+pub mod selects;
 pub mod text;
+pub mod watch;
 
 /// Why a command failed: the error code and a sentence for the model.
 #[derive(Debug, Clone, PartialEq)]

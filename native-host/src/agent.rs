@@ -307,14 +307,9 @@ impl Agent<'_> {
                 }
             }
             page_action => match self.host.act(tab_id, page_action.clone()).await {
-                Ok(effect) => {
-                    let detail = if effect.summary.is_empty() {
-                        "done".to_owned()
-                    } else {
-                        effect.summary.clone()
-                    };
-                    (true, detail, effect.url_changed)
-                }
+                // Later actions of the answer were planned on the page as it
+                // was: stop when it changed in a way the model could not see.
+                Ok(effect) => (true, effect.detail(), effect.unforeseen()),
                 Err(e) => (false, e.to_string(), true),
             },
         }

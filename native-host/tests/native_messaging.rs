@@ -170,6 +170,7 @@ fn extension_reply(body: &Body) -> Option<Body> {
                 url: "http://form.test/".into(),
                 url_changed: false,
                 value: None,
+                ..Default::default()
             },
         }),
         other => panic!("unexpected request from the host: {other:?}"),

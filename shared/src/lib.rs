@@ -309,6 +309,51 @@ pub struct Effect {
     /// For fills and selects: the value read back from the element.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// Whether the page changed beyond the acted element (elements added
+    /// or removed, the URL, a new tab).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub page_changed: bool,
+    /// What appeared: short descriptions of visible elements added by the
+    /// action (menus, suggestions, dialogs, messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub appeared: Vec<String>,
+    /// Fields that are invalid after the action (`aria-invalid="true"` or a
+    /// browser validation message), with the message when there is one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
+    /// A tab the action opened (its id), when the browser reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_tab: Option<i64>,
+}
+
+impl Effect {
+    /// Whether the page changed in a way the model could not have foreseen
+    /// when it planned the next actions of its answer: the URL changed, a
+    /// tab opened, or new content appeared. The host stops a multi-action
+    /// answer there.
+    pub fn unforeseen(&self) -> bool {
+        self.url_changed || self.new_tab.is_some() || !self.appeared.is_empty()
+    }
+
+    /// The summary with the facts behind it, in one paragraph for the model.
+    pub fn detail(&self) -> String {
+        let mut s = if self.summary.is_empty() { "done".to_owned() } else { self.summary.clone() };
+        if self.url_changed {
+            s.push_str(&format!("; the URL is now {}", self.url));
+        }
+        if let Some(t) = self.new_tab {
+            s.push_str(&format!("; a new tab opened (tab {t})"));
+        }
+        if !self.appeared.is_empty() {
+            s.push_str("; appeared: ");
+            s.push_str(&self.appeared.join(" | "));
+        }
+        if !self.invalid.is_empty() {
+            s.push_str("; invalid: ");
+            s.push_str(&self.invalid.join(" | "));
+        }
+        s
+    }
 }
 
 /// A task's progress, as the side panel and the terminal show it.
