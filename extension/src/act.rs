@@ -115,16 +115,21 @@ fn hover(index: u32) -> Result<String, Fail> {
     let target = click_target(&el, x, y);
     let m = Mouse { window, x, y, keys: Keys::default() };
     m.pointer(&target, "pointerover", true, -1, 0);
-    m.pointer(&target, "pointerenter", false, -1, 0);
     m.mouse(&target, "mouseover", true, 0, 0, 0);
-    // `mouseenter` on the element and each ancestor the pointer enters.
+    // `mouseenter` on the target and each ancestor the pointer enters
+    // (it comes from outside the page), outermost first.
+    let mut chain = Vec::new();
     let mut node = Some(target.clone());
     while let Some(n) = node {
-        m.mouse(&n, "mouseenter", false, 0, 0, 0);
-        if n == el {
+        if matches!(n.local_name().as_str(), "html" | "body") {
             break;
         }
         node = dom::flat_parent(&n);
+        chain.push(n);
+    }
+    for n in chain.iter().rev() {
+        m.pointer(n, "pointerenter", false, -1, 0);
+        m.mouse(n, "mouseenter", false, 0, 0, 0);
     }
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);

@@ -9,7 +9,7 @@
 //! button or link), Tab moves the focus, `ControlOrMeta+a` selects all,
 //! Space ticks a checkbox or presses a button.
 
-use js_sys::{Object, Reflect};
+use js_sys::Reflect;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{
     Element, HtmlElement, HtmlInputElement, HtmlTextAreaElement, InputEvent, InputEventInit,
@@ -134,27 +134,21 @@ fn key_event(target: &Element, kind: &str, key: &str, keys: Keys) -> bool {
     if let Some(w) = dom::window_of(target) {
         init.set_view(Some(&w));
     }
-    let Ok(event) = KeyboardEvent::new_with_keyboard_event_init_dict(kind, &init) else {
-        return true;
-    };
-    // Chromium ignores `keyCode`/`which`/`charCode` in the init dictionary;
-    // older widgets (jQuery UI) read them, so define them on the event.
-    let char_code = if kind == "keypress" { key_code } else { 0 };
+    // The legacy `keyCode`/`which`/`charCode` (UI Events' legacy init
+    // members): older widgets such as jQuery UI read them. They must go in
+    // the init dictionary: properties set on the event object here would
+    // stay in the content script's world.
     let legacy = if kind == "keypress" && is_char(key) {
         key.chars().next().map_or(0, |c| c as u32)
     } else {
         key_code
     };
-    for (name, value) in [
-        ("keyCode", legacy),
-        ("which", legacy),
-        ("charCode", char_code),
-    ] {
-        let desc = Object::new();
-        let _ = Reflect::set(&desc, &"value".into(), &JsValue::from(value));
-        let target: &Object = event.unchecked_ref();
-        Object::define_property(target, &name.into(), &desc);
-    }
+    init.set_key_code(legacy);
+    init.set_which(legacy);
+    init.set_char_code(if kind == "keypress" { legacy } else { 0 });
+    let Ok(event) = KeyboardEvent::new_with_keyboard_event_init_dict(kind, &init) else {
+        return true;
+    };
     target.dispatch_event(&event).unwrap_or(true)
 }
 

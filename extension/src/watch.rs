@@ -73,6 +73,8 @@ pub struct Watch {
     observer: MutationObserver,
     seen: Rc<RefCell<Seen>>,
     _callback: Closure<dyn FnMut(Array, MutationObserver)>,
+    /// Hidden elements near the acted one (menus, popups that CSS shows).
+    hidden: Vec<Element>,
     started: f64,
     url: String,
 }
@@ -141,6 +143,7 @@ impl Watch {
             observer,
             seen,
             _callback: callback,
+            hidden: extra.map(hidden_near).unwrap_or_default(),
             started: now(),
             url: current_url(),
         }
@@ -179,7 +182,8 @@ impl Watch {
         let seen = self.seen.borrow();
         let mut appeared = Vec::new();
         let mut tops: Vec<&Element> = Vec::new();
-        for el in &seen.added {
+        let shown = self.hidden.iter().filter(|e| e.is_connected() && shown(e));
+        for el in seen.added.iter().chain(shown) {
             if !el.is_connected() || crate::marks::current().is_some_and(|m| m == *el) {
                 continue;
             }
@@ -210,6 +214,38 @@ impl Watch {
             invalid: invalid_fields(acted),
         }
     }
+}
+
+/// `Element.checkVisibility()`: rendered, not `display: none`,
+/// `visibility: hidden` or `content-visibility: hidden`.
+fn shown(el: &Element) -> bool {
+    let opts = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&opts, &"visibilityProperty".into(), &true.into());
+    js_sys::Reflect::get(el, &"checkVisibility".into())
+        .ok()
+        .filter(|f| f.is_function())
+        .and_then(|f| f.unchecked_into::<js_sys::Function>().call1(el, &opts).ok())
+        .is_none_or(|v| v.is_truthy())
+}
+
+/// The hidden elements in the neighbourhood of `el` (under its third
+/// ancestor), at most 400 looked at: a hover or a click may show them.
+fn hidden_near(el: &Element) -> Vec<Element> {
+    let mut top = el.clone();
+    for _ in 0..3 {
+        match dom::flat_parent(&top) {
+            Some(p) if !matches!(p.local_name().as_str(), "body" | "html") => top = p,
+            _ => break,
+        }
+    }
+    let Ok(list) = top.query_selector_all("*") else {
+        return Vec::new();
+    };
+    (0..list.length().min(400))
+        .filter_map(|i| list.item(i))
+        .map(|n| n.unchecked_into::<Element>())
+        .filter(|e| !shown(e))
+        .collect()
 }
 
 /// Whether the element has a visible box.

@@ -1,0 +1,232 @@
+//! The action executor, end to end: a scripted model answers with several
+//! actions per step; the real host sends them through the real service
+//! worker to the real content script in a fixture page; the test then
+//! checks the page with CDP and the effects the host stored.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use errand_e2e::browser::{LaunchOptions, TestBrowser};
+use errand_e2e::cdp::Page;
+use errand_e2e::fixtures::FixtureServer;
+use errand_e2e::model::{Reply, ScriptedModel, elements, find_element, last_user_message};
+use errand_e2e::side_panel;
+use errand_e2e::store;
+use serde_json::{Value, json};
+
+/// Browser first, so that it is dropped (and its logs printed) first.
+struct Rig {
+    browser: TestBrowser,
+    model: ScriptedModel,
+    fixtures: FixtureServer,
+}
+
+impl Rig {
+    fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
+        let model = ScriptedModel::start(script).expect("starting the scripted model");
+        let fixtures = FixtureServer::start().expect("starting the fixture server");
+        let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
+            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
+        Rig { browser, model, fixtures }
+    }
+
+    /// Opens `path`, runs `task` from the side panel until it ends, and
+    /// returns the page and the stored steps' action records.
+    fn run(&self, path: &str, task: &str) -> Result<(Page, Vec<Value>)> {
+        let tab = self.browser.new_page(&self.fixtures.url(path))?;
+        let panel = side_panel::open(&self.browser, &tab)?.page;
+        panel
+            .wait_for(
+                "document.querySelector('#host')?.dataset.state === 'connected'",
+                Duration::from_secs(15),
+            )
+            .context("the panel never connected to the host")?;
+        panel.eval(&format!(
+            "(() => {{ const t = document.querySelector('#task'); t.value = {task};
+               t.dispatchEvent(new Event('input', {{bubbles: true}}));
+               document.querySelector('#run').click(); return true; }})()",
+            task = json!(task)
+        ))?;
+        let finished = panel.wait_for(
+            "(() => { const s = document.querySelector('#status')?.dataset.state;
+                      return s && s !== 'idle' && s !== 'running'; })()",
+            Duration::from_secs(90),
+        );
+        let status = panel.eval("document.querySelector('#status')?.dataset.state")?;
+        let steps_text = panel.eval("document.querySelector('#steps')?.innerText")?;
+        if let Err(e) = finished {
+            bail!("the task did not finish: {e:#}\nsteps: {steps_text}");
+        }
+        self.model.check()?;
+        ensure!(status == "done", "the task ended as {status}: {steps_text}");
+        let db = self.browser.db_path();
+        let mut tasks = Vec::new();
+        self.browser.wait_until("the task stored as done", Duration::from_secs(5), || {
+            tasks = store::tasks(&db)?;
+            Ok(tasks.len() == 1 && tasks[0].status == "done")
+        })?;
+        let steps = store::steps(&db, &tasks[0].id)?;
+        let records = steps
+            .iter()
+            .map(|s| serde_json::from_str::<Value>(&s.actions_json))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((tab, records))
+    }
+}
+
+/// A model answer with these actions.
+fn answer(actions: Value) -> Reply {
+    Reply::json(&json!({
+        "evaluation_previous_goal": "ok", "memory": "", "next_goal": "act",
+        "actions": actions,
+    }))
+}
+
+/// The number of the element named `label`: a field whose description
+/// carries `label="…"` first (not its `<label>`), else by its text.
+fn el(req: &Value, label: &str) -> u32 {
+    let text = last_user_message(req).unwrap_or_default();
+    let field = format!("label=\"{label}");
+    if let Some((n, _)) = elements(&text)
+        .into_iter()
+        .find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
+    {
+        return n;
+    }
+    find_element(req, label).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// The record of the first stored action named `name` (e.g. `"fill"`) whose
+/// JSON mentions `needle`.
+fn record<'a>(records: &'a [Value], name: &str, needle: &str) -> Result<&'a Value> {
+    records
+        .iter()
+        .flat_map(|step| step.as_array().into_iter().flatten())
+        .find(|r| r["action"].get(name).is_some() && r["action"].to_string().contains(needle))
+        .with_context(|| format!("no stored `{name}` action mentioning {needle:?}: {records:#?}"))
+}
+
+fn every_action_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([
+            {"fill": {"index": el(req, "Nickname"), "text": "Ada"}},
+            {"fill": {"index": el(req, "Remarks"), "text": "two\nlines"}},
+            {"fill": {"index": el(req, "Journal"), "text": "Dear diary"}},
+            {"fill": {"index": el(req, "Birthday"), "text": "2024-05-31"}},
+            {"fill": {"index": el(req, "Quantity"), "text": "7"}},
+        ])),
+        1 => answer(json!([
+            {"fill": {"index": el(req, "Loudness"), "text": "30"}},
+            {"fill": {"index": el(req, "Paint"), "text": "#ff8800"}},
+            {"fill": {"index": el(req, "Alarm"), "text": "13:45"}},
+            {"check": {"index": el(req, "Newsletter")}},
+            {"select_option": {"index": el(req, "Size"), "options": ["Large"]}},
+        ])),
+        2 => answer(json!([
+            {"select_option": {"index": el(req, "Toppings"), "options": ["olives", 2]}},
+            {"dblclick": {"index": el(req, "Doubler")}},
+            {"press": {"index": el(req, "Keylog"), "key": "ControlOrMeta+a"}},
+            {"press": {"index": el(req, "Keylog"), "key": "Backspace"}},
+            {"drag_and_drop": {"from": el(req, "Apple"), "to": el(req, "Basket")}},
+        ])),
+        3 => answer(json!([
+            // Fails: a mismatch is an error, not a success.
+            {"fill": {"index": el(req, "Quantity"), "text": "lots"}},
+        ])),
+        4 => answer(json!([
+            {"fill": {"index": el(req, "Mailbox"), "text": "not-an-address"}},
+            {"select_option": {"index": el(req, "Size"), "options": ["Huge"]}},
+        ])),
+        5 => answer(json!([
+            {"hover": {"index": el(req, "Hovermenu")}},
+            {"fill": {"index": el(req, "Nickname"), "text": "skipped"}},
+        ])),
+        6 => answer(json!([
+            {"type": {"index": el(req, "Lookup"), "text": "owls", "enter": true}},
+            {"click": {"index": el(req, "Reveal")}},
+            {"fill": {"index": el(req, "Nickname"), "text": "skipped too"}},
+        ])),
+        7 => answer(json!([
+            {"click": {"index": el(req, "Reveal")}},
+            {"fill": {"index": el(req, "Nickname"), "text": "skipped again"}},
+        ])),
+        8 => answer(json!([{"extract": {"query": "treasure"}}])),
+        9 => answer(json!([{"done": {"text": "all done", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+#[test]
+fn every_page_action_does_what_it_says_and_reports_its_effect() {
+    let rig = Rig::start(every_action_script);
+    let (tab, records) = rig
+        .run("/actions/form.html", "Exercise every action")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let page = tab
+        .eval(
+            "(() => { const v = (id) => document.getElementById(id);
+               return {
+                 nick: v('nick').value, remarks: v('remarks').value,
+                 editor: v('editor').textContent, birthday: v('birthday').value,
+                 quantity: v('quantity').value, loudness: v('loudness').value,
+                 paint: v('paint').value, alarm: v('alarm').value,
+                 newsletter: v('newsletter').checked, size: v('size').value,
+                 toppings: [...v('toppings').selectedOptions].map((o) => o.value),
+                 twice: v('twice-out').textContent, hover: v('hover-out').textContent,
+                 keylog: v('keylog').value, keys: v('keys-out').textContent,
+                 basket: v('basket-out').textContent, search: v('search-out').textContent,
+                 mailbox: v('mailbox').getAttribute('aria-invalid'),
+                 revealed: v('revealed').children.length,
+                 events: window.events };
+             })()",
+        )
+        .unwrap();
+    eprintln!("page: {page:#}");
+    let expect = json!({
+        "nick": "Ada", "remarks": "two\nlines", "editor": "Dear diary",
+        "birthday": "2024-05-31", "quantity": "", "loudness": "30", "paint": "#ff8800",
+        "alarm": "13:45", "newsletter": true, "size": "l", "toppings": ["olives", "onion"],
+        "twice": "dblclick detail=2", "hover": "hovered", "keylog": "",
+        "basket": "basket: apple", "search": "searched: owls", "mailbox": "true",
+        "revealed": 2,
+    });
+    for (k, want) in expect.as_object().unwrap() {
+        assert_eq!(&page[k], want, "page field {k}: {page:#}");
+    }
+    let events: Vec<String> = serde_json::from_value(page["events"].clone()).unwrap();
+    for e in ["nick:input", "nick:change", "size:input", "size:change", "toppings:change",
+              "newsletter:change", "editor:input"] {
+        assert!(events.iter().any(|x| x == e), "no {e} event: {events:?}");
+    }
+    let keys = page["keys"].as_str().unwrap();
+    assert!(keys.contains("ctrlKey+a(65)") && keys.contains("Backspace(8)"), "keys seen: {keys}");
+
+    // Effects: values read back, mismatches are failures, what appeared.
+    let fill = record(&records, "fill", "2024-05-31").unwrap();
+    assert_eq!(fill["ok"], true, "{fill}");
+    let bad = record(&records, "fill", "lots").unwrap();
+    assert_eq!(bad["ok"], false, "a refused value must fail: {bad}");
+    let huge = record(&records, "select_option", "Huge").unwrap();
+    assert!(huge["ok"] == false && huge["detail"].as_str().unwrap().contains("disabled"), "{huge}");
+    let mail = record(&records, "fill", "not-an-address").unwrap();
+    assert!(
+        mail["detail"].as_str().unwrap().contains("Enter an address with @"),
+        "the invalid field is reported: {mail}"
+    );
+    let hover = record(&records, "hover", "").unwrap();
+    assert!(hover["detail"].as_str().unwrap().contains("Profile"), "the hover menu appeared: {hover}");
+    let typed = record(&records, "type", "owls").unwrap();
+    assert!(typed["ok"] == true, "{typed}");
+    let reveal = record(&records, "click", "").unwrap();
+    assert!(
+        reveal["detail"].as_str().unwrap().contains("Surprise panel"),
+        "the click reports what appeared: {reveal}"
+    );
+    // The fills after the hover menu opened, after the search (the page
+    // changed) and after the revealed panel were not run.
+    let all = records.iter().map(Value::to_string).collect::<String>();
+    assert!(!all.contains("skipped"), "actions after an unforeseen change ran: {records:#?}");
+    let extract = record(&records, "extract", "").unwrap();
+    assert!(extract["detail"].as_str().unwrap().contains("buried under the old oak"), "{extract}");
+    eprintln!("every_page_action: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
+}
