@@ -59,6 +59,10 @@ async fn answer(message: &str) -> Envelope {
         Ok(r) => r,
         Err(reply) => return *reply,
     };
+    if !matches!(request.command, PageCommand::Cleanup {}) {
+        // Selects as visible dropdowns, in documents not yet set up.
+        dropdown::enable();
+    }
     let body = match request.command {
         PageCommand::Observe { marks } => match observe::observe(marks) {
             Ok(o) => Body::Observation(o),
@@ -73,6 +77,7 @@ async fn answer(message: &str) -> Envelope {
         },
         PageCommand::Cleanup {} => {
             marks::clear();
+            dropdown::disable();
             Body::Ack {}
         }
     };

@@ -34,7 +34,14 @@ impl Rig {
     /// returns the page and the stored steps' action records.
     fn run(&self, path: &str, task: &str) -> Result<(Page, Vec<Value>)> {
         let tab = self.browser.new_page(&self.fixtures.url(path))?;
-        let panel = side_panel::open(&self.browser, &tab)?.page;
+        let records = self.run_in(&tab, task)?;
+        Ok((tab, records))
+    }
+
+    /// Runs `task` from the side panel of `tab` until it ends; returns the
+    /// stored steps' action records.
+    fn run_in(&self, tab: &Page, task: &str) -> Result<Vec<Value>> {
+        let panel = side_panel::open(&self.browser, tab)?.page;
         panel
             .wait_for(
                 "document.querySelector('#host')?.dataset.state === 'connected'",
@@ -70,7 +77,7 @@ impl Rig {
             .iter()
             .map(|s| serde_json::from_str::<Value>(&s.actions_json))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((tab, records))
+        Ok(records)
     }
 }
 
