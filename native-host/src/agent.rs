@@ -1,6 +1,7 @@
 //! The agent loop: observe the page, ask the model, run its actions, record
 //! the step, until `done`, a stop, too many failures or the step limit.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use errand_protocol::{Action, ActionRecord, Build, Observation, Outcome, StepReport, TaskEvent};
@@ -31,7 +32,7 @@ pub struct TaskSpec {
 /// Runs a task to its end: records the outcome, tells the host, and sends
 /// the `finished` event. Ends at once when `stop` fires.
 pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
-    let agent = Agent { host: &host, spec: &spec, stop: &stop };
+    let agent = Agent { host: &host, spec: &spec, stop: &stop, tab: AtomicI64::new(0) };
     let outcome = tokio::select! {
         biased;
         _ = stop.token().cancelled() => stop.outcome(),
@@ -49,6 +50,8 @@ struct Agent<'a> {
     host: &'a Host,
     spec: &'a TaskSpec,
     stop: &'a Stopper,
+    /// The tab the agent works in (tab actions change it).
+    tab: AtomicI64,
 }
 
 /// How one step went.
@@ -81,7 +84,9 @@ impl Agent<'_> {
 
         let mut history: Vec<PastStep> = Vec::new();
         let mut failures = 0;
+        self.tab.store(tab_id, Ordering::SeqCst);
         for step in 1..=self.spec.max_steps {
+            let tab_id = self.tab.load(Ordering::SeqCst);
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
                 None => self.host.observe(tab_id, false).await,
@@ -290,11 +295,16 @@ impl Agent<'_> {
                 *finish = Some(Outcome::Done { answer: reason.clone(), success: false });
                 (true, "reported the task infeasible".to_owned(), true)
             }
-            Action::NewTab { .. }
-            | Action::SwitchTab { .. }
-            | Action::CloseTab { .. }
-            | Action::SendMessage { .. }
-            | Action::AskUser { .. } => {
+            Action::NewTab { .. } | Action::SwitchTab { .. } | Action::CloseTab { .. } => {
+                match crate::browser_actions::run(self.host, tab_id, action).await {
+                    Some(o) => {
+                        self.tab.store(o.tab_id, Ordering::SeqCst);
+                        (o.ok, o.detail, true)
+                    }
+                    None => (false, format!("`{}` is not a tab action", action.name()), true),
+                }
+            }
+            Action::SendMessage { .. } | Action::AskUser { .. } => {
                 (false, format!("`{}` is not available yet", action.name()), true)
             }
             Action::Wait { ms } => {
@@ -306,7 +316,7 @@ impl Agent<'_> {
                     }
                 }
             }
-            page_action => match self.host.act(tab_id, page_action.clone()).await {
+            page_action => match crate::browser_actions::act(self.host, tab_id, page_action).await {
                 // Later actions of the answer were planned on the page as it
                 // was: stop when it changed in a way the model could not see.
                 Ok(effect) => (true, effect.detail(), effect.unforeseen()),

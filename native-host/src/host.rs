@@ -549,11 +549,11 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-fn unexpected(request: &str, got: &Body) -> RequestError {
+pub(crate) fn unexpected(request: &str, got: &Body) -> RequestError {
     RequestError::Unexpected { request: request.to_owned(), got: kind_of(got) }
 }
 
-fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {
+pub(crate) fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {
     match body {
         Body::TabReady { tab_id, url, title } => Ok(TabInfo { tab_id, url, title }),
         other => Err(unexpected(request, &other)),

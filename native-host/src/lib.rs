@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod browser;
+pub mod browser_actions;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -260,6 +260,15 @@ pub enum Body {
     Navigate { tab_id: i64, url: String },
     /// A tab, loaded.
     TabReady { tab_id: i64, url: String, title: String },
+    /// Make a tab the active one of its window (and focus the window);
+    /// answered with `tab_ready`.
+    ActivateTab { tab_id: i64 },
+    /// Close a tab; answered with `ack`.
+    CloseTab { tab_id: i64 },
+    /// List the open tabs; answered with `tabs`.
+    ListTabs {},
+    /// Reply to `list_tabs`.
+    Tabs { tabs: Vec<TabSummary> },
     /// Capture the visible part of a tab as a JPEG data URL.
     Capture { tab_id: i64 },
     /// Reply to `capture`.
@@ -279,6 +288,17 @@ pub enum Body {
     // ---- Anywhere ----
     /// Something went wrong; `re` names the request.
     Error { code: ErrorCode, message: String },
+}
+
+/// One open tab, as `list_tabs` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TabSummary {
+    pub tab_id: i64,
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub active: bool,
 }
 
 /// What the host asks a content script to do.

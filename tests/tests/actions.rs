@@ -237,3 +237,64 @@ fn every_page_action_does_what_it_says_and_reports_its_effect() {
     assert!(extract["detail"].as_str().unwrap().contains("buried under the old oak"), "{extract}");
     eprintln!("every_page_action: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
 }
+
+/// The task's own tab, known to the tab test's model once the test set it.
+static FIRST_TAB: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// The number after `after` in the request's text (`a new tab opened (tab 7)`).
+fn number_after(req: &Value, after: &str) -> i64 {
+    let text = errand_e2e::model::all_text(req);
+    let at = text.find(after).unwrap_or_else(|| panic!("no {after:?} in the request:\n{text}"));
+    text[at + after.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|e| panic!("no number after {after:?}: {e}"))
+}
+
+fn tabs_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([
+            {"click": {"index": el(req, "Elsewhere")}},
+            {"click": {"index": el(req, "Elsewhere")}},
+        ])),
+        1 => answer(json!([{"switch_tab": {"tab_id": number_after(req, "a new tab opened (tab ")}}])),
+        2 => answer(json!([{"click": {"index": el(req, "Ping")}}])),
+        3 => answer(json!([
+            {"switch_tab": {"tab_id": FIRST_TAB.load(std::sync::atomic::Ordering::SeqCst)}},
+        ])),
+        4 => answer(json!([{"close_tab": {"tab_id": number_after(req, "a new tab opened (tab ")}}])),
+        5 => answer(json!([{"done": {"text": "tabs done", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+#[test]
+fn tab_actions_follow_a_new_tab_and_close_it() {
+    let rig = Rig::start(tabs_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/tabs.html")).unwrap();
+    let first = side_panel::chrome_tab_id(&rig.browser, &tab).unwrap();
+    FIRST_TAB.store(first, std::sync::atomic::Ordering::SeqCst);
+    let records = rig.run_in(&tab, "Visit elsewhere").unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let opened = record(&records, "click", "").unwrap();
+    assert!(opened["detail"].as_str().unwrap().contains("a new tab opened"), "{opened}");
+    let all = records.iter().map(Value::to_string).collect::<String>();
+    assert_eq!(all.matches("\"click\"").count(), 2, "the second click after the new tab ran: {records:#?}");
+    let ping = record(&records, "click", "").map(|_| ()).and_then(|()| {
+        records
+            .iter()
+            .flat_map(|s| s.as_array().into_iter().flatten())
+            .find(|r| r["detail"].as_str().unwrap_or_default().contains("Ping"))
+            .context("no click on Ping")
+    });
+    assert_eq!(ping.unwrap()["ok"], true);
+    let closed = record(&records, "close_tab", "").unwrap();
+    assert_eq!(closed["ok"], true, "{closed}");
+    let targets = rig.browser.cdp().targets().unwrap();
+    assert!(
+        !targets.iter().any(|t| t.url.contains("second.html")),
+        "the second tab is still open: {targets:?}"
+    );
+    eprintln!("tabs: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
+}
