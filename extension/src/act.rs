@@ -31,9 +31,19 @@ pub async fn act(action: Action) -> Result<Effect, Fail> {
     let target = action.element().and_then(|i| registry::element(i).ok());
     let watch = Watch::start(target.as_ref());
     let done = run(action, &watch).await;
+    effect_of(watch, target.as_ref(), done).await
+}
+
+/// Waits for the page to settle and adds what changed to what the action
+/// reported.
+async fn effect_of(
+    watch: Watch,
+    target: Option<&Element>,
+    done: Result<Done, Fail>,
+) -> Result<Effect, Fail> {
     // Settle even after a failure, so the next command sees a still page.
     watch.settle().await;
-    let changes = watch.finish(target.as_ref());
+    let changes = watch.finish(target);
     let Done { summary, value } = done?;
     Ok(Effect {
         summary,
@@ -44,6 +54,68 @@ pub async fn act(action: Action) -> Result<Effect, Fail> {
         appeared: changes.appeared,
         invalid: changes.invalid,
         new_tab: None,
+    })
+}
+
+/// Puts files (read by the host from the folder the user allowed) into the
+/// file input numbered `index`, as choosing them in the file dialog does:
+/// `input.files` from a `DataTransfer`, then `input` and `change`.
+pub async fn upload(index: u32, files: Vec<errand_protocol::FilePayload>) -> Result<Effect, Fail> {
+    let target = registry::element(index).ok();
+    let watch = Watch::start(target.as_ref());
+    let done = set_files(index, &files);
+    effect_of(watch, target.as_ref(), done).await
+}
+
+fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done, Fail> {
+    let el = usable(index)?;
+    let who = describe(index, &el);
+    let is_file = el.local_name() == "input"
+        && el.unchecked_ref::<HtmlInputElement>().type_().eq_ignore_ascii_case("file");
+    if !is_file {
+        return Err(failed(&format!("{who} is not a file input")));
+    }
+    let input: &HtmlInputElement = el.unchecked_ref();
+    if files.len() > 1 && !input.multiple() {
+        return Err(failed(&format!("{who} takes one file, not {}", files.len())));
+    }
+    let window = web_sys::window().ok_or_else(|| failed("no window"))?;
+    let data = web_sys::DataTransfer::new().map_err(|e| failed(&js_text(&e)))?;
+    for f in files {
+        let binary = window.atob(&f.base64).map_err(|e| failed(&js_text(&e)))?;
+        let bytes: Vec<u8> = binary.chars().map(|c| c as u32 as u8).collect();
+        let array = js_sys::Uint8Array::from(bytes.as_slice());
+        let parts = js_sys::Array::of1(&array);
+        let bag = web_sys::FilePropertyBag::new();
+        bag.set_type(&f.mime);
+        let file = web_sys::File::new_with_u8_array_sequence_and_options(&parts, &f.name, &bag)
+            .map_err(|e| failed(&js_text(&e)))?;
+        data.items()
+            .add_with_file(&file)
+            .map_err(|e| failed(&js_text(&e)))?;
+    }
+    input.set_files(data.files().as_ref());
+    for kind in ["input", "change"] {
+        let init = EventInit::new();
+        init.set_bubbles(true);
+        init.set_composed(kind == "input");
+        if let Ok(e) = Event::new_with_event_init_dict(kind, &init) {
+            let _ = el.dispatch_event(&e);
+        }
+    }
+    let names: Vec<String> = input
+        .files()
+        .map(|list| (0..list.length()).filter_map(|i| list.item(i)).map(|f| f.name()).collect())
+        .unwrap_or_default();
+    let wanted: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    if names != wanted {
+        return Err(failed(&format!(
+            "{who} holds {names:?} after the upload, not {wanted:?}"
+        )));
+    }
+    Ok(Done {
+        summary: format!("put {} into {who}", names.join(", ")),
+        value: Some(names.join(", ")),
     })
 }
 

@@ -75,6 +75,10 @@ async fn answer(message: &str) -> Envelope {
             Ok(effect) => Body::ActionDone { effect },
             Err(Fail { code, message }) => Body::Error { code, message },
         },
+        PageCommand::SetFiles { index, files } => match act::upload(index, files).await {
+            Ok(effect) => Body::ActionDone { effect },
+            Err(Fail { code, message }) => Body::Error { code, message },
+        },
         PageCommand::Cleanup {} => {
             marks::clear();
             dropdown::disable();

@@ -348,6 +348,7 @@ impl Host {
                     PageCommand::Observe { .. } => "observe".to_owned(),
                     PageCommand::Act { action } => format!("act: {}", action.name()),
                     PageCommand::Cleanup {} => "cleanup".to_owned(),
+                    PageCommand::SetFiles { .. } => "set_files".to_owned(),
                 };
                 (
                     format!("the page in tab {tab_id} (`{op}`)"),

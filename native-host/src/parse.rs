@@ -11,7 +11,7 @@ use errand_protocol::Action;
 use serde_json::{Map, Value};
 
 /// The action names the model may use, for error messages.
-pub const ACTION_NAMES: &str = "click, fill, scroll, goto, go_back, wait, done, dblclick, hover, type, clear, select_option, check, uncheck, press, focus, drag_and_drop, extract, go_forward, new_tab, switch_tab, close_tab, report_infeasible";
+pub const ACTION_NAMES: &str = "click, fill, scroll, goto, go_back, wait, done, dblclick, hover, type, clear, select_option, check, uncheck, press, focus, drag_and_drop, upload_file, extract, go_forward, new_tab, switch_tab, close_tab, report_infeasible";
 
 /// A parsed answer.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -314,6 +314,18 @@ pub enum PageCommand {
     Act { action: Action },
     /// Remove everything Errand added to the page.
     Cleanup {},
+    /// Put files into the file input numbered `index` (the host's half of
+    /// `upload_file`: it read them from the folder the user allowed).
+    SetFiles { index: u32, files: Vec<FilePayload> },
+}
+
+/// A file for a file input: its name, MIME type and bytes in base64.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilePayload {
+    pub name: String,
+    #[serde(default)]
+    pub mime: String,
+    pub base64: String,
 }
 
 /// What an action did, as the page saw it afterwards.

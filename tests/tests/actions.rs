@@ -298,3 +298,39 @@ fn tab_actions_follow_a_new_tab_and_close_it() {
     );
     eprintln!("tabs: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
 }
+
+fn upload_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([
+            {"upload_file": {"index": el(req, "Resume"), "files": ["cv.txt"]}},
+            {"upload_file": {"index": el(req, "Attachments"), "files": ["a.txt", "b.csv"]}},
+        ])),
+        // A path out of the allowed folder is refused.
+        1 => answer(json!([{"upload_file": {"index": el(req, "Resume"), "files": ["../secret.txt"]}}])),
+        2 => answer(json!([{"done": {"text": "uploaded", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+#[test]
+fn upload_file_puts_allowed_files_into_file_inputs() {
+    let rig = Rig::start(upload_script);
+    let uploads = rig.browser.data_dir().join("uploads");
+    std::fs::create_dir_all(&uploads).unwrap();
+    std::fs::write(uploads.join("cv.txt"), "my cv").unwrap();
+    std::fs::write(uploads.join("a.txt"), "first").unwrap();
+    std::fs::write(uploads.join("b.csv"), "x,y").unwrap();
+    std::fs::write(rig.browser.data_dir().join("secret.txt"), "secret").unwrap();
+    let (tab, records) = rig
+        .run("/actions/upload.html", "Upload my files")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(
+        out,
+        "resume:cv.txt:text/plain:my cv\nattachments:a.txt:text/plain:first\nattachments:b.csv:text/csv:x,y\n"
+    );
+    let refused = record(&records, "upload_file", "secret").unwrap();
+    assert_eq!(refused["ok"], false, "{refused}");
+    let ok = record(&records, "upload_file", "b.csv").unwrap();
+    assert!(ok["detail"].as_str().unwrap().contains("a.txt, b.csv"), "{ok}");
+}
