@@ -76,6 +76,8 @@ pub struct Watch {
     /// Hidden elements near the acted one (menus, popups that CSS shows).
     hidden: Vec<Element>,
     started: f64,
+    /// When the last `settle` ended (0: never).
+    settled_at: std::cell::Cell<f64>,
     url: String,
 }
 
@@ -145,12 +147,27 @@ impl Watch {
             _callback: callback,
             hidden: extra.map(hidden_near).unwrap_or_default(),
             started: now(),
+            settled_at: std::cell::Cell::new(0.0),
             url: current_url(),
         }
     }
 
     /// Waits until the page is still (see the module's doc).
     pub async fn settle(&self) {
+        // Settled already, and nothing moved since: no need to wait again.
+        let pending = self.observer.take_records();
+        if pending.length() > 0 {
+            record(&mut self.seen.borrow_mut(), &pending);
+        }
+        let at = self.settled_at.get();
+        if at > 0.0 && self.seen.borrow().last <= at && current_url() == self.url {
+            return;
+        }
+        self.wait_still().await;
+        self.settled_at.set(now());
+    }
+
+    async fn wait_still(&self) {
         let begin = now();
         loop {
             gloo_timers::future::TimeoutFuture::new(POLL_MS).await;

@@ -12,8 +12,9 @@ use crate::parse::{self, AgentAnswer};
 use crate::prompt::{self, PastStep};
 use crate::store::StepRow;
 
-/// The most actions run in one step; later ones are ignored.
-pub const MAX_ACTIONS_PER_STEP: usize = 5;
+/// The most actions run in one step; later ones are ignored. Ten: a whole
+/// form filled from one answer.
+pub const MAX_ACTIONS_PER_STEP: usize = 10;
 /// Steps failing in a row that end the task.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// The longest `wait`.

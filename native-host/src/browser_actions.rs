@@ -93,8 +93,25 @@ pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcom
 }
 
 /// Runs a page action, and for those that may open a tab (clicks, key
-/// presses) reports a tab that appeared meanwhile in the effect.
+/// presses) reports a tab that appeared meanwhile in the effect. Logs how
+/// long it took, from sending the action to having its effect.
 pub async fn act(
+    host: &Host,
+    tab_id: i64,
+    action: &Action,
+) -> Result<errand_protocol::Effect, RequestError> {
+    let started = std::time::Instant::now();
+    let effect = act_inner(host, tab_id, action).await;
+    tracing::info!(
+        action = action.name(),
+        ok = effect.is_ok(),
+        action_ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1000.0),
+        "action carried out"
+    );
+    effect
+}
+
+async fn act_inner(
     host: &Host,
     tab_id: i64,
     action: &Action,
@@ -107,14 +124,16 @@ pub async fn act(
     let mut effect = host.act(tab_id, action.clone()).await?;
     if let Some(before) = before {
         // A tab opened by the page may still be starting: look twice.
-        for _ in 0..2 {
+        for attempt in 0..2 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            }
             let after = list_tabs(host).await.unwrap_or_default();
             if let Some(new) = after.iter().find(|t| !before.iter().any(|b| b.tab_id == t.tab_id)) {
                 effect.new_tab = Some(new.tab_id);
                 effect.page_changed = true;
                 break;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         }
     }
     Ok(effect)
