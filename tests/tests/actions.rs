@@ -406,9 +406,9 @@ fn bench_action_latency() {
     let fill = of("fill", 50..100);
     let select = of("select_option", 100..150);
     let form: f64 = times[150..160].iter().map(|(_, t)| t).sum();
-    println!("click:  median {:.1} ms over {}", median(click.clone()), click.len());
-    println!("fill:   median {:.1} ms over {}", median(fill.clone()), fill.len());
-    println!("select: median {:.1} ms over {}", median(select.clone()), select.len());
-    println!("10-field form from one answer: {form:.0} ms (sum of its ten actions)");
+    eprintln!("click:  median {:.1} ms over {}", median(click.clone()), click.len());
+    eprintln!("fill:   median {:.1} ms over {}", median(fill.clone()), fill.len());
+    eprintln!("select: median {:.1} ms over {}", median(select.clone()), select.len());
+    eprintln!("10-field form from one answer: {form:.0} ms (sum of its ten actions)");
     assert!(form < 1000.0, "the ten-field form took {form:.0} ms");
 }
