@@ -284,9 +284,9 @@ async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result
     let who = describe(index, &el);
     let _ = el.unchecked_ref::<HtmlElement>().focus();
     keys::type_text(&el, text);
+    // Let the page react to the text (suggestions after a debounce).
+    watch.settle_for(crate::watch::TYPE_QUIET_MS).await;
     if enter {
-        // Let the page react to the text (suggestions) before Enter.
-        watch.settle().await;
         keys::press(&el, &keys::Combo { keys: Keys::default(), key: "Enter".into() });
     }
     let tag = el.local_name();

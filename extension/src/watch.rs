@@ -25,6 +25,8 @@ pub const MIN_MS: f64 = 30.0;
 pub const QUIET_MS: f64 = 60.0;
 /// The longest wait for the page to settle.
 pub const MAX_MS: f64 = 3000.0;
+/// How long `type` waits for an autocomplete's debounce.
+pub const TYPE_QUIET_MS: f64 = 400.0;
 /// How often the watch looks.
 const POLL_MS: u32 = 10;
 /// The most appeared elements reported.
@@ -167,6 +169,29 @@ impl Watch {
         self.settled_at.set(now());
     }
 
+    /// Waits until the page has been still for `quiet_ms`, even when
+    /// nothing has moved yet: after typing, autocompletes answer after a
+    /// debounce timer, which no mutation announces.
+    pub async fn settle_for(&self, quiet_ms: f64) {
+        let begin = now();
+        self.seen.borrow_mut().last = begin;
+        loop {
+            gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
+            let pending = self.observer.take_records();
+            if pending.length() > 0 {
+                record(&mut self.seen.borrow_mut(), &pending);
+            }
+            let t = now();
+            let last = self.seen.borrow().last;
+            // Something appeared: then the usual quiet window is enough.
+            let quiet = if last > begin { QUIET_MS } else { quiet_ms };
+            if t - last >= quiet || t - begin >= MAX_MS {
+                break;
+            }
+        }
+        self.settled_at.set(now());
+    }
+
     async fn wait_still(&self) {
         let begin = now();
         loop {
@@ -268,7 +293,8 @@ fn hidden_near(el: &Element) -> Vec<Element> {
 /// Whether the element has a visible box.
 fn visible(el: &Element) -> bool {
     let r = el.get_bounding_client_rect();
-    if r.width() < 1.0 || r.height() < 1.0 {
+    // Screen-reader-only boxes (1×1 px, clipped) are not news for the eye.
+    if r.width() <= 2.0 || r.height() <= 2.0 {
         return false;
     }
     dom::window_of(el)

@@ -412,3 +412,85 @@ fn bench_action_latency() {
     eprintln!("10-field form from one answer: {form:.0} ms (sum of its ten actions)");
     assert!(form < 1000.0, "the ten-field form took {form:.0} ms");
 }
+
+/// Asserts (inside the scripted model) that the page the model sees says
+/// `text`: the app's own state, rendered by the app.
+fn sees(req: &Value, text: &str) {
+    let last = last_user_message(req).unwrap_or_default();
+    assert!(last.contains(text), "the page does not show {text:?}:\n{last}");
+}
+
+/// This fixture's URL, from the page URL the model is shown.
+fn sibling(req: &Value, page: &str) -> String {
+    let last = last_user_message(req).unwrap_or_default();
+    let url = last
+        .lines()
+        .find_map(|l| l.strip_prefix("URL: "))
+        .unwrap_or_else(|| panic!("no URL in:\n{last}"));
+    let dir = &url[..url.rfind('/').unwrap() + 1];
+    format!("{dir}{page}")
+}
+
+fn frameworks_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([
+            {"fill": {"index": el(req, "Fullname"), "text": "Grace"}},
+            {"select_option": {"index": el(req, "Homeland"), "options": ["Japan"]}},
+            {"check": {"index": el(req, "Consent")}},
+        ])),
+        1 => {
+            sees(req, "name=Grace;country=jp;agree=true");
+            answer(json!([{"click": {"index": el(req, "Homeland")}}]))
+        }
+        2 => answer(json!([{"click": {"index": el(req, "Peru")}}])),
+        3 => {
+            sees(req, "name=Grace;country=pe;agree=true");
+            answer(json!([{"goto": {"url": sibling(req, "vue.html")}}]))
+        }
+        4 => answer(json!([
+            {"fill": {"index": el(req, "Fullname"), "text": "Ada"}},
+            {"select_option": {"index": el(req, "Homeland"), "options": ["pe"]}},
+            {"fill": {"index": el(req, "Notes"), "text": "hi there"}},
+        ])),
+        5 => {
+            sees(req, "name=Ada;country=pe;notes=hi there");
+            answer(json!([{"goto": {"url": sibling(req, "jqueryui.html")}}]))
+        }
+        6 => answer(json!([{"type": {"index": el(req, "Fruitname"), "text": "ap"}}])),
+        // The suggestions are one list element here: choose by keyboard,
+        // as jQuery UI expects (it reads `keyCode`).
+        7 => answer(json!([
+            {"press": {"index": el(req, "Fruitname"), "key": "ArrowDown"}},
+            {"press": {"index": el(req, "Fruitname"), "key": "ArrowDown"}},
+            {"press": {"index": el(req, "Fruitname"), "key": "Enter"}},
+        ])),
+        8 => {
+            sees(req, "chosen: Apricot");
+            answer(json!([{"done": {"text": "frameworks done", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Real React (controlled inputs, select, checkbox), real Vue (`v-model`)
+/// and real jQuery UI autocomplete, from npm (`tests/fixtures/apps/`).
+#[test]
+fn react_vue_and_jquery_ui_widgets_take_the_actions() {
+    let apps = errand_e2e::fixtures::fixtures_dir().join("apps/node_modules");
+    assert!(
+        apps.join("react").exists() && apps.join("vue").exists() && apps.join("jquery-ui").exists(),
+        "the fixture apps are not installed: run `npm install --prefix tests/fixtures/apps` \
+         (scripts/test.sh does)"
+    );
+    let rig = Rig::start(frameworks_script);
+    let (tab, records) = rig
+        .run("/actions/react.html", "Fill the framework forms")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let typed = record(&records, "type", "ap").unwrap();
+    assert!(
+        typed["detail"].as_str().unwrap().contains("Apricot"),
+        "typing reports the suggestions that appeared: {typed}"
+    );
+    let chosen = tab.eval("document.getElementById('fruit').value").unwrap();
+    assert_eq!(chosen, "Apricot");
+}
