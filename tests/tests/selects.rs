@@ -223,3 +223,97 @@ fn selects_open_as_visible_dropdowns_whose_options_the_model_clicks() {
     assert!(!all.contains("never run"), "the action after opening the dropdown ran: {records:#?}");
     eprintln!("selects: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
 }
+
+fn keyboard_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Flavour")}}])),
+        // The test plays a person's keys and clicks meanwhile.
+        1 => answer(json!([{"wait": {"ms": 8000}}])),
+        2 => answer(json!([{"done": {"text": "keys done", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A real key press (trusted, through DevTools).
+fn key(tab: &Page, key: &str, code: &str, key_code: u32) -> Result<()> {
+    for kind in ["keyDown", "keyUp"] {
+        let text = if key.chars().count() == 1 { key } else { "" };
+        tab.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": kind, "key": key, "code": code, "windowsVirtualKeyCode": key_code,
+                   "text": if kind == "keyDown" { text } else { "" }}),
+        )?;
+    }
+    Ok(())
+}
+
+/// A real mouse click at a point (trusted, through DevTools).
+fn mouse_click(tab: &Page, x: f64, y: f64) -> Result<()> {
+    for kind in ["mousePressed", "mouseReleased"] {
+        tab.call(
+            "Input.dispatchMouseEvent",
+            json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+        )?;
+    }
+    Ok(())
+}
+
+const OPEN: &str = "!!document.querySelector('[data-errand-dropdown]')";
+const CLOSED: &str = "!document.querySelector('[data-errand-dropdown]')";
+
+fn play_keys_and_clicks(tab: &Page) -> Result<()> {
+    let t = Duration::from_secs(5);
+    tab.wait_for(OPEN, Duration::from_secs(60)).context("the model's click did not open it")?;
+    // Down from "Choose…" to Lemon, then over the disabled Cherry to Mint.
+    key(tab, "ArrowDown", "ArrowDown", 40)?;
+    key(tab, "ArrowDown", "ArrowDown", 40)?;
+    key(tab, "Enter", "Enter", 13)?;
+    tab.wait_for(CLOSED, t).context("Enter did not close the dropdown")?;
+    let v = tab.eval("document.getElementById('flavour').value")?;
+    ensure!(v == "mint", "arrows and Enter chose {v}, not mint");
+    // A real click on the select opens ours (no native popup); type-ahead
+    // then Escape changes nothing.
+    let r = tab.eval(
+        "(() => { const r = document.getElementById('flavour').getBoundingClientRect();
+                  return [r.x + r.width / 2, r.y + r.height / 2]; })()",
+    )?;
+    let (x, y) = (r[0].as_f64().unwrap(), r[1].as_f64().unwrap());
+    mouse_click(tab, x, y)?;
+    tab.wait_for(OPEN, t).context("a real click on the select did not open the dropdown")?;
+    key(tab, "b", "KeyB", 66)?;
+    tab.wait_for(
+        "document.querySelector('[data-errand-option=\"4\"]')?.style.background.includes('232, 240, 254')",
+        t,
+    )
+    .context("type-ahead did not move to Basil")?;
+    key(tab, "Escape", "Escape", 27)?;
+    tab.wait_for(CLOSED, t).context("Escape did not close the dropdown")?;
+    let v = tab.eval("document.getElementById('flavour').value")?;
+    ensure!(v == "mint", "Escape changed the choice to {v}");
+    // A click elsewhere closes it.
+    mouse_click(tab, x, y)?;
+    tab.wait_for(OPEN, t)?;
+    mouse_click(tab, 600.0, 10.0)?;
+    tab.wait_for(CLOSED, t).context("a click outside did not close the dropdown")?;
+    // A dropdown whose select leaves the page goes with it.
+    mouse_click(tab, x, y)?;
+    tab.wait_for(OPEN, t)?;
+    tab.eval("document.getElementById('flavour').remove()")?;
+    tab.wait_for(CLOSED, t).context("the dropdown of a removed select stayed")?;
+    Ok(())
+}
+
+#[test]
+fn dropdowns_answer_keys_and_clicks_like_a_native_select() {
+    let rig = Rig::start(keyboard_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/selects.html")).unwrap();
+    let (played, run) = std::thread::scope(|s| {
+        let handle = s.spawn(|| play_keys_and_clicks(&tab));
+        let run = rig.run_in(&tab, "Use the keyboard");
+        (handle.join().expect("the playing thread panicked"), run)
+    });
+    played.unwrap_or_else(|e| panic!("{e:#}"));
+    run.unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let events = tab.eval("window.events").unwrap();
+    assert_eq!(events, json!(["flavour:input", "flavour:change"]), "one choice, one change");
+}
