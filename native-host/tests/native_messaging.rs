@@ -173,6 +173,8 @@ fn extension_reply(body: &Body) -> Option<Body> {
                 ..Default::default()
             },
         }),
+        // A click is watched for a tab it opens.
+        Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
         other => panic!("unexpected request from the host: {other:?}"),
     }
 }
