@@ -114,6 +114,21 @@ const browserRequests = {
     await chrome.tabs.update(msg.tab_id, { url: msg.url });
     return tabReady(msg.id, await loaded(msg.tab_id));
   },
+  async activate_tab(msg) {
+    const tab = await chrome.tabs.update(msg.tab_id, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true }).catch(() => {});
+    return tabReady(msg.id, await loaded(msg.tab_id));
+  },
+  async close_tab(msg) {
+    await chrome.tabs.remove(msg.tab_id);
+    return make('ack', {}, msg.id);
+  },
+  async list_tabs(msg) {
+    const tabs = (await chrome.tabs.query({}))
+      .filter((t) => t.id !== undefined && !(t.url ?? '').startsWith('chrome-extension://'))
+      .map((t) => ({ tab_id: t.id, url: t.url ?? '', title: t.title ?? '', active: !!t.active }));
+    return make('tabs', { tabs }, msg.id);
+  },
   async capture(msg) {
     const tab = await chrome.tabs.get(msg.tab_id);
     const data_url = await chrome.tabs.captureVisibleTab(tab.windowId, { format: 'jpeg', quality: 80 });

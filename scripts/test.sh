@@ -23,8 +23,14 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
   apt_install python3-pip
 fi
 if ! command -v npm >/dev/null; then
-  echo "== installing Node.js and npm from apt (for binaryen)"
+  echo "== installing Node.js and npm from apt (for binaryen and the fixture apps)"
   apt_install nodejs npm
+fi
+
+APPS=tests/fixtures/apps
+if [ ! -f "$APPS/node_modules/.package-lock.json" ] || [ "$APPS/package.json" -nt "$APPS/node_modules/.package-lock.json" ]; then
+  echo "== installing the fixture apps (real React, Vue, jQuery UI from npm)"
+  npm install --prefix "$APPS" --no-audit --no-fund --loglevel=error
 fi
 
 echo "== building the extension (WASM and JS builds)"

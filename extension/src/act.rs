@@ -1,4 +1,8 @@
-//! Carrying out page actions: click, fill, scroll, go back.
+//! Carrying out page actions: the whole in-page vocabulary (click,
+//! dblclick, hover, fill, type, clear, select_option, check, uncheck,
+//! press, focus, scroll, drag_and_drop, extract, go_back, go_forward).
+//! Every action runs inside a [`Watch`]: it waits for the page to settle by
+//! watching its mutations, and reports what changed.
 //!
 //! A click is the sequence a real mouse makes — pointer and mouse events
 //! with the right coordinates, buttons and modifier keys, focus on
@@ -18,53 +22,416 @@ use web_sys::{
 
 use crate::dom::{self, attr};
 use crate::text::{self, collapse, truncate};
-use crate::{Fail, registry};
+use crate::watch::Watch;
+use crate::{Fail, keys, registry};
 
-/// How long to let the page react before reading the result back.
-const SETTLE_MS: u32 = 50;
-
-/// Carries out one page action.
+/// Carries out one page action, watching the page from just before it
+/// until the page is still again, and reports what it did and what changed.
 pub async fn act(action: Action) -> Result<Effect, Fail> {
-    let before = current_url();
-    let summary = match action {
-        Action::Click {
-            index,
-            button,
-            modifiers,
-        } => click(index, button, &modifiers).await?,
-        Action::Fill { index, text } => return fill(index, &text, before).await,
-        Action::Scroll {
-            direction,
-            index,
-            pages,
-        } => scroll(direction, index, pages)?,
-        Action::GoBack {} => {
-            let window = web_sys::window().ok_or_else(|| failed("no window"))?;
-            window
-                .history()
-                .and_then(|h| h.back())
-                .map_err(|e| failed(&js_text(&e)))?;
-            settle().await;
-            "went back in history".to_owned()
-        }
-        other => return Err(failed(&format!("`{}` is not a page action", other.name()))),
-    };
-    let url = current_url();
+    let target = action.element().and_then(|i| registry::element(i).ok());
+    let watch = Watch::start(target.as_ref());
+    let done = run(action, &watch).await;
+    effect_of(watch, target.as_ref(), done).await
+}
+
+/// Waits for the page to settle and adds what changed to what the action
+/// reported.
+async fn effect_of(
+    watch: Watch,
+    target: Option<&Element>,
+    done: Result<Done, Fail>,
+) -> Result<Effect, Fail> {
+    // Settle even after a failure, so the next command sees a still page.
+    watch.settle().await;
+    let changes = watch.finish(target);
+    let Done { summary, value } = done?;
     Ok(Effect {
         summary,
-        url_changed: url != before,
-        url,
-        value: None,
+        url: changes.url,
+        url_changed: changes.url_changed,
+        value,
+        page_changed: changes.url_changed || changes.dom_changed,
+        appeared: changes.appeared,
+        invalid: changes.invalid,
+        new_tab: None,
     })
 }
 
+/// Puts files (read by the host from the folder the user allowed) into the
+/// file input numbered `index`, as choosing them in the file dialog does:
+/// `input.files` from a `DataTransfer`, then `input` and `change`.
+pub async fn upload(index: u32, files: Vec<errand_protocol::FilePayload>) -> Result<Effect, Fail> {
+    let target = registry::element(index).ok();
+    let watch = Watch::start(target.as_ref());
+    let done = set_files(index, &files);
+    effect_of(watch, target.as_ref(), done).await
+}
+
+fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done, Fail> {
+    let el = usable(index)?;
+    let who = describe(index, &el);
+    let is_file = el.local_name() == "input"
+        && el.unchecked_ref::<HtmlInputElement>().type_().eq_ignore_ascii_case("file");
+    if !is_file {
+        return Err(failed(&format!("{who} is not a file input")));
+    }
+    let input: &HtmlInputElement = el.unchecked_ref();
+    if files.len() > 1 && !input.multiple() {
+        return Err(failed(&format!("{who} takes one file, not {}", files.len())));
+    }
+    let window = web_sys::window().ok_or_else(|| failed("no window"))?;
+    let data = web_sys::DataTransfer::new().map_err(|e| failed(&js_text(&e)))?;
+    for f in files {
+        let binary = window.atob(&f.base64).map_err(|e| failed(&js_text(&e)))?;
+        let bytes: Vec<u8> = binary.chars().map(|c| c as u32 as u8).collect();
+        let array = js_sys::Uint8Array::from(bytes.as_slice());
+        let parts = js_sys::Array::of1(&array);
+        let bag = web_sys::FilePropertyBag::new();
+        bag.set_type(&f.mime);
+        let file = web_sys::File::new_with_u8_array_sequence_and_options(&parts, &f.name, &bag)
+            .map_err(|e| failed(&js_text(&e)))?;
+        data.items()
+            .add_with_file(&file)
+            .map_err(|e| failed(&js_text(&e)))?;
+    }
+    input.set_files(data.files().as_ref());
+    for kind in ["input", "change"] {
+        let init = EventInit::new();
+        init.set_bubbles(true);
+        init.set_composed(kind == "input");
+        if let Ok(e) = Event::new_with_event_init_dict(kind, &init) {
+            let _ = el.dispatch_event(&e);
+        }
+    }
+    let names: Vec<String> = input
+        .files()
+        .map(|list| (0..list.length()).filter_map(|i| list.item(i)).map(|f| f.name()).collect())
+        .unwrap_or_default();
+    let wanted: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    if names != wanted {
+        return Err(failed(&format!(
+            "{who} holds {names:?} after the upload, not {wanted:?}"
+        )));
+    }
+    Ok(Done {
+        summary: format!("put {} into {who}", names.join(", ")),
+        value: Some(names.join(", ")),
+    })
+}
+
+/// What an action reports before the page's changes are added.
+pub struct Done {
+    pub summary: String,
+    pub value: Option<String>,
+}
+
+impl From<String> for Done {
+    fn from(summary: String) -> Done {
+        Done { summary, value: None }
+    }
+}
+
+async fn run(action: Action, watch: &Watch) -> Result<Done, Fail> {
+    Ok(match action {
+        Action::Click { index, button, modifiers } => {
+            click(index, button, &modifiers, 1, watch).await?.into()
+        }
+        Action::DblClick { index, button, modifiers } => {
+            click(index, button, &modifiers, 2, watch).await?.into()
+        }
+        Action::Hover { index } => hover(index)?.into(),
+        Action::Fill { index, text } => fill(index, &text, watch).await?,
+        Action::Type { index, text, enter } => type_into(index, &text, enter, watch).await?,
+        Action::Clear { index } => fill(index, "", watch).await?,
+        Action::SelectOption { index, options } => {
+            let el = usable(index)?;
+            crate::selects::select_options(index, &el, &options)?
+        }
+        Action::Check { index } => check(index, true, watch).await?.into(),
+        Action::Uncheck { index } => check(index, false, watch).await?.into(),
+        Action::Press { key, index } => press(&key, index)?.into(),
+        Action::Focus { index } => {
+            let el = usable(index)?;
+            let _ = el.unchecked_ref::<HtmlElement>().focus();
+            format!("focused {}", describe(index, &el)).into()
+        }
+        Action::Scroll { direction, index, pages } => scroll(direction, index, pages)?.into(),
+        Action::DragAndDrop { from, to } => drag(from, to, watch).await?.into(),
+        Action::UploadFile { .. } => {
+            return Err(failed(
+                "upload_file is carried out by the host with the files the user allowed",
+            ));
+        }
+        Action::Extract { query } => extract(query.as_deref()).into(),
+        Action::GoBack {} => history("back")?.into(),
+        Action::GoForward {} => history("forward")?.into(),
+        other => return Err(failed(&format!("`{}` is not a page action", other.name()))),
+    })
+}
+
+/// `history.back()` / `history.forward()`.
+fn history(way: &str) -> Result<String, Fail> {
+    let h = web_sys::window()
+        .ok_or_else(|| failed("no window"))?
+        .history()
+        .map_err(|e| failed(&js_text(&e)))?;
+    if way == "back" { h.back() } else { h.forward() }.map_err(|e| failed(&js_text(&e)))?;
+    Ok(format!("went {way} in history"))
+}
+
+/// Moves the pointer over element `index` (menus that open on hover).
+fn hover(index: u32) -> Result<String, Fail> {
+    let el = registry::element(index)?;
+    let window = dom::window_of(&el).ok_or_else(|| failed("the element has no window"))?;
+    let (x, y) = centre_in_view(&el, &window);
+    let target = click_target(&el, x, y);
+    let m = Mouse { window, x, y, keys: Keys::default() };
+    m.pointer(&target, "pointerover", true, -1, 0);
+    m.mouse(&target, "mouseover", true, 0, 0, 0);
+    // `mouseenter` on the target and each ancestor the pointer enters
+    // (it comes from outside the page), outermost first.
+    let mut chain = Vec::new();
+    let mut node = Some(target.clone());
+    while let Some(n) = node {
+        if matches!(n.local_name().as_str(), "html" | "body") {
+            break;
+        }
+        node = dom::flat_parent(&n);
+        chain.push(n);
+    }
+    for n in chain.iter().rev() {
+        m.pointer(n, "pointerenter", false, -1, 0);
+        m.mouse(n, "mouseenter", false, 0, 0, 0);
+    }
+    m.pointer(&target, "pointermove", true, -1, 0);
+    m.mouse(&target, "mousemove", true, 0, 0, 0);
+    Ok(format!("moved the pointer over {}", describe(index, &el)))
+}
+
+/// Ticks or unticks a checkbox, radio button, or ARIA checkbox/switch, by
+/// clicking it when it is not already so; reads the state back.
+async fn check(index: u32, on: bool, watch: &Watch) -> Result<String, Fail> {
+    let el = usable(index)?;
+    let who = describe(index, &el);
+    let state = |el: &Element| -> Option<bool> {
+        if el.local_name() == "input" {
+            let i = el.unchecked_ref::<HtmlInputElement>();
+            if matches!(i.type_().as_str(), "checkbox" | "radio") {
+                return Some(i.checked());
+            }
+            return None;
+        }
+        match el.get_attribute("aria-checked").as_deref() {
+            Some("true") => Some(true),
+            Some("false") | Some("mixed") => Some(false),
+            _ => el
+                .query_selector("input[type=checkbox], input[type=radio]")
+                .ok()
+                .flatten()
+                .map(|i| i.unchecked_ref::<HtmlInputElement>().checked()),
+        }
+    };
+    let Some(now) = state(&el) else {
+        return Err(failed(&format!("{who} is not a checkbox or radio button")));
+    };
+    if now == on {
+        return Ok(format!("{who} was already {}", if on { "checked" } else { "unchecked" }));
+    }
+    if !on && el.get_attribute("type").as_deref() == Some("radio") {
+        return Err(failed(&format!(
+            "{who} is a radio button: choose another option of its group instead"
+        )));
+    }
+    click(index, ClickButton::Left, &[], 1, watch).await?;
+    watch.settle().await;
+    match state(&el) {
+        Some(s) if s == on => Ok(format!("{} {who}", if on { "checked" } else { "unchecked" })),
+        _ => Err(failed(&format!(
+            "{who} is still {} after clicking it",
+            if on { "unchecked" } else { "checked" }
+        ))),
+    }
+}
+
+/// Presses a key combination on element `index` or the focused element.
+fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
+    let el = match index {
+        Some(i) => Some(usable(i)?),
+        None => None,
+    };
+    let window = web_sys::window().ok_or_else(|| failed("no window"))?;
+    let combo = keys::parse(key, is_mac(&window)).map_err(|e| failed(&e))?;
+    if let Some(el) = &el {
+        if dom::is_focusable(el) {
+            let _ = el.unchecked_ref::<HtmlElement>().focus();
+        }
+    }
+    let target = keys::key_target(el.as_ref()).ok_or_else(|| failed("nothing has the focus"))?;
+    let on = match index {
+        Some(i) => describe(i, &target),
+        None => format!("<{}>", target.local_name()),
+    };
+    let did = keys::press(&target, &combo);
+    Ok(match did {
+        Some(d) => format!("pressed {key} on {on}: {d}"),
+        None => format!("pressed {key} on {on}"),
+    })
+}
+
+/// Types text key by key into element `index`.
+async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result<Done, Fail> {
+    let el = usable(index)?;
+    let who = describe(index, &el);
+    let _ = el.unchecked_ref::<HtmlElement>().focus();
+    keys::type_text(&el, text);
+    // Let the page react to the text (suggestions after a debounce).
+    watch.settle_for(crate::watch::TYPE_QUIET_MS).await;
+    if enter {
+        keys::press(&el, &keys::Combo { keys: Keys::default(), key: "Enter".into() });
+    }
+    let tag = el.local_name();
+    let value = el.is_connected().then(|| read_value(&el, &tag));
+    let summary = format!(
+        "typed \"{}\" into {who}{}",
+        truncate(text, 60),
+        if enter { " and pressed Enter" } else { "" }
+    );
+    Ok(Done { summary, value })
+}
+
+/// Drags element `from` onto element `to`: HTML5 drag and drop (with a
+/// shared `DataTransfer`) for draggable elements, and the pointer and
+/// mouse sequence of a drag for widgets that follow the mouse.
+async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
+    let a = usable(from)?;
+    let b = registry::element(to)?;
+    let window = dom::window_of(&a).ok_or_else(|| failed("the element has no window"))?;
+    let (ax, ay) = centre_in_view(&a, &window);
+    let source = click_target(&a, ax, ay);
+    let mut m = Mouse { window: window.clone(), x: ax, y: ay, keys: Keys::default() };
+    m.pointer(&source, "pointerover", true, -1, 0);
+    m.mouse(&source, "mouseover", true, 0, 0, 0);
+    m.pointer(&source, "pointerdown", true, 0, 1);
+    m.mouse(&source, "mousedown", true, 0, 1, 1);
+    let draggable = {
+        let mut node = Some(source.clone());
+        let mut found = None;
+        while let Some(n) = node {
+            if n.unchecked_ref::<HtmlElement>().draggable() && n.local_name() != "img" {
+                found = Some(n);
+                break;
+            }
+            if n == a {
+                break;
+            }
+            node = dom::flat_parent(&n);
+        }
+        found.or_else(|| a.unchecked_ref::<HtmlElement>().draggable().then(|| a.clone()))
+    };
+    // Move a little first, as a hand does, so drag libraries start.
+    m.x += 5.0;
+    m.y += 5.0;
+    m.pointer(&source, "pointermove", true, -1, 1);
+    m.mouse(&source, "mousemove", true, 0, 1, 0);
+    let (bx, by) = {
+        let r = b.get_bounding_client_rect();
+        (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0)
+    };
+    if let Some(dragged) = draggable {
+        let data = web_sys::DataTransfer::new().map_err(|e| failed(&js_text(&e)))?;
+        let ev = |target: &Element, kind: &str, x: f64, y: f64| -> bool {
+            let init = web_sys::DragEventInit::new();
+            let mm = Mouse { window: window.clone(), x, y, keys: Keys::default() };
+            mm.init(init.unchecked_ref(), true, 0, 1, 0);
+            init.set_data_transfer(Some(&data));
+            web_sys::DragEvent::new_with_event_init_dict(kind, &init)
+                .and_then(|e| target.dispatch_event(&e))
+                .unwrap_or(true)
+        };
+        if !ev(&dragged, "dragstart", m.x, m.y) {
+            return Err(failed(&format!("{} refused to be dragged", describe(from, &a))));
+        }
+        ev(&dragged, "drag", m.x, m.y);
+        let over = dom::element_at(&b, bx, by)
+            .filter(|h| dom::hit_belongs(&b, h))
+            .unwrap_or_else(|| b.clone());
+        ev(&over, "dragenter", bx, by);
+        ev(&over, "dragover", bx, by);
+        watch.settle().await;
+        ev(&over, "drop", bx, by);
+        ev(&dragged, "dragend", bx, by);
+    } else {
+        for step in 1..=5 {
+            let f = f64::from(step) / 5.0;
+            m.x = ax + (bx - ax) * f;
+            m.y = ay + (by - ay) * f;
+            let under = window
+                .document()
+                .and_then(|d| d.element_from_point(m.x as f32, m.y as f32))
+                .unwrap_or_else(|| b.clone());
+            m.pointer(&under, "pointermove", true, -1, 1);
+            m.mouse(&under, "mousemove", true, 0, 1, 0);
+        }
+        let under = window
+            .document()
+            .and_then(|d| d.element_from_point(bx as f32, by as f32))
+            .unwrap_or_else(|| b.clone());
+        m.pointer(&under, "pointerup", true, 0, 0);
+        m.mouse(&under, "mouseup", true, 0, 0, 1);
+    }
+    Ok(format!("dragged {} onto {}", describe(from, &a), describe(to, &b)))
+}
+
+/// The page's readable text (the lines mentioning `query`'s words first).
+fn extract(query: Option<&str>) -> String {
+    const MAX: usize = 6000;
+    let doc = web_sys::window().and_then(|w| w.document());
+    let text = doc
+        .and_then(|d| d.body())
+        .map(|b| b.inner_text())
+        .unwrap_or_default();
+    let lines: Vec<String> = text
+        .lines()
+        .map(collapse)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let words: Vec<String> = query
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|w| w.len() > 2)
+        .map(str::to_lowercase)
+        .collect();
+    let picked: Vec<&String> = if words.is_empty() {
+        lines.iter().collect()
+    } else {
+        let hits: Vec<&String> = lines
+            .iter()
+            .filter(|l| {
+                let l = l.to_lowercase();
+                words.iter().any(|w| l.contains(w.as_str()))
+            })
+            .collect();
+        if hits.is_empty() { lines.iter().collect() } else { hits }
+    };
+    let mut out = String::new();
+    for l in picked {
+        if out.len() + l.len() + 1 > MAX {
+            out.push_str("\n…");
+            break;
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    format!("the page's text:\n{}", out.trim_end())
+}
+
 /// An `action_failed` error.
-fn failed(why: &str) -> Fail {
+pub fn failed(why: &str) -> Fail {
     Fail::new(ErrorCode::ActionFailed, why)
 }
 
 /// A thrown JS value as text.
-fn js_text(e: &JsValue) -> String {
+pub fn js_text(e: &JsValue) -> String {
     e.as_string()
         .or_else(|| {
             Reflect::get(e, &"message".into())
@@ -74,20 +441,8 @@ fn js_text(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-/// The top window's URL.
-fn current_url() -> String {
-    web_sys::window()
-        .and_then(|w| w.location().href().ok())
-        .unwrap_or_default()
-}
-
-/// Lets the page react (event handlers, re-renders, `pushState`).
-async fn settle() {
-    gloo_timers::future::TimeoutFuture::new(SETTLE_MS).await;
-}
-
 /// `[12] <button> Submit`: how an element is named in summaries.
-fn describe(index: u32, el: &Element) -> String {
+pub fn describe(index: u32, el: &Element) -> String {
     let tag = el.local_name();
     let field = matches!(tag.as_str(), "input" | "select" | "textarea");
     let own_text = || {
@@ -114,7 +469,7 @@ fn describe(index: u32, el: &Element) -> String {
 }
 
 /// The element, live and enabled.
-fn usable(index: u32) -> Result<Element, Fail> {
+pub fn usable(index: u32) -> Result<Element, Fail> {
     let el = registry::element(index)?;
     if dom::is_disabled(&el, &el.local_name()) {
         return Err(failed(&format!("{} is disabled", describe(index, &el))));
@@ -155,11 +510,11 @@ fn centre_in_view(el: &Element, window: &Window) -> (f64, f64) {
 
 /// The keys held during a click.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Keys {
-    alt: bool,
-    ctrl: bool,
-    meta: bool,
-    shift: bool,
+pub struct Keys {
+    pub alt: bool,
+    pub ctrl: bool,
+    pub meta: bool,
+    pub shift: bool,
 }
 
 impl Keys {
@@ -286,8 +641,15 @@ fn click_target(el: &Element, x: f64, y: f64) -> Element {
     hit
 }
 
-/// Clicks element `index` and says what happened.
-async fn click(index: u32, button: ClickButton, modifiers: &[Modifier]) -> Result<String, Fail> {
+/// Clicks element `index` (`count` 2: a double click) and says what
+/// happened.
+async fn click(
+    index: u32,
+    button: ClickButton,
+    modifiers: &[Modifier],
+    count: i32,
+    watch: &Watch,
+) -> Result<String, Fail> {
     let el = usable(index)?;
     let window = dom::window_of(&el).ok_or_else(|| failed("the element has no window"))?;
     let (x, y) = centre_in_view(&el, &window);
@@ -302,33 +664,35 @@ async fn click(index: u32, button: ClickButton, modifiers: &[Modifier]) -> Resul
     m.mouse(&target, "mouseenter", false, 0, 0, 0);
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);
-    m.pointer(&target, "pointerdown", true, code, mask);
-    let down = m.mouse(&target, "mousedown", true, code, mask, 1);
-    if down {
-        focus_from(&target, &el);
+    for detail in 1..=count {
+        m.pointer(&target, "pointerdown", true, code, mask);
+        let down = m.mouse(&target, "mousedown", true, code, mask, detail);
+        if down && detail == 1 {
+            focus_from(&target, &el);
+        }
+        if button == ClickButton::Right {
+            m.mouse(&target, "contextmenu", true, code, mask, 0);
+        }
+        m.pointer(&target, "pointerup", true, code, 0);
+        m.mouse(&target, "mouseup", true, code, 0, detail);
+        // The click itself, dispatched with its coordinates and keys; the
+        // browser runs its activation behaviour (links, submit buttons,
+        // checkboxes, labels) as for `HTMLElement.click()`.
+        let kind = if button == ClickButton::Left { "click" } else { "auxclick" };
+        m.mouse(&target, kind, true, code, 0, detail);
     }
-    if button == ClickButton::Right {
-        m.mouse(&target, "contextmenu", true, code, mask, 0);
+    if count == 2 && button == ClickButton::Left {
+        m.mouse(&target, "dblclick", true, code, 0, 2);
     }
-    m.pointer(&target, "pointerup", true, code, 0);
-    m.mouse(&target, "mouseup", true, code, 0, 1);
-    // The click itself, dispatched with its coordinates and keys; the
-    // browser runs its activation behaviour (links, submit buttons,
-    // checkboxes, labels) as for `HTMLElement.click()`.
-    let kind = if button == ClickButton::Left {
-        "click"
-    } else {
-        "auxclick"
-    };
-    m.mouse(&target, kind, true, code, 0, 1);
 
-    let what = match button {
-        ClickButton::Left => "clicked",
-        ClickButton::Middle => "middle-clicked",
-        ClickButton::Right => "right-clicked",
+    let what = match (button, count) {
+        (ClickButton::Left, 2) => "double-clicked",
+        (ClickButton::Left, _) => "clicked",
+        (ClickButton::Middle, _) => "middle-clicked",
+        (ClickButton::Right, _) => "right-clicked",
     };
     let mut summary = format!("{what} {}", describe(index, &el));
-    settle().await;
+    watch.settle().await;
     if el.local_name() == "input" && el.is_connected() {
         let input = el.unchecked_ref::<HtmlInputElement>();
         if matches!(input.type_().as_str(), "checkbox" | "radio") {
@@ -359,7 +723,7 @@ fn focus_from(target: &Element, el: &Element) {
 }
 
 /// Calls the prototype's own `value` setter of the element's realm.
-fn set_native_value(el: &Element, class: &str, value: &str) -> Result<(), JsValue> {
+pub fn set_native_value(el: &Element, class: &str, value: &str) -> Result<(), JsValue> {
     let realm: JsValue = match dom::window_of(el) {
         Some(w) => w.into(),
         None => js_sys::global().into(),
@@ -383,7 +747,7 @@ fn set_native_value(el: &Element, class: &str, value: &str) -> Result<(), JsValu
 }
 
 /// Fires `input` (as typed text) and `change`.
-fn fire_input_and_change(el: &Element, data: &str, with_change: bool) {
+pub fn fire_input_and_change(el: &Element, data: &str, with_change: bool) {
     let init = InputEventInit::new();
     init.set_bubbles(true);
     init.set_composed(true);
@@ -401,25 +765,47 @@ fn fire_input_and_change(el: &Element, data: &str, with_change: bool) {
     }
 }
 
-/// Fills element `index` with `value` and reads it back.
-async fn fill(index: u32, value: &str, before: String) -> Result<Effect, Fail> {
+/// Fires `change`, as leaving a field that changed does.
+pub fn fire_change(el: &Element) -> Result<bool, JsValue> {
+    let init = EventInit::new();
+    init.set_bubbles(true);
+    let e = Event::new_with_event_init_dict("change", &init)?;
+    el.dispatch_event(&e)
+}
+
+/// Input types whose value is not free text but a browser-checked format.
+fn formatted_input(kind: &str) -> bool {
+    matches!(
+        kind,
+        "date" | "time" | "datetime-local" | "month" | "week" | "number" | "range" | "color"
+    )
+}
+
+/// Fills element `index` with `value` and reads it back; a value that did
+/// not stick is an error.
+async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
     let el = usable(index)?;
     let tag = el.local_name();
     let who = describe(index, &el);
     let mut secret = false;
+    let mut formatted = false;
     match tag.as_str() {
         "input" => {
             let input = el.unchecked_ref::<HtmlInputElement>();
             let kind = input.type_().to_ascii_lowercase();
             if !text::is_text_input(&kind) {
-                return Err(failed(&format!(
-                    "{who} is a {kind} input: click it instead of filling it"
-                )));
+                let hint = if kind == "file" {
+                    "use upload_file"
+                } else {
+                    "click it instead of filling it"
+                };
+                return Err(failed(&format!("{who} is a {kind} input: {hint}")));
             }
             if input.read_only() {
                 return Err(failed(&format!("{who} is read-only")));
             }
             secret = kind == "password";
+            formatted = formatted_input(&kind);
             let _ = input.focus();
             set_native_value(&el, "HTMLInputElement", value).map_err(|e| failed(&js_text(&e)))?;
             fire_input_and_change(&el, value, true);
@@ -434,11 +820,27 @@ async fn fill(index: u32, value: &str, before: String) -> Result<Effect, Fail> {
                 .map_err(|e| failed(&js_text(&e)))?;
             fire_input_and_change(&el, value, true);
         }
-        "select" => choose_option(&el, index, value)?,
+        "select" => {
+            return crate::selects::select_options(
+                index,
+                &el,
+                &[errand_protocol::OptionChoice::Text(value.to_owned())],
+            );
+        }
         _ if el.unchecked_ref::<HtmlElement>().is_content_editable() => {
+            // Select everything and insert: editors (and undo) see a
+            // person's edit, with `beforeinput` and `input`.
             let _ = el.unchecked_ref::<HtmlElement>().focus();
-            el.set_text_content(Some(value));
-            fire_input_and_change(&el, value, false);
+            keys::exec(&el, "selectAll", None);
+            if value.is_empty() {
+                keys::exec(&el, "delete", None);
+            } else {
+                keys::exec(&el, "insertText", Some(value));
+            }
+            if collapse(&el.text_content().unwrap_or_default()) != collapse(value) {
+                el.set_text_content(Some(value));
+                fire_input_and_change(&el, value, false);
+            }
         }
         _ => {
             return Err(failed(&format!(
@@ -446,12 +848,9 @@ async fn fill(index: u32, value: &str, before: String) -> Result<Effect, Fail> {
             )));
         }
     }
-    settle().await;
+    watch.settle().await;
     let now = read_value(&el, &tag);
-    let matches = if tag == "select" {
-        now.trim().eq_ignore_ascii_case(value.trim())
-            || el.unchecked_ref::<HtmlSelectElement>().value() == value
-    } else if tag == "input" || tag == "textarea" {
+    let matches = if tag == "input" || tag == "textarea" {
         now == value
     } else {
         collapse(&now) == collapse(value)
@@ -459,6 +858,11 @@ async fn fill(index: u32, value: &str, before: String) -> Result<Effect, Fail> {
     if !matches {
         return Err(failed(&if secret {
             format!("{who} did not keep the password typed into it")
+        } else if formatted && now.is_empty() {
+            format!(
+                "{who} refused \"{}\": the browser wants its own format (dates 2024-05-31, times 13:45, colours #ff8800, numbers within the field's range and step)",
+                truncate(value, 60)
+            )
         } else {
             format!(
                 "{who} holds \"{}\" after filling, not \"{}\"",
@@ -467,22 +871,21 @@ async fn fill(index: u32, value: &str, before: String) -> Result<Effect, Fail> {
             )
         }));
     }
-    let url = current_url();
     let summary = if secret {
         format!("filled {who} with a password")
+    } else if value.is_empty() {
+        format!("cleared {who}")
     } else {
         format!("filled {who} with \"{}\"", truncate(value, 60))
     };
-    Ok(Effect {
+    Ok(Done {
         summary,
-        url_changed: url != before,
-        url,
         value: (!secret).then_some(now),
     })
 }
 
 /// What a field holds now (a select: its chosen option's text).
-fn read_value(el: &Element, tag: &str) -> String {
+pub fn read_value(el: &Element, tag: &str) -> String {
     match tag {
         "input" => el.unchecked_ref::<HtmlInputElement>().value(),
         "textarea" => el.unchecked_ref::<HtmlTextAreaElement>().value(),
@@ -500,41 +903,6 @@ fn read_value(el: &Element, tag: &str) -> String {
         }
         _ => el.text_content().unwrap_or_default(),
     }
-}
-
-/// Chooses the option of a `<select>` whose text (or value) is `wanted`.
-fn choose_option(el: &Element, index: u32, wanted: &str) -> Result<(), Fail> {
-    let select = el.unchecked_ref::<HtmlSelectElement>();
-    let wanted_text = collapse(wanted);
-    let options: Vec<(String, String)> = (0..select.length())
-        .filter_map(|i| select.item(i))
-        .map(|o| {
-            let o = o.unchecked_into::<HtmlOptionElement>();
-            (collapse(&o.text()), o.value())
-        })
-        .collect();
-    let found = options
-        .iter()
-        .position(|(t, _)| *t == wanted_text)
-        .or_else(|| {
-            options
-                .iter()
-                .position(|(t, _)| t.eq_ignore_ascii_case(&wanted_text))
-        })
-        .or_else(|| options.iter().position(|(_, v)| v == wanted));
-    let Some(i) = found else {
-        let shown: Vec<String> = text::options_shown(options.into_iter().map(|(t, _)| t));
-        return Err(failed(&format!(
-            "{} has no option \"{}\"; its options begin {}",
-            describe(index, el),
-            truncate(wanted, 60),
-            shown.join("|")
-        )));
-    };
-    let _ = select.focus();
-    select.set_selected_index(i as i32);
-    fire_input_and_change(el, wanted, true);
-    Ok(())
 }
 
 /// Scrolls the window, or the scrollable box that holds element `index`.

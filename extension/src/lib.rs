@@ -20,11 +20,15 @@ use wasm_bindgen::prelude::*;
 
 pub mod act;
 pub mod dom;
+pub mod dropdown;
+pub mod keys;
 pub mod marks;
 pub mod messages;
 pub mod observe;
 pub mod registry;
+pub mod selects;
 pub mod text;
+pub mod watch;
 
 /// Why a command failed: the error code and a sentence for the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +59,10 @@ async fn answer(message: &str) -> Envelope {
         Ok(r) => r,
         Err(reply) => return *reply,
     };
+    if !matches!(request.command, PageCommand::Cleanup {}) {
+        // Selects as visible dropdowns, in documents not yet set up.
+        dropdown::enable();
+    }
     let body = match request.command {
         PageCommand::Observe { marks } => match observe::observe(marks) {
             Ok(o) => Body::Observation(o),
@@ -67,8 +75,13 @@ async fn answer(message: &str) -> Envelope {
             Ok(effect) => Body::ActionDone { effect },
             Err(Fail { code, message }) => Body::Error { code, message },
         },
+        PageCommand::SetFiles { index, files } => match act::upload(index, files).await {
+            Ok(effect) => Body::ActionDone { effect },
+            Err(Fail { code, message }) => Body::Error { code, message },
+        },
         PageCommand::Cleanup {} => {
             marks::clear();
+            dropdown::disable();
             Body::Ack {}
         }
     };

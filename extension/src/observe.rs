@@ -493,7 +493,8 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     {
         return true;
     }
-    el.has_attribute("onclick")
+    // Items of drag-and-drop lists (`drag_and_drop` needs their numbers).
+    el.has_attribute("onclick") || el.get_attribute("draggable").as_deref() == Some("true")
 }
 
 /// The overlap of two rectangles, if they overlap.

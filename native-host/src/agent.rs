@@ -1,6 +1,7 @@
 //! The agent loop: observe the page, ask the model, run its actions, record
 //! the step, until `done`, a stop, too many failures or the step limit.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use errand_protocol::{Action, ActionRecord, Build, Observation, Outcome, StepReport, TaskEvent};
@@ -14,8 +15,9 @@ use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
 use crate::store::{ModelCallRow, StepRow};
 
-/// The most actions run in one step; later ones are ignored.
-pub const MAX_ACTIONS_PER_STEP: usize = 5;
+/// The most actions run in one step; later ones are ignored. Ten: a whole
+/// form filled from one answer.
+pub const MAX_ACTIONS_PER_STEP: usize = 10;
 /// Steps failing in a row that end the task.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// Past tasks recalled at the start of a task.
@@ -43,6 +45,7 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
         spec: &spec,
         stop: &stop,
         progress: std::sync::Mutex::new(Progress::default()),
+        tab: AtomicI64::new(0),
     };
     let outcome = tokio::select! {
         biased;
@@ -62,6 +65,8 @@ struct Agent<'a> {
     spec: &'a TaskSpec,
     stop: &'a Stopper,
     progress: std::sync::Mutex<Progress>,
+    /// The tab the agent works in (tab actions change it).
+    tab: AtomicI64,
 }
 
 /// What the agent tracks across steps besides the history.
@@ -297,11 +302,13 @@ impl Agent<'_> {
 
         let mut history: Vec<PastStep> = Vec::new();
         let mut failures = 0;
+        self.tab.store(tab_id, Ordering::SeqCst);
         for step in 1..=self.spec.max_steps {
             if let Some(why) = self.progress().budget.exceeded() {
                 return Outcome::Failed { error: why };
             }
             self.progress().step = step;
+            let tab_id = self.tab.load(Ordering::SeqCst);
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
                 None => self.host.observe(tab_id, false).await,
@@ -614,10 +621,16 @@ impl Agent<'_> {
                 *finish = Some(Outcome::Done { answer: reason.clone(), success: false });
                 (true, "reported the task infeasible".to_owned(), true)
             }
-            Action::NewTab { .. }
-            | Action::SwitchTab { .. }
-            | Action::CloseTab { .. }
-            | Action::SendMessage { .. } => {
+            Action::NewTab { .. } | Action::SwitchTab { .. } | Action::CloseTab { .. } => {
+                match crate::browser_actions::run(self.host, tab_id, action).await {
+                    Some(o) => {
+                        self.tab.store(o.tab_id, Ordering::SeqCst);
+                        (o.ok, o.detail, true)
+                    }
+                    None => (false, format!("`{}` is not a tab action", action.name()), true),
+                }
+            }
+            Action::SendMessage { .. } => {
                 (false, format!("`{}` is not available yet", action.name()), true)
             }
             Action::AskUser { question } => {
@@ -651,14 +664,12 @@ impl Agent<'_> {
                     Ok(s) => s,
                     Err(e) => return (false, e.to_string(), true),
                 };
-                match self.host.act(tab_id, to_send).await {
+                match crate::browser_actions::act(self.host, tab_id, &to_send).await {
+                    // Later actions of the answer were planned on the page as
+                    // it was: stop when it changed in a way the model could
+                    // not see.
                     Ok(effect) => {
-                        let detail = if effect.summary.is_empty() {
-                            "done".to_owned()
-                        } else {
-                            crate::secrets::scrub(&effect.summary, &used)
-                        };
-                        (true, detail, effect.url_changed)
+                        (true, crate::secrets::scrub(&effect.detail(), &used), effect.unforeseen())
                     }
                     Err(e) => (false, crate::secrets::scrub(&e.to_string(), &used), true),
                 }

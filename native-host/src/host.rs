@@ -395,6 +395,7 @@ impl Host {
                     PageCommand::Observe { .. } => "observe".to_owned(),
                     PageCommand::Act { action } => format!("act: {}", action.name()),
                     PageCommand::Cleanup {} => "cleanup".to_owned(),
+                    PageCommand::SetFiles { .. } => "set_files".to_owned(),
                 };
                 (
                     format!("the page in tab {tab_id} (`{op}`)"),
@@ -610,11 +611,11 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-fn unexpected(request: &str, got: &Body) -> RequestError {
+pub(crate) fn unexpected(request: &str, got: &Body) -> RequestError {
     RequestError::Unexpected { request: request.to_owned(), got: kind_of(got) }
 }
 
-fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {
+pub(crate) fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {
     match body {
         Body::TabReady { tab_id, url, title } => Ok(TabInfo { tab_id, url, title }),
         other => Err(unexpected(request, &other)),

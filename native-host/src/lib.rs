@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod browser;
+pub mod browser_actions;
 pub mod budget;
 pub mod cli;
 pub mod commands;

@@ -11,7 +11,7 @@ use errand_protocol::Action;
 use serde_json::{Map, Value};
 
 /// The action names the model may use, for error messages.
-pub const ACTION_NAMES: &str = "click, fill, scroll, goto, go_back, wait, ask_user, done";
+pub const ACTION_NAMES: &str = "click, dblclick, hover, fill, type, clear, select_option, check, uncheck, press, focus, scroll, drag_and_drop, upload_file, extract, goto, go_back, go_forward, new_tab, switch_tab, close_tab, wait, ask_user, done, report_infeasible";
 
 /// A parsed answer.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -388,7 +388,7 @@ mod tests {
         let err =
             parse_answer(r#"{"actions": [{"type_text": {"index": 2, "text": "x"}}]}"#).unwrap_err();
         assert_eq!(err, ParseError::UnknownAction { position: 1, name: "type_text".into() });
-        assert!(err.to_string().contains("click, fill"), "{err}");
+        assert!(err.to_string().contains("click, dblclick"), "{err}");
 
         let err = parse_answer(
             r#"{"actions": [{"click": {"index": 1}, "fill": {"index": 2, "text": "x"}}]}"#,

@@ -170,8 +170,11 @@ fn extension_reply(body: &Body) -> Option<Body> {
                 url: "http://form.test/".into(),
                 url_changed: false,
                 value: None,
+                ..Default::default()
             },
         }),
+        // A click is watched for a tab it opens.
+        Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
         other => panic!("unexpected request from the host: {other:?}"),
     }
 }

@@ -270,6 +270,15 @@ pub enum Body {
     Navigate { tab_id: i64, url: String },
     /// A tab, loaded.
     TabReady { tab_id: i64, url: String, title: String },
+    /// Make a tab the active one of its window (and focus the window);
+    /// answered with `tab_ready`.
+    ActivateTab { tab_id: i64 },
+    /// Close a tab; answered with `ack`.
+    CloseTab { tab_id: i64 },
+    /// List the open tabs; answered with `tabs`.
+    ListTabs {},
+    /// Reply to `list_tabs`.
+    Tabs { tabs: Vec<TabSummary> },
     /// Capture the visible part of a tab as a JPEG data URL.
     Capture { tab_id: i64 },
     /// Reply to `capture`.
@@ -291,6 +300,17 @@ pub enum Body {
     Error { code: ErrorCode, message: String },
 }
 
+/// One open tab, as `list_tabs` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TabSummary {
+    pub tab_id: i64,
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub active: bool,
+}
+
 /// What the host asks a content script to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -304,6 +324,18 @@ pub enum PageCommand {
     Act { action: Action },
     /// Remove everything Errand added to the page.
     Cleanup {},
+    /// Put files into the file input numbered `index` (the host's half of
+    /// `upload_file`: it read them from the folder the user allowed).
+    SetFiles { index: u32, files: Vec<FilePayload> },
+}
+
+/// A file for a file input: its name, MIME type and bytes in base64.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilePayload {
+    pub name: String,
+    #[serde(default)]
+    pub mime: String,
+    pub base64: String,
 }
 
 /// What an action did, as the page saw it afterwards.
@@ -319,6 +351,51 @@ pub struct Effect {
     /// For fills and selects: the value read back from the element.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// Whether the page changed beyond the acted element (elements added
+    /// or removed, the URL, a new tab).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub page_changed: bool,
+    /// What appeared: short descriptions of visible elements added by the
+    /// action (menus, suggestions, dialogs, messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub appeared: Vec<String>,
+    /// Fields that are invalid after the action (`aria-invalid="true"` or a
+    /// browser validation message), with the message when there is one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
+    /// A tab the action opened (its id), when the browser reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_tab: Option<i64>,
+}
+
+impl Effect {
+    /// Whether the page changed in a way the model could not have foreseen
+    /// when it planned the next actions of its answer: the URL changed, a
+    /// tab opened, or new content appeared. The host stops a multi-action
+    /// answer there.
+    pub fn unforeseen(&self) -> bool {
+        self.url_changed || self.new_tab.is_some() || !self.appeared.is_empty()
+    }
+
+    /// The summary with the facts behind it, in one paragraph for the model.
+    pub fn detail(&self) -> String {
+        let mut s = if self.summary.is_empty() { "done".to_owned() } else { self.summary.clone() };
+        if self.url_changed {
+            s.push_str(&format!("; the URL is now {}", self.url));
+        }
+        if let Some(t) = self.new_tab {
+            s.push_str(&format!("; a new tab opened (tab {t})"));
+        }
+        if !self.appeared.is_empty() {
+            s.push_str("; appeared: ");
+            s.push_str(&self.appeared.join(" | "));
+        }
+        if !self.invalid.is_empty() {
+            s.push_str("; invalid: ");
+            s.push_str(&self.invalid.join(" | "));
+        }
+        s
+    }
 }
 
 /// A task's progress, as the side panel and the terminal show it.

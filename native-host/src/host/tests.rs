@@ -126,6 +126,7 @@ impl FakeExtension {
                         url: "https://active.test/".into(),
                         title: "Active".into(),
                     }),
+                    Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
                     Body::Page { command: PageCommand::Observe { .. }, .. } => {
                         Some(Body::Observation(observation("https://form.test/")))
                     }
@@ -308,7 +309,9 @@ async fn runs_a_task_to_done_and_records_it() {
 
     // Requests, in order.
     let reqs: Vec<String> = ext.requests.try_iter().map(|b| kind_of(&b)).collect();
-    assert_eq!(reqs, ["open_tab", "page", "page", "page"]);
+    // A click is watched for a tab it opens: the tab list before, and
+    // twice after (a new tab may still be starting).
+    assert_eq!(reqs, ["open_tab", "page", "list_tabs", "page", "list_tabs", "list_tabs", "page"]);
 
     // The second prompt recalls the first step.
     let seen = lock(&model.seen);

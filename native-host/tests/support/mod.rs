@@ -185,9 +185,11 @@ impl HostProc {
                         url: "http://form.test/".into(),
                         url_changed: false,
                         value: None,
+                        ..Default::default()
                     },
                 })
             }
+            Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
             Body::Ack {} | Body::TaskAccepted { .. } => None,
             other => panic!("unexpected request from the host: {other:?}"),
         }

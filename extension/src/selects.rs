@@ -1,0 +1,182 @@
+//! Selects: choosing options of a `<select>` (single or `multiple`) or an
+//! ARIA listbox by label, value or position.
+//!
+//! The real `<select>` is the source of truth: choosing sets its options'
+//! `selected` state and fires `input` and `change`, as a person's choice
+//! does; the value is read back afterwards and a mismatch is an error.
+
+use errand_protocol::OptionChoice;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlElement, HtmlOptionElement, HtmlSelectElement};
+
+use crate::Fail;
+use crate::act::{Done, describe, failed, fire_change, read_value};
+use crate::text::{self, collapse, truncate};
+
+/// One option as the model sees it.
+struct Opt {
+    label: String,
+    value: String,
+    disabled: bool,
+}
+
+/// Which option a choice names: exact label, label ignoring case, value,
+/// then position (0-based).
+fn find(options: &[Opt], choice: &OptionChoice) -> Option<usize> {
+    match choice {
+        OptionChoice::Position(i) => ((*i as usize) < options.len()).then_some(*i as usize),
+        OptionChoice::Text(t) => {
+            let want = collapse(t);
+            options
+                .iter()
+                .position(|o| o.label == want)
+                .or_else(|| options.iter().position(|o| o.label.eq_ignore_ascii_case(&want)))
+                .or_else(|| options.iter().position(|o| o.value == *t))
+                .or_else(|| {
+                    // A number written as text: a position.
+                    want.parse::<usize>().ok().filter(|i| *i < options.len())
+                })
+        }
+    }
+}
+
+fn choice_text(c: &OptionChoice) -> String {
+    match c {
+        OptionChoice::Position(i) => format!("#{i}"),
+        OptionChoice::Text(t) => format!("\"{}\"", truncate(t, 60)),
+    }
+}
+
+/// Chooses `choices` in element `index`: a `<select>`, or an ARIA listbox
+/// (its options are clicked).
+pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Result<Done, Fail> {
+    let who = describe(index, el);
+    if choices.is_empty() {
+        return Err(failed("select_option needs at least one option"));
+    }
+    if el.local_name() != "select" {
+        return aria_select(index, el, choices);
+    }
+    let select: &HtmlSelectElement = el.unchecked_ref();
+    let items: Vec<HtmlOptionElement> = (0..select.length())
+        .filter_map(|i| select.item(i))
+        .map(|o| o.unchecked_into())
+        .collect();
+    let options: Vec<Opt> = items
+        .iter()
+        .map(|o| Opt {
+            label: collapse(&o.text()),
+            value: o.value(),
+            disabled: o.disabled()
+                || o.parent_element()
+                    .is_some_and(|p| p.local_name() == "optgroup" && p.has_attribute("disabled")),
+        })
+        .collect();
+    let multiple = select.multiple();
+    if !multiple && choices.len() > 1 {
+        return Err(failed(&format!(
+            "{who} takes one option, not {}",
+            choices.len()
+        )));
+    }
+    let mut picked = Vec::new();
+    for c in choices {
+        let Some(i) = find(&options, c) else {
+            let shown = text::options_shown(options.iter().map(|o| o.label.clone()));
+            return Err(failed(&format!(
+                "{who} has no option {}; its options: {}",
+                choice_text(c),
+                shown.join("|")
+            )));
+        };
+        if options[i].disabled {
+            return Err(failed(&format!(
+                "option \"{}\" of {who} is disabled",
+                options[i].label
+            )));
+        }
+        picked.push(i);
+    }
+    let _ = select.focus();
+    for (i, o) in items.iter().enumerate() {
+        let on = picked.contains(&i);
+        if multiple || on {
+            o.set_selected(on);
+        }
+    }
+    crate::act::fire_input_and_change(el, "", false);
+    let _ = fire_change(el);
+    let labels: Vec<String> = picked.iter().map(|i| options[*i].label.clone()).collect();
+    // Read back: what the select holds now.
+    let now: Vec<String> = items
+        .iter()
+        .filter(|o| o.selected())
+        .map(|o| collapse(&o.text()))
+        .collect();
+    if now != labels {
+        return Err(failed(&format!(
+            "{who} holds \"{}\" after choosing, not \"{}\"",
+            now.join(", "),
+            labels.join(", ")
+        )));
+    }
+    crate::dropdown::refresh(el);
+    Ok(Done {
+        summary: format!("chose \"{}\" in {who}", labels.join("\", \"")),
+        value: Some(now.join(", ")),
+    })
+}
+
+/// Chooses options of an ARIA listbox (or combobox whose listbox is open)
+/// by clicking them.
+fn aria_select(index: u32, el: &Element, choices: &[OptionChoice]) -> Result<Done, Fail> {
+    let who = describe(index, el);
+    let listbox = if el.get_attribute("role").as_deref() == Some("listbox") {
+        Some(el.clone())
+    } else {
+        el.get_attribute("aria-controls")
+            .or_else(|| el.get_attribute("aria-owns"))
+            .and_then(|id| el.owner_document()?.get_element_by_id(&id))
+    };
+    let Some(listbox) = listbox else {
+        return Err(failed(&format!(
+            "{who} is not a select or listbox: click it to open its options, then click one"
+        )));
+    };
+    let list = listbox
+        .query_selector_all("[role=option]")
+        .map_err(|_| failed("cannot read the options"))?;
+    let items: Vec<Element> = (0..list.length())
+        .filter_map(|i| list.item(i))
+        .map(|n| n.unchecked_into())
+        .collect();
+    let options: Vec<Opt> = items
+        .iter()
+        .map(|o| Opt {
+            label: collapse(&o.text_content().unwrap_or_default()),
+            value: o.get_attribute("data-value").unwrap_or_default(),
+            disabled: o.get_attribute("aria-disabled").as_deref() == Some("true"),
+        })
+        .collect();
+    let mut labels = Vec::new();
+    for c in choices {
+        let Some(i) = find(&options, c) else {
+            let shown = text::options_shown(options.iter().map(|o| o.label.clone()));
+            return Err(failed(&format!(
+                "{who} has no option {}; its options: {}",
+                choice_text(c),
+                shown.join("|")
+            )));
+        };
+        if options[i].disabled {
+            return Err(failed(&format!("option \"{}\" is disabled", options[i].label)));
+        }
+        items[i].unchecked_ref::<HtmlElement>().click();
+        labels.push(options[i].label.clone());
+    }
+    let value = read_value(el, &el.local_name());
+    Ok(Done {
+        summary: format!("chose \"{}\" in {who}", labels.join("\", \"")),
+        value: Some(collapse(&value)),
+    })
+}

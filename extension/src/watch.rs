@@ -1,0 +1,386 @@
+//! Watching what an action does: a `MutationObserver` on the page, started
+//! before the action and read after it.
+//!
+//! Actions wait for the page to settle by watching it, never by a fixed
+//! sleep: after the action the watch waits until no mutation has come for
+//! [`QUIET_MS`] (at least [`MIN_MS`], at most [`MAX_MS`]), or until the
+//! document starts unloading. Then it reports what changed: the visible
+//! elements that appeared (menus, suggestions, dialogs, messages), and the
+//! fields that are now invalid.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, MutationObserver, MutationObserverInit, MutationRecord, Node};
+
+use crate::dom::{self, attr};
+use crate::text::{collapse, truncate};
+
+/// The shortest wait after an action (two frames: handlers, re-renders).
+pub const MIN_MS: f64 = 30.0;
+/// How long the page must stay still to count as settled.
+pub const QUIET_MS: f64 = 60.0;
+/// The longest wait for the page to settle.
+pub const MAX_MS: f64 = 3000.0;
+/// How long `type` waits for an autocomplete's debounce.
+pub const TYPE_QUIET_MS: f64 = 400.0;
+/// How often the watch looks.
+const POLL_MS: u32 = 10;
+/// The most appeared elements reported.
+const MAX_APPEARED: usize = 8;
+
+#[derive(Default)]
+struct Seen {
+    /// Elements added (top-level of each addition).
+    added: Vec<Element>,
+    /// Elements removed.
+    removed: u32,
+    /// Mutations seen.
+    count: u32,
+    /// When the last one came (`performance.now()`).
+    last: f64,
+}
+
+/// Notes a batch of mutation records.
+fn record(s: &mut Seen, records: &Array) {
+    s.last = now();
+    for r in records.iter() {
+        let r: MutationRecord = r.unchecked_into();
+        s.count += 1;
+        if r.type_() != "childList" {
+            continue;
+        }
+        let added = r.added_nodes();
+        for i in 0..added.length() {
+            if let Some(n) = added.item(i) {
+                if n.node_type() == Node::ELEMENT_NODE && s.added.len() < 200 {
+                    s.added.push(n.unchecked_into());
+                }
+            }
+        }
+        let removed = r.removed_nodes();
+        for i in 0..removed.length() {
+            if removed.item(i).is_some_and(|n| n.node_type() == Node::ELEMENT_NODE) {
+                s.removed += 1;
+            }
+        }
+    }
+}
+
+/// A running watch; stops observing on drop.
+pub struct Watch {
+    observer: MutationObserver,
+    seen: Rc<RefCell<Seen>>,
+    _callback: Closure<dyn FnMut(Array, MutationObserver)>,
+    /// Hidden elements near the acted one (menus, popups that CSS shows).
+    hidden: Vec<Element>,
+    started: f64,
+    /// When the last `settle` ended (0: never).
+    settled_at: std::cell::Cell<f64>,
+    url: String,
+}
+
+/// What changed while watching.
+#[derive(Debug, Default, Clone)]
+pub struct Changes {
+    pub url: String,
+    pub url_changed: bool,
+    /// Elements added or removed.
+    pub dom_changed: bool,
+    pub appeared: Vec<String>,
+    pub invalid: Vec<String>,
+}
+
+fn now() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or(0.0, |p| p.now())
+}
+
+/// The top window's URL.
+pub fn current_url() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().href().ok())
+        .unwrap_or_default()
+}
+
+impl Watch {
+    /// Starts watching the whole document (and `extra`'s root, when the
+    /// acted element lives in a shadow root or an iframe).
+    pub fn start(extra: Option<&Element>) -> Watch {
+        let seen = Rc::new(RefCell::new(Seen {
+            last: now(),
+            ..Seen::default()
+        }));
+        let sink = seen.clone();
+        let callback = Closure::<dyn FnMut(Array, MutationObserver)>::new(
+            move |records: Array, _: MutationObserver| record(&mut sink.borrow_mut(), &records),
+        );
+        let observer = MutationObserver::new(callback.as_ref().unchecked_ref())
+            .expect("MutationObserver exists");
+        let init = MutationObserverInit::new();
+        init.set_child_list(true);
+        init.set_subtree(true);
+        init.set_attributes(true);
+        init.set_character_data(true);
+        if let Some(root) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element())
+        {
+            let _ = observer.observe_with_options(&root, &init);
+        }
+        if let Some(el) = extra {
+            let root = el.get_root_node();
+            let top = web_sys::window().and_then(|w| w.document());
+            let is_top = top.is_some_and(|d| {
+                let d: &Node = d.as_ref();
+                *d == root
+            });
+            if !is_top {
+                let _ = observer.observe_with_options(&root, &init);
+            }
+        }
+        Watch {
+            observer,
+            seen,
+            _callback: callback,
+            hidden: extra.map(hidden_near).unwrap_or_default(),
+            started: now(),
+            settled_at: std::cell::Cell::new(0.0),
+            url: current_url(),
+        }
+    }
+
+    /// Waits until the page is still (see the module's doc).
+    pub async fn settle(&self) {
+        // Settled already, and nothing moved since: no need to wait again.
+        let pending = self.observer.take_records();
+        if pending.length() > 0 {
+            record(&mut self.seen.borrow_mut(), &pending);
+        }
+        let at = self.settled_at.get();
+        if at > 0.0 && self.seen.borrow().last <= at && current_url() == self.url {
+            return;
+        }
+        self.wait_still().await;
+        self.settled_at.set(now());
+    }
+
+    /// Waits until the page has been still for `quiet_ms`, even when
+    /// nothing has moved yet: after typing, autocompletes answer after a
+    /// debounce timer, which no mutation announces.
+    pub async fn settle_for(&self, quiet_ms: f64) {
+        let begin = now();
+        self.seen.borrow_mut().last = begin;
+        loop {
+            gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
+            let pending = self.observer.take_records();
+            if pending.length() > 0 {
+                record(&mut self.seen.borrow_mut(), &pending);
+            }
+            let t = now();
+            let last = self.seen.borrow().last;
+            // Something appeared: then the usual quiet window is enough.
+            let quiet = if last > begin { QUIET_MS } else { quiet_ms };
+            if t - last >= quiet || t - begin >= MAX_MS {
+                break;
+            }
+        }
+        self.settled_at.set(now());
+    }
+
+    async fn wait_still(&self) {
+        let begin = now();
+        loop {
+            gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
+            // Deliver pending records now rather than after this task.
+            let pending = self.observer.take_records();
+            if pending.length() > 0 {
+                record(&mut self.seen.borrow_mut(), &pending);
+            }
+            let t = now();
+            let (count, last) = {
+                let s = self.seen.borrow();
+                (s.count, s.last)
+            };
+            let quiet = if count == 0 { 0.0 } else { QUIET_MS };
+            if t - begin >= MIN_MS && t - last >= quiet {
+                return;
+            }
+            if t - self.started >= MAX_MS {
+                return;
+            }
+        }
+    }
+
+    /// Stops watching and tells what changed; `acted` is the element the
+    /// action targeted (its own changes are not news).
+    pub fn finish(self, acted: Option<&Element>) -> Changes {
+        self.observer.disconnect();
+        let url = current_url();
+        let seen = self.seen.borrow();
+        let mut appeared = Vec::new();
+        let mut tops: Vec<&Element> = Vec::new();
+        let shown = self.hidden.iter().filter(|e| e.is_connected() && shown(e));
+        for el in seen.added.iter().chain(shown) {
+            if !el.is_connected() || crate::marks::current().is_some_and(|m| m == *el) {
+                continue;
+            }
+            if acted.is_some_and(|a| a == el || a.contains(Some(el))) {
+                continue;
+            }
+            if tops.iter().any(|t| t.contains(Some(el))) {
+                continue;
+            }
+            tops.retain(|t| !el.contains(Some(t)));
+            tops.push(el);
+        }
+        for el in tops {
+            if appeared.len() >= MAX_APPEARED {
+                break;
+            }
+            if let Some(d) = describe_new(el) {
+                if !appeared.contains(&d) {
+                    appeared.push(d);
+                }
+            }
+        }
+        Changes {
+            url_changed: url != self.url,
+            url,
+            dom_changed: !seen.added.is_empty() || seen.removed > 0,
+            appeared,
+            invalid: invalid_fields(acted),
+        }
+    }
+}
+
+/// `Element.checkVisibility()`: rendered, not `display: none`,
+/// `visibility: hidden` or `content-visibility: hidden`.
+fn shown(el: &Element) -> bool {
+    let opts = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&opts, &"visibilityProperty".into(), &true.into());
+    js_sys::Reflect::get(el, &"checkVisibility".into())
+        .ok()
+        .filter(|f| f.is_function())
+        .and_then(|f| f.unchecked_into::<js_sys::Function>().call1(el, &opts).ok())
+        .is_none_or(|v| v.is_truthy())
+}
+
+/// The hidden elements in the neighbourhood of `el` (under its third
+/// ancestor), at most 400 looked at: a hover or a click may show them.
+fn hidden_near(el: &Element) -> Vec<Element> {
+    let mut top = el.clone();
+    for _ in 0..3 {
+        match dom::flat_parent(&top) {
+            Some(p) if !matches!(p.local_name().as_str(), "body" | "html") => top = p,
+            _ => break,
+        }
+    }
+    let Ok(list) = top.query_selector_all("*") else {
+        return Vec::new();
+    };
+    (0..list.length().min(400))
+        .filter_map(|i| list.item(i))
+        .map(|n| n.unchecked_into::<Element>())
+        .filter(|e| !shown(e))
+        .collect()
+}
+
+/// Whether the element has a visible box.
+fn visible(el: &Element) -> bool {
+    let r = el.get_bounding_client_rect();
+    // Screen-reader-only boxes (1×1 px, clipped) are not news for the eye.
+    if r.width() <= 2.0 || r.height() <= 2.0 {
+        return false;
+    }
+    dom::window_of(el)
+        .and_then(|w| w.get_computed_style(el).ok().flatten())
+        .and_then(|s| s.get_property_value("visibility").ok())
+        .is_none_or(|v| v != "hidden")
+}
+
+/// A short description of a new element: `<ul role=listbox> Red | Green`.
+fn describe_new(el: &Element) -> Option<String> {
+    if !visible(el) {
+        return None;
+    }
+    let tag = el.local_name();
+    if matches!(tag.as_str(), "script" | "style" | "link" | "meta") {
+        return None;
+    }
+    let role = attr(el, "role").map(|r| format!(" role={r}")).unwrap_or_default();
+    let html: &web_sys::HtmlElement = el.unchecked_ref();
+    let text = collapse(&html.inner_text());
+    let text = if text.is_empty() {
+        attr(el, "aria-label").unwrap_or_default()
+    } else {
+        text
+    };
+    let shown = truncate(&text, 120);
+    Some(if shown.is_empty() {
+        format!("<{tag}{role}>")
+    } else {
+        format!("<{tag}{role}> {shown}")
+    })
+}
+
+/// Fields now marked invalid: `aria-invalid="true"` anywhere in the
+/// document, and the acted field's own validation message.
+fn invalid_fields(acted: Option<&Element>) -> Vec<String> {
+    let mut out = Vec::new();
+    let doc = web_sys::window().and_then(|w| w.document());
+    if let Some(list) = doc.and_then(|d| d.query_selector_all("[aria-invalid=true]").ok()) {
+        for i in 0..list.length().min(8) {
+            if let Some(el) = list.item(i) {
+                let el: Element = el.unchecked_into();
+                let name = dom::field_label(&el)
+                    .or_else(|| attr(&el, "aria-label"))
+                    .or_else(|| attr(&el, "name"))
+                    .or_else(|| attr(&el, "id"))
+                    .unwrap_or_else(|| el.local_name());
+                let msg = validation_message(&el)
+                    .or_else(|| described_by(&el))
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                out.push(format!("{}{msg}", truncate(&name, 40)));
+            }
+        }
+    }
+    if let Some(el) = acted {
+        if el.get_attribute("aria-invalid").as_deref() != Some("true") {
+            if let Some(m) = validation_message(el) {
+                let name = dom::field_label(el)
+                    .or_else(|| attr(el, "name"))
+                    .unwrap_or_else(|| el.local_name());
+                out.push(format!("{}: {m}", truncate(&name, 40)));
+            }
+        }
+    }
+    out
+}
+
+/// The browser's validation message of a form field, when it has one.
+fn validation_message(el: &Element) -> Option<String> {
+    js_sys::Reflect::get(el, &"validationMessage".into())
+        .ok()
+        .and_then(|v| v.as_string())
+        .filter(|m| !m.is_empty())
+}
+
+/// The text of the elements named by `aria-describedby` / `aria-errormessage`.
+fn described_by(el: &Element) -> Option<String> {
+    let doc = el.owner_document()?;
+    let ids = attr(el, "aria-errormessage").or_else(|| attr(el, "aria-describedby"))?;
+    let text: Vec<String> = ids
+        .split_whitespace()
+        .filter_map(|id| doc.get_element_by_id(id))
+        .filter_map(|e| e.text_content())
+        .map(|t| collapse(&t))
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!text.is_empty()).then(|| truncate(&text.join(" "), 100))
+}
