@@ -4,7 +4,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use errand_protocol::{Action, ActionRecord, Build, Observation, Outcome, StepReport, TaskEvent};
+use errand_protocol::{
+    Action, ActionRecord, Body, Build, Observation, Outcome, PageCommand, StepReport, TaskEvent,
+};
 
 use crate::budget::{Budget, Prices};
 use crate::dialect::Dialect;
@@ -56,9 +58,24 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
     if let Err(e) = host.store().finish_task(&spec.id, &outcome) {
         tracing::error!(task_id = %spec.id, "cannot record the task's end: {e}");
     }
+    // Undo what the content script added to the page (marks, dropdowns,
+    // their listeners) — briefly: a gone tab or browser must not hold up
+    // the end of the task.
+    let tab_id = agent.tab.load(Ordering::SeqCst);
+    if tab_id != 0 {
+        let cleanup = host.request(Body::Page { tab_id, command: PageCommand::Cleanup {} });
+        match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::debug!(task_id = %spec.id, "page cleanup failed: {e}"),
+            Err(_) => tracing::debug!(task_id = %spec.id, "page cleanup timed out"),
+        }
+    }
     host.task_ended(&spec.id);
     host.emit(&spec.id, TaskEvent::Finished { outcome }, Vec::new()).await;
 }
+
+/// How long the end of a task waits for the page to be cleaned up.
+const CLEANUP_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct Agent<'a> {
     host: &'a Host,

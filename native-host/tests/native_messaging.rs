@@ -175,6 +175,8 @@ fn extension_reply(body: &Body) -> Option<Body> {
         }),
         // A click is watched for a tab it opens.
         Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
+        // The end of a task cleans the page up.
+        Body::Page { tab_id: 42, command: PageCommand::Cleanup {} } => Some(Body::Ack {}),
         other => panic!("unexpected request from the host: {other:?}"),
     }
 }
@@ -494,6 +496,10 @@ fn stop_task_ends_a_slow_model_call_at_once() {
             }
             Body::TaskEvent { event: TaskEvent::Finished { outcome }, .. } => {
                 finished = Some(outcome)
+            }
+            // The end of the task cleans the page up.
+            body @ Body::Page { command: PageCommand::Cleanup {}, .. } => {
+                host.reply(env.id, extension_reply(&body).expect("an ack"))
             }
             other => panic!("unexpected {other:?}"),
         }

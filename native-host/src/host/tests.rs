@@ -127,6 +127,7 @@ impl FakeExtension {
                         title: "Active".into(),
                     }),
                     Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
+                    Body::Page { command: PageCommand::Cleanup {}, .. } => Some(Body::Ack {}),
                     Body::Page { command: PageCommand::Observe { .. }, .. } => {
                         Some(Body::Observation(observation("https://form.test/")))
                     }
@@ -311,7 +312,11 @@ async fn runs_a_task_to_done_and_records_it() {
     let reqs: Vec<String> = ext.requests.try_iter().map(|b| kind_of(&b)).collect();
     // A click is watched for a tab it opens: the tab list before, and
     // twice after (a new tab may still be starting).
-    assert_eq!(reqs, ["open_tab", "page", "list_tabs", "page", "list_tabs", "list_tabs", "page"]);
+    // Then the page is cleaned up.
+    assert_eq!(
+        reqs,
+        ["open_tab", "page", "list_tabs", "page", "list_tabs", "list_tabs", "page", "page"]
+    );
 
     // The second prompt recalls the first step.
     let seen = lock(&model.seen);
