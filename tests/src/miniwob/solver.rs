@@ -64,7 +64,9 @@ impl Solver {
         let Some(task) = task_name(&text) else {
             return finish(false, "the request does not name a MiniWoB page");
         };
-        let list = listing::parse(&text);
+        // The elements of the current page only: the prompt also quotes
+        // earlier steps and what worked before, with their old numbers.
+        let list = listing::parse(current_page(&text));
         match solve(task, &text, &list, call) {
             Ok(actions) if actions.is_empty() => finish(true, "Finished the task."),
             Ok(actions) => Reply::json(&json!({
@@ -85,6 +87,16 @@ fn finish(success: bool, text: &str) -> Reply {
         "next_goal": "finish",
         "actions": [{"done": {"text": text, "success": success}}],
     }))
+}
+
+/// The last fenced page of the prompt (Errand fences page content between
+/// `<<<UNTRUSTED_PAGE_CONTENT` and `UNTRUSTED_PAGE_CONTENT>>>`), else all of it.
+fn current_page(text: &str) -> &str {
+    const OPEN: &str = "<<<UNTRUSTED_PAGE_CONTENT";
+    const CLOSE: &str = "UNTRUSTED_PAGE_CONTENT>>>";
+    let Some(start) = text.rfind(OPEN) else { return text };
+    let body = &text[start + OPEN.len()..];
+    &body[..body.find(CLOSE).unwrap_or(body.len())]
 }
 
 /// `…/miniwob/click-button.html` in the request → `click-button`.
