@@ -13,11 +13,19 @@ use web_sys::{
 };
 
 use crate::dom::{self, attr};
-use crate::text::{self, Line, Seen};
+use crate::text::{self, Line, ScrollInfo, Seen};
 use crate::{marks, registry};
 
 /// Text collected per element before it is cut (in bytes of raw text).
 const TEXT_COLLECT_MAX: usize = 400;
+/// Context text collected per block before it is cut (in bytes).
+const CONTEXT_COLLECT_MAX: usize = 1200;
+
+thread_local! {
+    /// The numbers listed by the previous observation, to mark new ones.
+    static PREVIOUS: std::cell::RefCell<Option<std::collections::HashSet<u32>>> =
+        const { std::cell::RefCell::new(None) };
+}
 
 /// ARIA roles that make an element interactive.
 const INTERACTIVE_ROLES: &[&str] = &[
@@ -72,13 +80,6 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         .document_element()
         .ok_or("the document has no root element")?;
 
-    let mut walk = Walk {
-        lines: Vec::new(),
-        open: Vec::new(),
-        open_elements: 0,
-        origin,
-        overlay: marks::current(),
-    };
     let top = Frame {
         window: window.clone(),
         dx: 0.0,
@@ -92,7 +93,18 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         width: vw,
         height: vh,
     };
+    let mut walk = Walk::new(origin.clone(), false);
     walk.visit(&root, &top, Ctx::default());
+    walk.flush();
+    // A page that hides its whole background with `aria-hidden` (behind a
+    // dialog that a snapshot lost, say) still shows it to a person: when
+    // honouring `aria-hidden` leaves nothing usable in view, walk again
+    // without it; covered elements are still left out by the hit tests.
+    if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
+        walk = Walk::new(origin, true);
+        walk.visit(&root, &top, Ctx::default());
+        walk.flush();
+    }
 
     let viewport = Viewport {
         width: vw,
@@ -103,24 +115,50 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         page_height: f64::from(root.scroll_height()),
     };
     let title = document.title();
-    let text = text::render(&title, &url, &walk.lines, vw, vh);
-    let elements: Vec<_> = walk
+
+    // Mark what the previous observation did not list.
+    let listed: std::collections::HashSet<u32> = walk
         .lines
         .iter()
         .filter_map(|l| match l {
-            Line::Element(seen) => Some(text::info(seen)),
-            Line::Heading { .. } => None,
+            Line::Element(seen) if seen.index > 0 => Some(seen.index),
+            _ => None,
+        })
+        .collect();
+    PREVIOUS.with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some(prev) = p.as_ref() {
+            for line in &mut walk.lines {
+                if let Line::Element(seen) = line {
+                    seen.is_new = seen.index > 0 && !prev.contains(&seen.index);
+                }
+            }
+        }
+        *p = Some(listed);
+    });
+
+    let text = text::render(&walk.lines, &viewport, text::TEXT_CAP);
+    let mut marked: Vec<(u32, Element)> = Vec::new();
+    let elements: Vec<_> = walk
+        .lines
+        .iter()
+        .zip(walk.nodes.iter())
+        .filter_map(|(l, node)| match l {
+            Line::Element(seen) if seen.index > 0 => {
+                if seen.in_viewport {
+                    if let Some(el) = node {
+                        marked.push((seen.index, el.clone()));
+                    }
+                }
+                Some(text::info(seen))
+            }
+            _ => None,
         })
         .collect();
 
     // The one DOM write of the observation.
     if marks_wanted {
-        let boxes: Vec<(u32, Rect)> = elements
-            .iter()
-            .filter(|e| e.in_viewport)
-            .map(|e| (e.index, e.rect))
-            .collect();
-        marks::draw(&document, &boxes).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+        marks::draw(&document, &marked).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
     } else {
         marks::clear();
     }
@@ -167,6 +205,8 @@ struct Ctx {
 /// The state of one walk.
 struct Walk {
     lines: Vec<Line>,
+    /// The element of each line (`None` for text and headings).
+    nodes: Vec<Option<Element>>,
     /// Lines (by position) collecting text: the innermost one gets it.
     open: Vec<usize>,
     /// How many of the open lines are elements (not headings).
@@ -174,9 +214,60 @@ struct Walk {
     origin: String,
     /// Errand's own overlay, never walked.
     overlay: Option<Element>,
+    /// Walk into `aria-hidden` subtrees anyway (the second walk).
+    ignore_aria_hidden: bool,
+    /// How many `aria-hidden` subtrees were left out.
+    aria_hidden_skipped: usize,
+    /// Context text not inside any listed element, waiting for its block
+    /// to end.
+    pending: String,
+    /// Whether the block the pending text is in shows in the viewport.
+    pending_in_view: bool,
+    /// The block-level elements being walked, innermost last, with the
+    /// frame's offset and clip, to place pending text.
+    blocks: Vec<(Element, Rect, f64, f64)>,
 }
 
 impl Walk {
+    fn new(origin: String, ignore_aria_hidden: bool) -> Walk {
+        Walk {
+            lines: Vec::new(),
+            nodes: Vec::new(),
+            open: Vec::new(),
+            open_elements: 0,
+            origin,
+            overlay: marks::current(),
+            ignore_aria_hidden,
+            aria_hidden_skipped: 0,
+            pending: String::new(),
+            pending_in_view: false,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Whether any usable element was found in the viewport.
+    fn any_in_view(&self) -> bool {
+        self.lines
+            .iter()
+            .any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0))
+    }
+
+    fn push_line(&mut self, line: Line, node: Option<Element>) {
+        self.lines.push(line);
+        self.nodes.push(node);
+    }
+
+    /// Ends the pending context text as a line of its own.
+    fn flush(&mut self) {
+        if self.pending.trim().is_empty() {
+            self.pending.clear();
+            return;
+        }
+        let text = std::mem::take(&mut self.pending);
+        let in_viewport = self.pending_in_view;
+        self.push_line(Line::Text { text, in_viewport }, None);
+    }
+
     /// Walks the children of an element or shadow root.
     fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
         let mut child = parent.first_child();
@@ -194,14 +285,39 @@ impl Walk {
         }
     }
 
-    /// Gives text to the innermost collecting line.
+    /// Gives text to the innermost collecting line, or to the pending
+    /// context text when no line collects.
     fn add_text(&mut self, t: &str) {
-        let Some(&i) = self.open.last() else { return };
+        if t.trim().is_empty() {
+            return;
+        }
+        let Some(&i) = self.open.last() else {
+            if self.pending.is_empty() {
+                self.pending_in_view = match self.blocks.last() {
+                    Some((block, clip, dx, dy)) => {
+                        let r = block.get_bounding_client_rect();
+                        let rect = Rect {
+                            x: r.x() + dx,
+                            y: r.y() + dy,
+                            width: r.width().max(1.0),
+                            height: r.height().max(1.0),
+                        };
+                        intersect(&rect, clip).is_some()
+                    }
+                    None => true,
+                };
+            }
+            if self.pending.len() < CONTEXT_COLLECT_MAX {
+                self.pending.push(' ');
+                self.pending.push_str(t);
+            }
+            return;
+        };
         let buf = match &mut self.lines[i] {
             Line::Element(seen) => &mut seen.text,
-            Line::Heading { text, .. } => text,
+            Line::Heading { text, .. } | Line::Text { text, .. } => text,
         };
-        if buf.len() < TEXT_COLLECT_MAX && !t.trim().is_empty() {
+        if buf.len() < TEXT_COLLECT_MAX {
             buf.push(' ');
             buf.push_str(t);
         }
@@ -218,13 +334,18 @@ impl Walk {
             return;
         }
         let has_attrs = el.has_attributes();
-        if has_attrs
-            && (el.has_attribute("inert")
-                || el
+        if has_attrs {
+            if el.has_attribute("inert") {
+                return;
+            }
+            if !self.ignore_aria_hidden
+                && el
                     .get_attribute("aria-hidden")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true")))
-        {
-            return;
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
+                self.aria_hidden_skipped += 1;
+                return;
+            }
         }
         let Ok(Some(style)) = frame.window.get_computed_style(el) else {
             return;
@@ -238,26 +359,49 @@ impl Walk {
         let pointer = prop("cursor") == "pointer";
         let shown_style =
             visibility != "hidden" && visibility != "collapse" && display != "contents";
+        let block = !display.starts_with("inline") && display != "contents";
 
         let heading = match tag.as_str() {
             "h1" => 1,
             "h2" => 2,
             "h3" => 3,
+            "h4" => 4,
+            "h5" => 5,
+            "h6" => 6,
             _ => 0,
         };
         // `cursor: pointer` marks script-made clickables; inside an element
         // already listed it is part of that element.
-        let interactive = is_interactive(el, &tag, has_attrs)
+        let mut interactive = is_interactive(el, &tag, has_attrs)
             || (pointer
                 && !ctx.pointer
                 && self.open_elements == 0
-                && !matches!(tag.as_str(), "html" | "body"));
+                && !matches!(tag.as_str(), "html" | "body" | "label"));
+        // A scrollable region is something a person uses too.
+        let mut scroll = None;
+        if block && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
+            let overflow = prop("overflow-y");
+            if matches!(overflow.as_str(), "auto" | "scroll" | "overlay") {
+                let extra = el.scroll_height() - el.client_height();
+                if extra > 8 && el.client_height() > 0 {
+                    let above = f64::from(el.scroll_top());
+                    scroll = Some(ScrollInfo {
+                        above,
+                        below: f64::from(extra) - above,
+                    });
+                }
+            }
+        }
         // A heading inside a listed element (`<a><h3>Title</h3></a>`) is
         // that element's text, not a line of its own.
         let heading = if self.open_elements == 0 { heading } else { 0 };
+        if block || heading > 0 {
+            self.flush();
+        }
 
         let mut opened = false;
-        if (interactive || heading > 0) && shown_style {
+        let mut region = false;
+        if (interactive || heading > 0 || scroll.is_some()) && shown_style {
             let r = el.get_bounding_client_rect();
             if r.width() > 0.0 && r.height() > 0.0 {
                 let rect = Rect {
@@ -267,18 +411,31 @@ impl Walk {
                     height: r.height(),
                 };
                 let in_viewport = intersect(&rect, &frame.clip).is_some();
+                if !interactive && scroll.is_some() {
+                    // Listed to be scrolled, not collecting its content's text.
+                    interactive = true;
+                    region = true;
+                }
                 if interactive {
                     if !in_viewport || uncovered(el, &r, frame) {
-                        let seen = self.describe(el, &tag, rect, in_viewport);
-                        self.lines.push(Line::Element(Box::new(seen)));
-                        self.open_elements += 1;
-                        opened = true;
+                        self.flush();
+                        let mut seen = self.describe(el, &tag, rect, in_viewport);
+                        seen.scroll = scroll;
+                        self.push_line(Line::Element(Box::new(seen)), Some(el.clone()));
+                        if !region {
+                            self.open_elements += 1;
+                            opened = true;
+                        }
                     }
                 } else {
-                    self.lines.push(Line::Heading {
-                        level: heading,
-                        text: String::new(),
-                    });
+                    self.push_line(
+                        Line::Heading {
+                            level: heading,
+                            text: String::new(),
+                            in_viewport,
+                        },
+                        None,
+                    );
                     opened = true;
                 }
                 if opened {
@@ -291,20 +448,39 @@ impl Walk {
             pointer,
             text_hidden: !shown_style && display != "contents",
         };
+        if block {
+            self.blocks.push((el.clone(), frame.clip, frame.dx, frame.dy));
+        }
         match tag.as_str() {
             "iframe" | "frame" => self.frame(el, frame),
             "img" | "area" => {
                 if let Some(alt) = attr(el, "alt").filter(|_| !inner.text_hidden) {
-                    self.add_text(&alt);
+                    if !self.open.is_empty() {
+                        self.add_text(&alt);
+                    }
                 }
             }
             "select" | "textarea" | "svg" | "math" | "video" | "audio" | "canvas" | "object" => {}
+            "details" if !el.has_attribute("open") => {
+                // A closed `<details>` shows only its summary.
+                let mut child = el.first_element_child();
+                while let Some(c) = child {
+                    if c.local_name() == "summary" {
+                        self.visit(&c, frame, inner);
+                    }
+                    child = c.next_element_sibling();
+                }
+            }
             _ => {
                 if let Some(shadow) = el.shadow_root() {
                     self.children(&shadow, frame, inner);
                 }
                 self.children(el, frame, inner);
             }
+        }
+        if block {
+            self.flush();
+            self.blocks.pop();
         }
         if opened {
             let closed = self.open.pop();
@@ -354,7 +530,9 @@ impl Walk {
 
     /// Reads what the model is told about an element.
     fn describe(&self, el: &Element, tag: &str, rect: Rect, in_viewport: bool) -> Seen {
-        let index = registry::number_of(el);
+        let disabled = dom::is_disabled(el, tag);
+        // A disabled element is reported, not offered: it gets no number.
+        let index = if disabled { 0 } else { registry::number_of(el) };
         let input_type = (tag == "input").then(|| {
             attr(el, "type").map_or_else(|| "text".to_owned(), |t| t.trim().to_ascii_lowercase())
         });
@@ -367,7 +545,9 @@ impl Walk {
             placeholder: attr(el, "placeholder"),
             aria_label: attr(el, "aria-label"),
             title: attr(el, "title"),
-            disabled: dom::is_disabled(el, tag),
+            disabled,
+            invalid: attr(el, "aria-invalid").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            expanded: attr(el, "aria-expanded").map(|v| v.eq_ignore_ascii_case("true")),
             rect,
             in_viewport,
             ..Seen::default()
@@ -406,9 +586,21 @@ impl Walk {
                     | "tab"
             ) && !field
             {
-                let state = attr(el, "aria-checked").or_else(|| attr(el, "aria-selected"));
-                seen.checked = state.is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                seen.checked =
+                    attr(el, "aria-checked").is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
+        }
+        seen.selected = attr(el, "aria-selected").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if tag == "summary" && seen.expanded.is_none() {
+            seen.expanded = el
+                .parent_element()
+                .filter(|p| p.local_name() == "details")
+                .map(|p| p.has_attribute("open"));
+        }
+        if field && !seen.invalid && !seen.disabled {
+            // The browser's own verdict, once the person has typed something.
+            let has_value = seen.value.as_ref().is_some_and(|v| !v.is_empty());
+            seen.invalid = has_value && el.matches(":invalid").unwrap_or(false);
         }
         if let Some(ids) = attr(el, "aria-labelledby").filter(|_| seen.aria_label.is_none()) {
             seen.label = labelled_by(el, &ids).or(seen.label);
@@ -454,7 +646,7 @@ fn labelled_by(el: &Element, ids: &str) -> Option<String> {
 fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     let by_tag = match tag {
         "a" => el.has_attribute("href"),
-        "button" | "select" | "textarea" | "summary" | "details" => true,
+        "button" | "select" | "textarea" | "summary" => true,
         "input" => !el
             .get_attribute("type")
             .is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")),
@@ -536,9 +728,20 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
     let Some(part) = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local)) else {
         return true;
     };
-    let (cx, cy) = (part.x + part.width / 2.0, part.y + part.height / 2.0);
-    match dom::element_at(el, cx, cy) {
-        None => true,
-        Some(hit) => dom::hit_belongs(el, &hit),
+    // The centre first, then four points towards the corners: an element
+    // partly covered (a sticky header over a link) is still usable where it
+    // shows; one covered at all five (a modal over the page) is not.
+    const POINTS: [(f64, f64); 5] = [(0.5, 0.5), (0.2, 0.2), (0.8, 0.2), (0.2, 0.8), (0.8, 0.8)];
+    let mut answered = false;
+    for (fx, fy) in POINTS {
+        let (x, y) = (part.x + part.width * fx, part.y + part.height * fy);
+        if let Some(hit) = dom::element_at(el, x, y) {
+            answered = true;
+            if dom::hit_belongs(el, &hit) {
+                return true;
+            }
+        }
     }
+    // No answer at any point (the hit test cannot see there): keep it.
+    !answered
 }

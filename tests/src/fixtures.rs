@@ -30,7 +30,17 @@ pub struct FixtureServer {
 impl FixtureServer {
     /// Starts serving [`fixtures_dir`] on a free port.
     pub fn start() -> Result<FixtureServer> {
-        let router = axum::Router::new().fallback(serve);
+        Self::start_in(fixtures_dir())
+    }
+
+    /// Starts serving `dir` (and its sub-folders) on a free port. A missing
+    /// file under a `resources/` folder is served as an empty page (the
+    /// corpus's saved iframes were not kept).
+    pub fn start_in(dir: PathBuf) -> Result<FixtureServer> {
+        let router = axum::Router::new().fallback(move |uri: Uri| {
+            let dir = dir.clone();
+            async move { serve(&dir, uri) }
+        });
         Ok(FixtureServer { server: Server::start(router)? })
     }
 
@@ -45,7 +55,7 @@ impl FixtureServer {
     }
 }
 
-async fn serve(uri: Uri) -> Response {
+fn serve(dir: &Path, uri: Uri) -> Response {
     let path = uri.path().trim_start_matches('/');
     let (csp, rel) = match path.strip_prefix("csp/") {
         Some(rest) => (true, rest),
@@ -56,8 +66,11 @@ async fn serve(uri: Uri) -> Response {
     if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         return (StatusCode::NOT_FOUND, "not found").into_response();
     }
-    let file = fixtures_dir().join(rel);
+    let file = dir.join(rel);
     let Ok(body) = std::fs::read(&file) else {
+        if rel.components().any(|c| c.as_os_str() == "resources") {
+            return ([(header::CONTENT_TYPE, "text/html")], "<!doctype html><title></title>").into_response();
+        }
         return (StatusCode::NOT_FOUND, format!("no fixture {}", rel.display())).into_response();
     };
     let mut resp = (
