@@ -92,7 +92,9 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         },
         width: vw,
         height: vh,
+        cached: true,
     };
+    style_cache::begin(&document, vw, vh);
     let mut walk = Walk::new(origin.clone(), false);
     walk.visit(&root, &top, Ctx::default());
     walk.flush();
@@ -163,6 +165,9 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         marks::clear();
     }
 
+    // Errand's own writes (the overlay) are not the page's changes.
+    style_cache::end();
+
     let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
     Ok(Observation {
         url,
@@ -191,6 +196,9 @@ struct Frame {
     /// This document's own viewport size.
     width: f64,
     height: f64,
+    /// Whether style reads here may be cached: only the top document's
+    /// light tree is watched by the mutation observer.
+    cached: bool,
 }
 
 /// What a node inherits from its parent during the walk.
@@ -200,6 +208,46 @@ struct Ctx {
     pointer: bool,
     /// The parent's text is hidden (`visibility: hidden`).
     text_hidden: bool,
+    /// The parent's style was read afresh (it or an ancestor changed):
+    /// so is this element's.
+    dirty: bool,
+}
+
+/// What the walk needs of an element's computed style.
+#[derive(Clone, Copy, Default)]
+pub struct StyleBits {
+    /// `display: none` or `opacity: 0`: nothing of it shows.
+    skip: bool,
+    /// Its own box shows (not `visibility: hidden`, not `display: contents`).
+    shown: bool,
+    /// A block-level box (context text is cut at its edges).
+    block: bool,
+    pointer: bool,
+    contents: bool,
+    /// `overflow-y` lets it scroll.
+    scrolls: bool,
+}
+
+fn read_style(el: &Element, frame: &Frame) -> StyleBits {
+    let Ok(Some(style)) = frame.window.get_computed_style(el) else {
+        return StyleBits { skip: true, ..StyleBits::default() };
+    };
+    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
+    let display = prop("display");
+    if display == "none" || prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.0) {
+        return StyleBits { skip: true, ..StyleBits::default() };
+    }
+    let visibility = prop("visibility");
+    let contents = display == "contents";
+    let block = !display.starts_with("inline") && !contents;
+    StyleBits {
+        skip: false,
+        shown: visibility != "hidden" && visibility != "collapse" && !contents,
+        block,
+        pointer: prop("cursor") == "pointer",
+        contents,
+        scrolls: block && matches!(prop("overflow-y").as_str(), "auto" | "scroll" | "overlay"),
+    }
 }
 
 /// The state of one walk.
@@ -226,6 +274,9 @@ struct Walk {
     /// The block-level elements being walked, innermost last, with the
     /// frame's offset and clip, to place pending text.
     blocks: Vec<(Element, Rect, f64, f64)>,
+    /// The visible part of the scrolling boxes being walked, innermost
+    /// last, in top-window pixels: what they clip is not in view.
+    clips: Vec<Rect>,
 }
 
 impl Walk {
@@ -242,6 +293,15 @@ impl Walk {
             pending: String::new(),
             pending_in_view: false,
             blocks: Vec::new(),
+            clips: Vec::new(),
+        }
+    }
+
+    /// The part of the top viewport through which the current node shows.
+    fn clip(&self, frame: &Frame) -> Rect {
+        match self.clips.last() {
+            Some(c) => intersect(c, &frame.clip).unwrap_or(Rect { width: 0.0, height: 0.0, ..*c }),
+            None => frame.clip,
         }
     }
 
@@ -347,19 +407,31 @@ impl Walk {
                 return;
             }
         }
-        let Ok(Some(style)) = frame.window.get_computed_style(el) else {
-            return;
+        // What the computed style says, from the cache when neither this
+        // element nor an ancestor changed since the last observation.
+        let fresh = ctx.dirty || !frame.cached || style_cache::is_dirty(el);
+        let cached = if fresh { None } else { style_cache::get(el) };
+        let st = match cached {
+            Some(st) => st,
+            None => {
+                let st = read_style(el, frame);
+                if frame.cached {
+                    style_cache::put(el, st);
+                }
+                st
+            }
         };
-        let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
-        let display = prop("display");
-        if display == "none" || prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.0) {
+        if st.skip {
             return;
         }
-        let visibility = prop("visibility");
-        let pointer = prop("cursor") == "pointer";
-        let shown_style =
-            visibility != "hidden" && visibility != "collapse" && display != "contents";
-        let block = !display.starts_with("inline") && display != "contents";
+        let StyleBits {
+            shown: shown_style,
+            block,
+            pointer,
+            contents,
+            scrolls,
+            ..
+        } = st;
 
         let heading = match tag.as_str() {
             "h1" => 1,
@@ -379,9 +451,8 @@ impl Walk {
                 && !matches!(tag.as_str(), "html" | "body" | "label"));
         // A scrollable region is something a person uses too.
         let mut scroll = None;
-        if block && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
-            let overflow = prop("overflow-y");
-            if matches!(overflow.as_str(), "auto" | "scroll" | "overlay") {
+        if scrolls && block && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
+            {
                 let extra = el.scroll_height() - el.client_height();
                 if extra > 8 && el.client_height() > 0 {
                     let above = f64::from(el.scroll_top());
@@ -401,6 +472,7 @@ impl Walk {
 
         let mut opened = false;
         let mut region = false;
+        let mut clip_pushed: Option<Rect> = None;
         if (interactive || heading > 0 || scroll.is_some()) && shown_style {
             let r = el.get_bounding_client_rect();
             if r.width() > 0.0 && r.height() > 0.0 {
@@ -410,14 +482,24 @@ impl Walk {
                     width: r.width(),
                     height: r.height(),
                 };
-                let in_viewport = intersect(&rect, &frame.clip).is_some();
+                let clip = self.clip(frame);
+                let in_viewport = intersect(&rect, &clip).is_some();
+                if scroll.is_some() {
+                    let visible = intersect(&rect, &clip).unwrap_or(Rect {
+                        x: rect.x,
+                        y: rect.y,
+                        width: 0.0,
+                        height: 0.0,
+                    });
+                    clip_pushed = Some(visible);
+                }
                 if !interactive && scroll.is_some() {
                     // Listed to be scrolled, not collecting its content's text.
                     interactive = true;
                     region = true;
                 }
                 if interactive {
-                    if !in_viewport || uncovered(el, &r, frame) {
+                    if !in_viewport || uncovered(el, &r, frame, &clip) {
                         self.flush();
                         let mut seen = self.describe(el, &tag, rect, in_viewport);
                         seen.scroll = scroll;
@@ -446,10 +528,14 @@ impl Walk {
 
         let inner = Ctx {
             pointer,
-            text_hidden: !shown_style && display != "contents",
+            text_hidden: !shown_style && !contents,
+            dirty: fresh,
         };
         if block {
-            self.blocks.push((el.clone(), frame.clip, frame.dx, frame.dy));
+            self.blocks.push((el.clone(), self.clip(frame), frame.dx, frame.dy));
+        }
+        if let Some(c) = clip_pushed {
+            self.clips.push(c);
         }
         match tag.as_str() {
             "iframe" | "frame" => self.frame(el, frame),
@@ -473,7 +559,8 @@ impl Walk {
             }
             _ => {
                 if let Some(shadow) = el.shadow_root() {
-                    self.children(&shadow, frame, inner);
+                    // Mutations inside a shadow root are not observed.
+                    self.children(&shadow, frame, Ctx { dirty: true, ..inner });
                 }
                 self.children(el, frame, inner);
             }
@@ -481,6 +568,9 @@ impl Walk {
         if block {
             self.flush();
             self.blocks.pop();
+        }
+        if clip_pushed.is_some() {
+            self.clips.pop();
         }
         if opened {
             let closed = self.open.pop();
@@ -511,7 +601,7 @@ impl Walk {
             width,
             height,
         };
-        let clip = intersect(&inner_box, &outer.clip).unwrap_or(Rect {
+        let clip = intersect(&inner_box, &self.clip(outer)).unwrap_or(Rect {
             x: dx,
             y: dy,
             width: 0.0,
@@ -524,6 +614,7 @@ impl Walk {
             clip,
             width,
             height,
+            cached: false,
         };
         self.visit(&root, &frame, Ctx::default());
     }
@@ -705,7 +796,7 @@ fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// Whether the element shows at the centre of its visible part, asked of
 /// the document or shadow root that holds it. `local` is the element's
 /// rectangle in its own document's viewport.
-fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
+fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect) -> bool {
     // The part of the element inside its own frame and inside the top window.
     let own = Rect {
         x: 0.0,
@@ -714,10 +805,10 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
         height: frame.height,
     };
     let clip_local = Rect {
-        x: frame.clip.x - frame.dx,
-        y: frame.clip.y - frame.dy,
-        width: frame.clip.width,
-        height: frame.clip.height,
+        x: clip.x - frame.dx,
+        y: clip.y - frame.dy,
+        width: clip.width,
+        height: clip.height,
     };
     let r = Rect {
         x: local.x(),
@@ -744,4 +835,147 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
     }
     // No answer at any point (the hit test cannot see there): keep it.
     !answered
+}
+
+/// The incremental part: computed-style verdicts cached per element, and a
+/// `MutationObserver` on the top document that keeps the set of nodes
+/// changed since the last observation. The next walk reads the style only
+/// of changed elements and their descendants (and of new ones); everything
+/// else comes from the cache. A change of window size, or of a `<style>`,
+/// `<link>` or anything in `<head>`, empties the cache.
+mod style_cache {
+    use std::cell::RefCell;
+
+    use wasm_bindgen::prelude::*;
+    use wasm_bindgen::JsCast;
+    use web_sys::{Document, Element, MutationObserver, MutationObserverInit, MutationRecord};
+
+    use super::StyleBits;
+
+    struct State {
+        observer: MutationObserver,
+        _callback: Closure<dyn FnMut(js_sys::Array)>,
+        /// element → packed [`StyleBits`].
+        cache: js_sys::Map,
+        /// Nodes changed since the last observation.
+        dirty: js_sys::Set,
+        size: (f64, f64),
+        document: Document,
+    }
+
+    thread_local! {
+        static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    }
+
+    fn pack(s: StyleBits) -> f64 {
+        let mut n = 0u32;
+        for (i, b) in [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls].into_iter().enumerate() {
+            if b {
+                n |= 1 << i;
+            }
+        }
+        f64::from(n)
+    }
+
+    fn unpack(v: f64) -> StyleBits {
+        let n = v as u32;
+        let bit = |i: u32| n & (1 << i) != 0;
+        StyleBits { skip: bit(0), shown: bit(1), block: bit(2), pointer: bit(3), contents: bit(4), scrolls: bit(5) }
+    }
+
+    /// Records one batch of mutations.
+    fn record(records: js_sys::Array) {
+        STATE.with(|s| {
+            let s = s.borrow();
+            let Some(s) = s.as_ref() else { return };
+            for r in records.iter() {
+                let r: MutationRecord = r.unchecked_into();
+                let Some(target) = r.target() else { continue };
+                let styling = target.node_name().eq_ignore_ascii_case("head")
+                    || target.node_name().eq_ignore_ascii_case("style")
+                    || target.node_name().eq_ignore_ascii_case("link")
+                    || target.parent_node().is_some_and(|p| p.node_name().eq_ignore_ascii_case("head"));
+                if styling {
+                    s.cache.clear();
+                }
+                s.dirty.add(&target);
+            }
+        });
+    }
+
+    /// Starts an observation: sets the observer up the first time, empties
+    /// the cache when the document or the window size changed.
+    pub fn begin(document: &Document, width: f64, height: f64) {
+        // Deliver the changes made since the last observation now.
+        let pending = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.take_records()));
+        if let Some(p) = pending {
+            record(p);
+        }
+        STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            if let Some(st) = s.as_ref() {
+                if st.document != *document || st.size != (width, height) {
+                    st.cache.clear();
+                    st.dirty.clear();
+                }
+            }
+            if s.as_ref().is_none_or(|st| st.document != *document) {
+                if let Some(old) = s.take() {
+                    old.observer.disconnect();
+                }
+                let callback = Closure::<dyn FnMut(js_sys::Array)>::new(record);
+                let Ok(observer) = MutationObserver::new(callback.as_ref().unchecked_ref()) else {
+                    return;
+                };
+                let init = MutationObserverInit::new();
+                init.set_subtree(true);
+                init.set_child_list(true);
+                init.set_attributes(true);
+                if let Some(root) = document.document_element() {
+                    if observer.observe_with_options(&root, &init).is_err() {
+                        return;
+                    }
+                }
+                *s = Some(State {
+                    observer,
+                    _callback: callback,
+                    cache: js_sys::Map::new(),
+                    dirty: js_sys::Set::new(&JsValue::UNDEFINED),
+                    size: (width, height),
+                    document: document.clone(),
+                });
+            }
+            if let Some(st) = s.as_mut() {
+                st.size = (width, height);
+            }
+        });
+    }
+
+    /// Ends an observation: the changes seen are dealt with, and Errand's
+    /// own writes since (the overlay) are dropped.
+    pub fn end() {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                let _ = s.observer.take_records();
+                s.dirty.clear();
+            }
+        });
+    }
+
+    /// Whether the element changed since the last observation.
+    pub fn is_dirty(el: &Element) -> bool {
+        STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.dirty.has(el)))
+    }
+
+    pub fn get(el: &Element) -> Option<StyleBits> {
+        STATE.with(|s| s.borrow().as_ref().and_then(|s| s.cache.get(el).as_f64()).map(unpack))
+    }
+
+    pub fn put(el: &Element, bits: StyleBits) {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                s.cache.set(el, &pack(bits).into());
+            }
+        });
+    }
 }

@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 
 use crate::browser::TestBrowser;
 use crate::cdp::Page;
-use crate::side_panel::chrome_tab_id;
 
 /// A tab's content script, reached through the service worker.
 pub struct ContentScript {
@@ -31,11 +30,22 @@ pub struct ContentScript {
 impl ContentScript {
     /// The content script of `tab` (injected on the first command).
     pub fn of(browser: &TestBrowser, tab: &Page) -> Result<ContentScript> {
-        Ok(ContentScript {
-            sw: browser.service_worker()?,
-            tab_id: chrome_tab_id(browser, tab)?,
-            next_id: Cell::new(1),
-        })
+        // Right after a tab opens, an evaluation in the service worker can
+        // land in a context without extension APIs (`chrome is not
+        // defined`); attach again and retry.
+        let mut last = None;
+        for _ in 0..20 {
+            let sw = browser.service_worker()?;
+            match sw.eval("typeof chrome !== 'undefined' && !!chrome.tabs") {
+                Ok(v) if v == json!(true) => {
+                    let tab_id = tab_id_in(&sw, tab)?;
+                    return Ok(ContentScript { sw, tab_id, next_id: Cell::new(1) });
+                }
+                other => last = Some(format!("{other:?}")),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(150));
+        }
+        bail!("the service worker never offered chrome.tabs: {}", last.unwrap_or_default())
     }
 
     /// Sends one `page` command (`{"op": …}`) and returns the reply envelope.
@@ -82,4 +92,21 @@ impl ContentScript {
     pub fn act(&self, action: Value) -> Result<Value> {
         self.command(json!({"op": "act", "action": action}))
     }
+}
+
+/// The `chrome.tabs` id of `tab`, asked of the service worker `sw`.
+fn tab_id_in(sw: &Page, tab: &Page) -> Result<i64> {
+    let url = tab.url()?;
+    for _ in 0..50 {
+        let ids = sw.eval(&format!(
+            "chrome.tabs.query({{}}).then(ts => ts.filter(t => t.url === {u} || t.pendingUrl === {u}).map(t => t.id))",
+            u = json!(url)
+        ))?;
+        // The newest tab at that URL (the tests may open one page twice).
+        if let Some(id) = ids.as_array().and_then(|a| a.iter().filter_map(Value::as_i64).max()) {
+            return Ok(id);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    bail!("the service worker sees no tab at {url}")
 }
