@@ -116,6 +116,11 @@ const browserRequests = {
   },
   async capture(msg) {
     const tab = await chrome.tabs.get(msg.tab_id);
+    // Let the page paint what the last command drew (the marks) first.
+    await chrome.scripting.executeScript({
+      target: { tabId: msg.tab_id },
+      func: () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true)))),
+    }).catch(() => {});
     const shot = await chrome.tabs.captureVisibleTab(tab.windowId, { format: 'jpeg', quality: 90 });
     return make('captured', { data_url: await fitScreenshot(shot) }, msg.id);
   },

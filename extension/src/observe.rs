@@ -277,6 +277,8 @@ struct Walk {
     /// The visible part of the scrolling boxes being walked, innermost
     /// last, in top-window pixels: what they clip is not in view.
     clips: Vec<Rect>,
+    /// The top window's scroll position.
+    scroll: (f64, f64),
 }
 
 impl Walk {
@@ -294,7 +296,17 @@ impl Walk {
             pending_in_view: false,
             blocks: Vec::new(),
             clips: Vec::new(),
+            scroll: web_sys::window()
+                .map(|w| (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0)))
+                .unwrap_or_default(),
         }
+    }
+
+    /// Whether an element is pushed out of the top page (a skip link at
+    /// -9999px), where no scrolling brings it into view.
+    fn unreachable(&self, r: &web_sys::DomRect, frame: &Frame) -> bool {
+        let (x, y) = (r.x() + frame.dx, r.y() + frame.dy);
+        x + r.width() + self.scroll.0 <= 0.0 || y + r.height() + self.scroll.1 <= 0.0
     }
 
     /// The part of the top viewport through which the current node shows.
@@ -475,7 +487,7 @@ impl Walk {
         let mut clip_pushed: Option<Rect> = None;
         if (interactive || heading > 0 || scroll.is_some()) && shown_style {
             let r = el.get_bounding_client_rect();
-            if r.width() > 0.0 && r.height() > 0.0 {
+            if r.width() > 0.0 && r.height() > 0.0 && !self.unreachable(&r, frame) {
                 let rect = Rect {
                     x: r.x() + frame.dx,
                     y: r.y() + frame.dy,
@@ -484,6 +496,7 @@ impl Walk {
                 };
                 let clip = self.clip(frame);
                 let in_viewport = intersect(&rect, &clip).is_some();
+
                 if scroll.is_some() {
                     let visible = intersect(&rect, &clip).unwrap_or(Rect {
                         x: rect.x,
@@ -741,10 +754,13 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
         "input" => !el
             .get_attribute("type")
             .is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")),
+        // A label is listed when it is the way to its control: the
+        // control itself is hidden (a styled checkbox); otherwise the
+        // control is listed, named by the label.
         "label" => el
             .unchecked_ref::<web_sys::HtmlLabelElement>()
             .control()
-            .is_some(),
+            .is_some_and(|c| control_hidden(&c)),
         _ => false,
     };
     if by_tag {
@@ -978,4 +994,19 @@ mod style_cache {
             }
         });
     }
+}
+
+/// Whether a label's control cannot be seen or used directly.
+fn control_hidden(control: &web_sys::HtmlElement) -> bool {
+    let r = control.get_bounding_client_rect();
+    if r.width() < 2.0 || r.height() < 2.0 {
+        return true;
+    }
+    let Some(style) = dom::window_of(control).and_then(|w| w.get_computed_style(control).ok().flatten()) else {
+        return false;
+    };
+    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
+    prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.01)
+        || prop("visibility") == "hidden"
+        || prop("display") == "none"
 }

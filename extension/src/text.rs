@@ -12,7 +12,7 @@ pub const TEXT_MAX: usize = 80;
 /// Longest attribute value kept in a line.
 const ATTR_MAX: usize = 60;
 /// Longest `href` kept in a line.
-const HREF_MAX: usize = 80;
+const HREF_MAX: usize = 40;
 /// How many `<select>` options are spelled out.
 const OPTIONS_SHOWN: usize = 8;
 
@@ -252,7 +252,9 @@ pub fn element_line(seen: &Seen) -> String {
             push_attr(&mut out, "title", title, ATTR_MAX, true);
         }
     }
-    if let Some(href) = &seen.href {
+    // A link is named by its text; its address only when it has no name.
+    let named = !text.is_empty() || labelled || seen.title.is_some();
+    if let Some(href) = seen.href.as_ref().filter(|_| !named) {
         push_attr(&mut out, "href", href, HREF_MAX, true);
     }
     if let Some(v) = seen.value.as_ref().filter(|v| !v.is_empty()) {
@@ -493,7 +495,9 @@ mod tests {
         a.index = 7;
         a.href = Some("/next".into());
         a.text = "Next page".into();
-        assert_eq!(element_line(&a), r#"[7]<a href="/next">Next page</a>"#);
+        assert_eq!(element_line(&a), "[7]<a>Next page</a>");
+        a.text = String::new();
+        assert_eq!(element_line(&a), r#"[7]<a href="/next"></a>"#);
 
         let mut s = seen("select");
         s.index = 9;

@@ -198,9 +198,9 @@ fn a_thousand_option_select_is_one_short_line() {
     let rig = Rig::start();
     let (_tab, cs) = rig.open("/observe/select1000.html");
     let o = observe(&cs, false);
-    // The label is listed (it toggles the control) and the select itself.
+    // The select, named by its label (the label is not listed twice).
     assert_eq!(names(&o), set(&["Pick one"]));
-    assert_eq!(o.elements.len(), 2, "{:#?}", o.elements);
+    assert_eq!(o.elements.len(), 1, "{:#?}", o.elements);
     let line = o.text.lines().find(|l| l.contains("<select")).unwrap();
     assert!(line.contains("Option 0|Option 1|"), "{line}");
     assert!(line.ends_with("|… (1000 options)</select>"), "{line}");
@@ -227,9 +227,14 @@ fn aria_widgets_and_script_clickables() {
             "role-switch", "role-slider", "role-combobox", "menu-item", "the-listbox",
             "list-option", "role-textbox", "tabindex-div", "pointer-div inner-span",
             "onclick-div", "closed-summary", "open-summary", "shown-in-details", "label-toggle",
+            "styled-toggle",
         ])
     );
     assert!(line_of(&o, "role-checkbox").contains("checked"), "{}", o.text);
+    // A visible checkbox is listed, named by its label; a hidden one's
+    // label is listed instead.
+    assert!(line_of(&o, "label-toggle").contains("<input type=checkbox"), "{}", o.text);
+    assert!(line_of(&o, "styled-toggle").contains("<label"), "{}", o.text);
     assert!(line_of(&o, "tab-one").contains("selected"), "{}", o.text);
     assert!(!line_of(&o, "tab-two").contains("selected"), "{}", o.text);
     assert!(line_of(&o, "role-combobox").contains("collapsed"), "{}", o.text);
@@ -355,4 +360,17 @@ fn mark_tops(tab: &Page) -> Vec<f64> {
             Some(top)
         })
         .collect()
+}
+
+#[test]
+fn the_js_build_draws_the_marks_too() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/csp/observe/aria.html");
+    let o = observe(&cs, true);
+    assert_eq!(o.build, Some(Build::Js));
+    let marked = o.elements.iter().filter(|e| e.in_viewport).count();
+    let tops = mark_tops(&tab);
+    assert_eq!(tops.len(), marked, "{tops:?}");
+    let shot = tab.call("Page.captureScreenshot", json!({"format": "png"})).unwrap();
+    let _ = shot;
 }
