@@ -539,9 +539,14 @@ impl Walk {
             }
         }
 
+        // The text of a label whose control is listed is that control's
+        // name already: not a line of its own.
+        let label_of_listed = tag == "label"
+            && !interactive
+            && el.unchecked_ref::<web_sys::HtmlLabelElement>().control().is_some();
         let inner = Ctx {
             pointer,
-            text_hidden: !shown_style && !contents,
+            text_hidden: (!shown_style && !contents) || label_of_listed,
             dirty: fresh,
         };
         if block {

@@ -92,6 +92,17 @@ pub const TEXT_CAP: usize = 40_000;
 /// Collapses runs of whitespace to one space and trims the ends.
 pub fn collapse(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(256));
+    // Invisible bidi and zero-width marks cost tokens and say nothing.
+    let invisible = |c: char| {
+        matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    let cleaned;
+    let text = if text.chars().any(invisible) {
+        cleaned = text.chars().filter(|c| !invisible(*c)).collect::<String>();
+        cleaned.as_str()
+    } else {
+        text
+    };
     for word in text.split_whitespace() {
         if !out.is_empty() {
             out.push(' ');
@@ -571,6 +582,7 @@ mod tests {
         assert_eq!(truncate("héllo wörld", 5), "héll…");
         assert_eq!(truncate("日本語のテキスト", 4), "日本語…");
         assert_eq!(collapse(" a \n\t b  "), "a b");
+        assert_eq!(collapse("Germany \u{202a}(+49)\u{202c}"), "Germany (+49)");
     }
 
     #[test]

@@ -78,14 +78,15 @@ fn main() -> Result<()> {
     let tokens = |t: &str| bpe.encode_with_special_tokens(t).len();
 
     let mut results = Vec::new();
-    let mut ref_gave_up: [bool; 4] = [false; 4];
+    let mut ref_gave_up: [Option<u64>; 4] = [None; 4];
     for (id, path, want) in &pages {
         eprintln!("== {id}");
         let mut row = json!({"page": id});
+        let mut one_page = || -> Result<()> {
         // Errand, both builds (the JS build on the same page under a CSP
         // that refuses WebAssembly).
         for (build, csp) in [("wasm", false), ("js", true)] {
-            let tab = browser.new_page(&url(path, csp))?;
+            let tab = open(&browser, &url(path, csp))?;
             let cs = ContentScript::of(&browser, &tab)?;
             let t = Instant::now();
             let first = cs.observe(false)?;
@@ -133,7 +134,8 @@ fn main() -> Result<()> {
         }
 
         // The reference: viewport (500) and whole page (-1), overlays on and off.
-        let tab = browser.new_page(&url(path, false))?;
+        let tab = open(&browser, &url(path, false))?;
+        let size = row["elements"].as_u64().unwrap_or(0);
         install_reference(&tab, &reference)?;
         for (k, (expansion, overlays)) in [(500, false), (500, true), (-1, false), (-1, true)].into_iter().enumerate() {
             let key = format!(
@@ -141,7 +143,8 @@ fn main() -> Result<()> {
                 if expansion < 0 { "page" } else { "viewport" },
                 if overlays { "marks" } else { "plain" }
             );
-            if ref_gave_up[k] {
+            if ref_gave_up[k].is_some_and(|n| size > n) {
+                // It took over a minute on a smaller page already.
                 row[&key] = Value::Null;
                 continue;
             }
@@ -158,8 +161,8 @@ fn main() -> Result<()> {
                 times.push(first_ms);
                 reps = 1;
             }
-            if first_ms > GIVE_UP_MS {
-                ref_gave_up[k] = true;
+            if first_ms > GIVE_UP_MS && ref_gave_up[k].is_none_or(|n| size < n) {
+                ref_gave_up[k] = Some(size);
             }
             row[&key] = json!(median(&mut times));
             row[&format!("{key}_runs")] = json!(reps);
@@ -181,8 +184,15 @@ fn main() -> Result<()> {
             eprintln!("   {key}: {:.1} ms ({reps} runs)", row[&key].as_f64().unwrap_or(0.0));
         }
         close(&browser, &tab);
+        Ok(())
+        };
+        if let Err(e) = one_page() {
+            eprintln!("   {id}: {e:#}");
+            row["error"] = json!(format!("{e:#}"));
+        }
         eprintln!("   {row}");
         results.push(row);
+        std::fs::write(out_dir.join("observe.partial.json"), serde_json::to_string_pretty(&results)?)?;
     }
 
     let report = json!({
@@ -206,6 +216,17 @@ fn build_name(o: &errand_protocol::Observation) -> &'static str {
         Some(errand_protocol::Build::Js) => "js",
         None => "?",
     }
+}
+
+/// Opens a tab and waits for its document (not for every subresource: a
+/// saved page may wait long for hosts it cannot reach).
+fn open(browser: &TestBrowser, url: &str) -> Result<Page> {
+    let tab = browser.cdp().new_page(url)?;
+    tab.wait_for(
+        "document.readyState !== 'loading' && location.href !== 'about:blank'",
+        Duration::from_secs(60),
+    )?;
+    Ok(tab)
 }
 
 fn close(browser: &TestBrowser, tab: &Page) {
