@@ -204,7 +204,12 @@ fn main() -> Result<()> {
     let json_path = out_dir.join("observe.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
     drop(browser);
-    println!("{}", table(&results));
+    // The table is the command's output (stdout), for BENCHMARKS.md.
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", table(&results))?;
+    }
     plot(&root, &json_path, &out_dir.join("observe.png"))?;
     eprintln!("wrote {} and {}", json_path.display(), out_dir.join("observe.png").display());
     Ok(())

@@ -37,7 +37,7 @@ impl ContentScript {
         for _ in 0..20 {
             let sw = browser.service_worker()?;
             match sw.eval("typeof chrome !== 'undefined' && !!chrome.tabs") {
-                Ok(v) if v == json!(true) => {
+                Ok(Value::Bool(true)) => {
                     let tab_id = tab_id_in(&sw, tab)?;
                     return Ok(ContentScript { sw, tab_id, next_id: Cell::new(1) });
                 }
