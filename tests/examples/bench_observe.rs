@@ -62,6 +62,13 @@ fn main() -> Result<()> {
         pages.push((format!("generated-{}k", n / 1000), format!("g/{name}"), Some(want)));
     }
 
+    // `ERRAND_BENCH_PAGES=a,b` runs only those pages; `ERRAND_BENCH_NO_REFERENCE=1`
+    // times Errand alone (for re-running a size whose reference runs take minutes).
+    if let Ok(only) = std::env::var("ERRAND_BENCH_PAGES") {
+        let only: Vec<&str> = only.split(',').collect();
+        pages.retain(|(id, _, _)| only.contains(&id.as_str()));
+    }
+    let no_reference = std::env::var("ERRAND_BENCH_NO_REFERENCE").is_ok_and(|v| v == "1");
     let corpus = FixtureServer::start_in(corpus_dir)?;
     let generated = FixtureServer::start_in(out_dir.join("pages"))?;
     let url = |path: &str, csp: bool| {
@@ -134,6 +141,9 @@ fn main() -> Result<()> {
         }
 
         // The reference: viewport (500) and whole page (-1), overlays on and off.
+        if no_reference {
+            return Ok(());
+        }
         let tab = open(&browser, &url(path, false))?;
         let size = row["elements"].as_u64().unwrap_or(0);
         install_reference(&tab, &reference)?;
