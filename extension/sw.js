@@ -131,8 +131,13 @@ const browserRequests = {
   },
   async capture(msg) {
     const tab = await chrome.tabs.get(msg.tab_id);
-    const data_url = await chrome.tabs.captureVisibleTab(tab.windowId, { format: 'jpeg', quality: 80 });
-    return make('captured', { data_url }, msg.id);
+    // Let the page paint what the last command drew (the marks) first.
+    await chrome.scripting.executeScript({
+      target: { tabId: msg.tab_id },
+      func: () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true)))),
+    }).catch(() => {});
+    const shot = await chrome.tabs.captureVisibleTab(tab.windowId, { format: 'jpeg', quality: 90 });
+    return make('captured', { data_url: await fitScreenshot(shot) }, msg.id);
   },
   async page(msg) {
     await loaded(msg.tab_id);
@@ -148,6 +153,38 @@ const browserRequests = {
     throw withCode(new Error(answer?.failed ?? 'the content script did not answer'), 'page_unavailable');
   },
 };
+
+// Screenshots for the model: at most 1280 px wide, JPEG, and small enough
+// for one host-bound message (the reply envelope stays far below the
+// 1 MiB a message to the host may not exceed in the other direction, so
+// the host can forward it to the side panel too).
+const SHOT_MAX_WIDTH = 1280;
+const SHOT_MAX_BYTES = 900 * 1024;
+
+async function fitScreenshot(dataUrl) {
+  const bitmap = await createImageBitmap(await (await fetch(dataUrl)).blob());
+  const scale = Math.min(1, SHOT_MAX_WIDTH / bitmap.width);
+  const width = Math.max(1, Math.round(bitmap.width * scale));
+  const height = Math.max(1, Math.round(bitmap.height * scale));
+  const canvas = new OffscreenCanvas(width, height);
+  canvas.getContext('2d').drawImage(bitmap, 0, 0, width, height);
+  bitmap.close();
+  for (const quality of [0.8, 0.65, 0.5, 0.35, 0.2]) {
+    const blob = await canvas.convertToBlob({ type: 'image/jpeg', quality });
+    const url = await blobToDataUrl(blob);
+    if (url.length <= SHOT_MAX_BYTES) return url;
+  }
+  throw withCode(new Error('the screenshot does not fit in one message'), 'internal');
+}
+
+async function blobToDataUrl(blob) {
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  }
+  return `data:${blob.type};base64,${btoa(binary)}`;
+}
 
 function withCode(error, code) {
   error.code = code;

@@ -13,11 +13,19 @@ use web_sys::{
 };
 
 use crate::dom::{self, attr};
-use crate::text::{self, Line, Seen};
+use crate::text::{self, Line, ScrollInfo, Seen};
 use crate::{marks, registry};
 
 /// Text collected per element before it is cut (in bytes of raw text).
 const TEXT_COLLECT_MAX: usize = 400;
+/// Context text collected per block before it is cut (in bytes).
+const CONTEXT_COLLECT_MAX: usize = 1200;
+
+thread_local! {
+    /// The numbers listed by the previous observation, to mark new ones.
+    static PREVIOUS: std::cell::RefCell<Option<std::collections::HashSet<u32>>> =
+        const { std::cell::RefCell::new(None) };
+}
 
 /// ARIA roles that make an element interactive.
 const INTERACTIVE_ROLES: &[&str] = &[
@@ -72,13 +80,6 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         .document_element()
         .ok_or("the document has no root element")?;
 
-    let mut walk = Walk {
-        lines: Vec::new(),
-        open: Vec::new(),
-        open_elements: 0,
-        origin,
-        overlay: marks::current(),
-    };
     let top = Frame {
         window: window.clone(),
         dx: 0.0,
@@ -91,8 +92,21 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         },
         width: vw,
         height: vh,
+        cached: true,
     };
+    style_cache::begin(&document, vw, vh);
+    let mut walk = Walk::new(origin.clone(), false);
     walk.visit(&root, &top, Ctx::default());
+    walk.flush();
+    // A page that hides its whole background with `aria-hidden` (behind a
+    // dialog that a snapshot lost, say) still shows it to a person: when
+    // honouring `aria-hidden` leaves nothing usable in view, walk again
+    // without it; covered elements are still left out by the hit tests.
+    if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
+        walk = Walk::new(origin, true);
+        walk.visit(&root, &top, Ctx::default());
+        walk.flush();
+    }
 
     let viewport = Viewport {
         width: vw,
@@ -103,27 +117,56 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         page_height: f64::from(root.scroll_height()),
     };
     let title = document.title();
-    let text = text::render(&title, &url, &walk.lines, vw, vh);
-    let elements: Vec<_> = walk
+
+    // Mark what the previous observation did not list.
+    let listed: std::collections::HashSet<u32> = walk
         .lines
         .iter()
         .filter_map(|l| match l {
-            Line::Element(seen) => Some(text::info(seen)),
-            Line::Heading { .. } => None,
+            Line::Element(seen) if seen.index > 0 => Some(seen.index),
+            _ => None,
+        })
+        .collect();
+    PREVIOUS.with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some(prev) = p.as_ref() {
+            for line in &mut walk.lines {
+                if let Line::Element(seen) = line {
+                    seen.is_new = seen.index > 0 && !prev.contains(&seen.index);
+                }
+            }
+        }
+        *p = Some(listed);
+    });
+
+    let text = text::render(&walk.lines, &viewport, text::TEXT_CAP);
+    let mut marked: Vec<(u32, Element)> = Vec::new();
+    let elements: Vec<_> = walk
+        .lines
+        .iter()
+        .zip(walk.nodes.iter())
+        .filter_map(|(l, node)| match l {
+            Line::Element(seen) if seen.index > 0 => {
+                if seen.in_viewport {
+                    if let Some(el) = node {
+                        marked.push((seen.index, el.clone()));
+                    }
+                }
+                Some(text::info(seen))
+            }
+            _ => None,
         })
         .collect();
 
     // The one DOM write of the observation.
     if marks_wanted {
-        let boxes: Vec<(u32, Rect)> = elements
-            .iter()
-            .filter(|e| e.in_viewport)
-            .map(|e| (e.index, e.rect))
-            .collect();
-        marks::draw(&document, &boxes).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+        marks::draw(&document, &marked).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
     } else {
         marks::clear();
     }
+
+    // Errand's own writes (the overlay) are not the page's changes.
+    style_cache::end();
 
     let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
     Ok(Observation {
@@ -153,6 +196,9 @@ struct Frame {
     /// This document's own viewport size.
     width: f64,
     height: f64,
+    /// Whether style reads here may be cached: only the top document's
+    /// light tree is watched by the mutation observer.
+    cached: bool,
 }
 
 /// What a node inherits from its parent during the walk.
@@ -162,11 +208,53 @@ struct Ctx {
     pointer: bool,
     /// The parent's text is hidden (`visibility: hidden`).
     text_hidden: bool,
+    /// The parent's style was read afresh (it or an ancestor changed):
+    /// so is this element's.
+    dirty: bool,
+}
+
+/// What the walk needs of an element's computed style.
+#[derive(Clone, Copy, Default)]
+pub struct StyleBits {
+    /// `display: none` or `opacity: 0`: nothing of it shows.
+    skip: bool,
+    /// Its own box shows (not `visibility: hidden`, not `display: contents`).
+    shown: bool,
+    /// A block-level box (context text is cut at its edges).
+    block: bool,
+    pointer: bool,
+    contents: bool,
+    /// `overflow-y` lets it scroll.
+    scrolls: bool,
+}
+
+fn read_style(el: &Element, frame: &Frame) -> StyleBits {
+    let Ok(Some(style)) = frame.window.get_computed_style(el) else {
+        return StyleBits { skip: true, ..StyleBits::default() };
+    };
+    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
+    let display = prop("display");
+    if display == "none" || prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.0) {
+        return StyleBits { skip: true, ..StyleBits::default() };
+    }
+    let visibility = prop("visibility");
+    let contents = display == "contents";
+    let block = !display.starts_with("inline") && !contents;
+    StyleBits {
+        skip: false,
+        shown: visibility != "hidden" && visibility != "collapse" && !contents,
+        block,
+        pointer: prop("cursor") == "pointer",
+        contents,
+        scrolls: block && matches!(prop("overflow-y").as_str(), "auto" | "scroll" | "overlay"),
+    }
 }
 
 /// The state of one walk.
 struct Walk {
     lines: Vec<Line>,
+    /// The element of each line (`None` for text and headings).
+    nodes: Vec<Option<Element>>,
     /// Lines (by position) collecting text: the innermost one gets it.
     open: Vec<usize>,
     /// How many of the open lines are elements (not headings).
@@ -174,9 +262,84 @@ struct Walk {
     origin: String,
     /// Errand's own overlay, never walked.
     overlay: Option<Element>,
+    /// Walk into `aria-hidden` subtrees anyway (the second walk).
+    ignore_aria_hidden: bool,
+    /// How many `aria-hidden` subtrees were left out.
+    aria_hidden_skipped: usize,
+    /// Context text not inside any listed element, waiting for its block
+    /// to end.
+    pending: String,
+    /// Whether the block the pending text is in shows in the viewport.
+    pending_in_view: bool,
+    /// The block-level elements being walked, innermost last, with the
+    /// frame's offset and clip, to place pending text.
+    blocks: Vec<(Element, Rect, f64, f64)>,
+    /// The visible part of the scrolling boxes being walked, innermost
+    /// last, in top-window pixels: what they clip is not in view.
+    clips: Vec<Rect>,
+    /// The top window's scroll position.
+    scroll: (f64, f64),
 }
 
 impl Walk {
+    fn new(origin: String, ignore_aria_hidden: bool) -> Walk {
+        Walk {
+            lines: Vec::new(),
+            nodes: Vec::new(),
+            open: Vec::new(),
+            open_elements: 0,
+            origin,
+            overlay: marks::current(),
+            ignore_aria_hidden,
+            aria_hidden_skipped: 0,
+            pending: String::new(),
+            pending_in_view: false,
+            blocks: Vec::new(),
+            clips: Vec::new(),
+            scroll: web_sys::window()
+                .map(|w| (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0)))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether an element is pushed out of the top page (a skip link at
+    /// -9999px), where no scrolling brings it into view.
+    fn unreachable(&self, r: &web_sys::DomRect, frame: &Frame) -> bool {
+        let (x, y) = (r.x() + frame.dx, r.y() + frame.dy);
+        x + r.width() + self.scroll.0 <= 0.0 || y + r.height() + self.scroll.1 <= 0.0
+    }
+
+    /// The part of the top viewport through which the current node shows.
+    fn clip(&self, frame: &Frame) -> Rect {
+        match self.clips.last() {
+            Some(c) => intersect(c, &frame.clip).unwrap_or(Rect { width: 0.0, height: 0.0, ..*c }),
+            None => frame.clip,
+        }
+    }
+
+    /// Whether any usable element was found in the viewport.
+    fn any_in_view(&self) -> bool {
+        self.lines
+            .iter()
+            .any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0))
+    }
+
+    fn push_line(&mut self, line: Line, node: Option<Element>) {
+        self.lines.push(line);
+        self.nodes.push(node);
+    }
+
+    /// Ends the pending context text as a line of its own.
+    fn flush(&mut self) {
+        if self.pending.trim().is_empty() {
+            self.pending.clear();
+            return;
+        }
+        let text = std::mem::take(&mut self.pending);
+        let in_viewport = self.pending_in_view;
+        self.push_line(Line::Text { text, in_viewport }, None);
+    }
+
     /// Walks the children of an element or shadow root.
     fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
         let mut child = parent.first_child();
@@ -194,14 +357,39 @@ impl Walk {
         }
     }
 
-    /// Gives text to the innermost collecting line.
+    /// Gives text to the innermost collecting line, or to the pending
+    /// context text when no line collects.
     fn add_text(&mut self, t: &str) {
-        let Some(&i) = self.open.last() else { return };
+        if t.trim().is_empty() {
+            return;
+        }
+        let Some(&i) = self.open.last() else {
+            if self.pending.is_empty() {
+                self.pending_in_view = match self.blocks.last() {
+                    Some((block, clip, dx, dy)) => {
+                        let r = block.get_bounding_client_rect();
+                        let rect = Rect {
+                            x: r.x() + dx,
+                            y: r.y() + dy,
+                            width: r.width().max(1.0),
+                            height: r.height().max(1.0),
+                        };
+                        intersect(&rect, clip).is_some()
+                    }
+                    None => true,
+                };
+            }
+            if self.pending.len() < CONTEXT_COLLECT_MAX {
+                self.pending.push(' ');
+                self.pending.push_str(t);
+            }
+            return;
+        };
         let buf = match &mut self.lines[i] {
             Line::Element(seen) => &mut seen.text,
-            Line::Heading { text, .. } => text,
+            Line::Heading { text, .. } | Line::Text { text, .. } => text,
         };
-        if buf.len() < TEXT_COLLECT_MAX && !t.trim().is_empty() {
+        if buf.len() < TEXT_COLLECT_MAX {
             buf.push(' ');
             buf.push_str(t);
         }
@@ -218,67 +406,131 @@ impl Walk {
             return;
         }
         let has_attrs = el.has_attributes();
-        if has_attrs
-            && (el.has_attribute("inert")
-                || el
+        if has_attrs {
+            if el.has_attribute("inert") {
+                return;
+            }
+            if !self.ignore_aria_hidden
+                && el
                     .get_attribute("aria-hidden")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true")))
-        {
-            return;
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
+                self.aria_hidden_skipped += 1;
+                return;
+            }
         }
-        let Ok(Some(style)) = frame.window.get_computed_style(el) else {
-            return;
+        // What the computed style says, from the cache when neither this
+        // element nor an ancestor changed since the last observation.
+        let fresh = ctx.dirty || !frame.cached || style_cache::is_dirty(el);
+        let cached = if fresh { None } else { style_cache::get(el) };
+        let st = match cached {
+            Some(st) => st,
+            None => {
+                let st = read_style(el, frame);
+                if frame.cached {
+                    style_cache::put(el, st);
+                }
+                st
+            }
         };
-        let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
-        let display = prop("display");
-        if display == "none" || prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.0) {
+        if st.skip {
             return;
         }
-        let visibility = prop("visibility");
-        let pointer = prop("cursor") == "pointer";
-        let shown_style =
-            visibility != "hidden" && visibility != "collapse" && display != "contents";
+        let StyleBits {
+            shown: shown_style,
+            block,
+            pointer,
+            contents,
+            scrolls,
+            ..
+        } = st;
 
         let heading = match tag.as_str() {
             "h1" => 1,
             "h2" => 2,
             "h3" => 3,
+            "h4" => 4,
+            "h5" => 5,
+            "h6" => 6,
             _ => 0,
         };
         // `cursor: pointer` marks script-made clickables; inside an element
         // already listed it is part of that element.
-        let interactive = is_interactive(el, &tag, has_attrs)
+        let mut interactive = is_interactive(el, &tag, has_attrs)
             || (pointer
                 && !ctx.pointer
                 && self.open_elements == 0
-                && !matches!(tag.as_str(), "html" | "body"));
+                && !matches!(tag.as_str(), "html" | "body" | "label"));
+        // A scrollable region is something a person uses too.
+        let mut scroll = None;
+        if scrolls && block && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
+            {
+                let extra = el.scroll_height() - el.client_height();
+                if extra > 8 && el.client_height() > 0 {
+                    let above = f64::from(el.scroll_top());
+                    scroll = Some(ScrollInfo {
+                        above,
+                        below: f64::from(extra) - above,
+                    });
+                }
+            }
+        }
         // A heading inside a listed element (`<a><h3>Title</h3></a>`) is
         // that element's text, not a line of its own.
         let heading = if self.open_elements == 0 { heading } else { 0 };
+        if block || heading > 0 {
+            self.flush();
+        }
 
         let mut opened = false;
-        if (interactive || heading > 0) && shown_style {
+        let mut region = false;
+        let mut clip_pushed: Option<Rect> = None;
+        if (interactive || heading > 0 || scroll.is_some()) && shown_style {
             let r = el.get_bounding_client_rect();
-            if r.width() > 0.0 && r.height() > 0.0 {
+            if r.width() > 0.0 && r.height() > 0.0 && !self.unreachable(&r, frame) {
                 let rect = Rect {
                     x: r.x() + frame.dx,
                     y: r.y() + frame.dy,
                     width: r.width(),
                     height: r.height(),
                 };
-                let in_viewport = intersect(&rect, &frame.clip).is_some();
+                let clip = self.clip(frame);
+                let in_viewport = intersect(&rect, &clip).is_some();
+
+                if scroll.is_some() {
+                    let visible = intersect(&rect, &clip).unwrap_or(Rect {
+                        x: rect.x,
+                        y: rect.y,
+                        width: 0.0,
+                        height: 0.0,
+                    });
+                    clip_pushed = Some(visible);
+                }
+                if !interactive && scroll.is_some() {
+                    // Listed to be scrolled, not collecting its content's text.
+                    interactive = true;
+                    region = true;
+                }
                 if interactive {
-                    if !in_viewport || uncovered(el, &r, frame) {
-                        let seen = self.describe(el, &tag, rect, in_viewport);
-                        self.lines.push(Line::Element(Box::new(seen)));
-                        self.open_elements += 1;
-                        opened = true;
+                    if !in_viewport || uncovered(el, &r, frame, &clip) {
+                        self.flush();
+                        let mut seen = self.describe(el, &tag, rect, in_viewport);
+                        seen.scroll = scroll;
+                        self.push_line(Line::Element(Box::new(seen)), Some(el.clone()));
+                        if !region {
+                            self.open_elements += 1;
+                            opened = true;
+                        }
                     }
                 } else {
-                    self.lines.push(Line::Heading {
-                        level: heading,
-                        text: String::new(),
-                    });
+                    self.push_line(
+                        Line::Heading {
+                            level: heading,
+                            text: String::new(),
+                            in_viewport,
+                        },
+                        None,
+                    );
                     opened = true;
                 }
                 if opened {
@@ -287,24 +539,56 @@ impl Walk {
             }
         }
 
+        // The text of a label whose control is listed is that control's
+        // name already: not a line of its own.
+        let label_of_listed = tag == "label"
+            && !interactive
+            && el.unchecked_ref::<web_sys::HtmlLabelElement>().control().is_some();
         let inner = Ctx {
             pointer,
-            text_hidden: !shown_style && display != "contents",
+            text_hidden: (!shown_style && !contents) || label_of_listed,
+            dirty: fresh,
         };
+        if block {
+            self.blocks.push((el.clone(), self.clip(frame), frame.dx, frame.dy));
+        }
+        if let Some(c) = clip_pushed {
+            self.clips.push(c);
+        }
         match tag.as_str() {
             "iframe" | "frame" => self.frame(el, frame),
             "img" | "area" => {
                 if let Some(alt) = attr(el, "alt").filter(|_| !inner.text_hidden) {
-                    self.add_text(&alt);
+                    if !self.open.is_empty() {
+                        self.add_text(&alt);
+                    }
                 }
             }
             "select" | "textarea" | "svg" | "math" | "video" | "audio" | "canvas" | "object" => {}
+            "details" if !el.has_attribute("open") => {
+                // A closed `<details>` shows only its summary.
+                let mut child = el.first_element_child();
+                while let Some(c) = child {
+                    if c.local_name() == "summary" {
+                        self.visit(&c, frame, inner);
+                    }
+                    child = c.next_element_sibling();
+                }
+            }
             _ => {
                 if let Some(shadow) = el.shadow_root() {
-                    self.children(&shadow, frame, inner);
+                    // Mutations inside a shadow root are not observed.
+                    self.children(&shadow, frame, Ctx { dirty: true, ..inner });
                 }
                 self.children(el, frame, inner);
             }
+        }
+        if block {
+            self.flush();
+            self.blocks.pop();
+        }
+        if clip_pushed.is_some() {
+            self.clips.pop();
         }
         if opened {
             let closed = self.open.pop();
@@ -335,7 +619,7 @@ impl Walk {
             width,
             height,
         };
-        let clip = intersect(&inner_box, &outer.clip).unwrap_or(Rect {
+        let clip = intersect(&inner_box, &self.clip(outer)).unwrap_or(Rect {
             x: dx,
             y: dy,
             width: 0.0,
@@ -348,13 +632,16 @@ impl Walk {
             clip,
             width,
             height,
+            cached: false,
         };
         self.visit(&root, &frame, Ctx::default());
     }
 
     /// Reads what the model is told about an element.
     fn describe(&self, el: &Element, tag: &str, rect: Rect, in_viewport: bool) -> Seen {
-        let index = registry::number_of(el);
+        let disabled = dom::is_disabled(el, tag);
+        // A disabled element is reported, not offered: it gets no number.
+        let index = if disabled { 0 } else { registry::number_of(el) };
         let input_type = (tag == "input").then(|| {
             attr(el, "type").map_or_else(|| "text".to_owned(), |t| t.trim().to_ascii_lowercase())
         });
@@ -367,7 +654,9 @@ impl Walk {
             placeholder: attr(el, "placeholder"),
             aria_label: attr(el, "aria-label"),
             title: attr(el, "title"),
-            disabled: dom::is_disabled(el, tag),
+            disabled,
+            invalid: attr(el, "aria-invalid").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            expanded: attr(el, "aria-expanded").map(|v| v.eq_ignore_ascii_case("true")),
             rect,
             in_viewport,
             ..Seen::default()
@@ -406,9 +695,21 @@ impl Walk {
                     | "tab"
             ) && !field
             {
-                let state = attr(el, "aria-checked").or_else(|| attr(el, "aria-selected"));
-                seen.checked = state.is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                seen.checked =
+                    attr(el, "aria-checked").is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
+        }
+        seen.selected = attr(el, "aria-selected").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if tag == "summary" && seen.expanded.is_none() {
+            seen.expanded = el
+                .parent_element()
+                .filter(|p| p.local_name() == "details")
+                .map(|p| p.has_attribute("open"));
+        }
+        if field && !seen.invalid && !seen.disabled {
+            // The browser's own verdict, once the person has typed something.
+            let has_value = seen.value.as_ref().is_some_and(|v| !v.is_empty());
+            seen.invalid = has_value && el.matches(":invalid").unwrap_or(false);
         }
         if let Some(ids) = attr(el, "aria-labelledby").filter(|_| seen.aria_label.is_none()) {
             seen.label = labelled_by(el, &ids).or(seen.label);
@@ -454,14 +755,17 @@ fn labelled_by(el: &Element, ids: &str) -> Option<String> {
 fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     let by_tag = match tag {
         "a" => el.has_attribute("href"),
-        "button" | "select" | "textarea" | "summary" | "details" => true,
+        "button" | "select" | "textarea" | "summary" => true,
         "input" => !el
             .get_attribute("type")
             .is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")),
+        // A label is listed when it is the way to its control: the
+        // control itself is hidden (a styled checkbox); otherwise the
+        // control is listed, named by the label.
         "label" => el
             .unchecked_ref::<web_sys::HtmlLabelElement>()
             .control()
-            .is_some(),
+            .is_some_and(|c| control_hidden(&c)),
         _ => false,
     };
     if by_tag {
@@ -514,7 +818,7 @@ fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// Whether the element shows at the centre of its visible part, asked of
 /// the document or shadow root that holds it. `local` is the element's
 /// rectangle in its own document's viewport.
-fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
+fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect) -> bool {
     // The part of the element inside its own frame and inside the top window.
     let own = Rect {
         x: 0.0,
@@ -523,10 +827,10 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
         height: frame.height,
     };
     let clip_local = Rect {
-        x: frame.clip.x - frame.dx,
-        y: frame.clip.y - frame.dy,
-        width: frame.clip.width,
-        height: frame.clip.height,
+        x: clip.x - frame.dx,
+        y: clip.y - frame.dy,
+        width: clip.width,
+        height: clip.height,
     };
     let r = Rect {
         x: local.x(),
@@ -537,9 +841,178 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame) -> bool {
     let Some(part) = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local)) else {
         return true;
     };
-    let (cx, cy) = (part.x + part.width / 2.0, part.y + part.height / 2.0);
-    match dom::element_at(el, cx, cy) {
-        None => true,
-        Some(hit) => dom::hit_belongs(el, &hit),
+    // The centre first, then four points towards the corners: an element
+    // partly covered (a sticky header over a link) is still usable where it
+    // shows; one covered at all five (a modal over the page) is not.
+    const POINTS: [(f64, f64); 5] = [(0.5, 0.5), (0.2, 0.2), (0.8, 0.2), (0.2, 0.8), (0.8, 0.8)];
+    let mut answered = false;
+    for (fx, fy) in POINTS {
+        let (x, y) = (part.x + part.width * fx, part.y + part.height * fy);
+        if let Some(hit) = dom::element_at(el, x, y) {
+            answered = true;
+            if dom::hit_belongs(el, &hit) {
+                return true;
+            }
+        }
     }
+    // No answer at any point (the hit test cannot see there): keep it.
+    !answered
+}
+
+/// The incremental part: computed-style verdicts cached per element, and a
+/// `MutationObserver` on the top document that keeps the set of nodes
+/// changed since the last observation. The next walk reads the style only
+/// of changed elements and their descendants (and of new ones); everything
+/// else comes from the cache. A change of window size, or of a `<style>`,
+/// `<link>` or anything in `<head>`, empties the cache.
+mod style_cache {
+    use std::cell::RefCell;
+
+    use wasm_bindgen::prelude::*;
+    use wasm_bindgen::JsCast;
+    use web_sys::{Document, Element, MutationObserver, MutationObserverInit, MutationRecord};
+
+    use super::StyleBits;
+
+    struct State {
+        observer: MutationObserver,
+        _callback: Closure<dyn FnMut(js_sys::Array)>,
+        /// element → packed [`StyleBits`].
+        cache: js_sys::Map,
+        /// Nodes changed since the last observation.
+        dirty: js_sys::Set,
+        size: (f64, f64),
+        document: Document,
+    }
+
+    thread_local! {
+        static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    }
+
+    fn pack(s: StyleBits) -> f64 {
+        let mut n = 0u32;
+        for (i, b) in [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls].into_iter().enumerate() {
+            if b {
+                n |= 1 << i;
+            }
+        }
+        f64::from(n)
+    }
+
+    fn unpack(v: f64) -> StyleBits {
+        let n = v as u32;
+        let bit = |i: u32| n & (1 << i) != 0;
+        StyleBits { skip: bit(0), shown: bit(1), block: bit(2), pointer: bit(3), contents: bit(4), scrolls: bit(5) }
+    }
+
+    /// Records one batch of mutations.
+    fn record(records: js_sys::Array) {
+        STATE.with(|s| {
+            let s = s.borrow();
+            let Some(s) = s.as_ref() else { return };
+            for r in records.iter() {
+                let r: MutationRecord = r.unchecked_into();
+                let Some(target) = r.target() else { continue };
+                let styling = target.node_name().eq_ignore_ascii_case("head")
+                    || target.node_name().eq_ignore_ascii_case("style")
+                    || target.node_name().eq_ignore_ascii_case("link")
+                    || target.parent_node().is_some_and(|p| p.node_name().eq_ignore_ascii_case("head"));
+                if styling {
+                    s.cache.clear();
+                }
+                s.dirty.add(&target);
+            }
+        });
+    }
+
+    /// Starts an observation: sets the observer up the first time, empties
+    /// the cache when the document or the window size changed.
+    pub fn begin(document: &Document, width: f64, height: f64) {
+        // Deliver the changes made since the last observation now.
+        let pending = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.take_records()));
+        if let Some(p) = pending {
+            record(p);
+        }
+        STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            if let Some(st) = s.as_ref() {
+                if st.document != *document || st.size != (width, height) {
+                    st.cache.clear();
+                    st.dirty.clear();
+                }
+            }
+            if s.as_ref().is_none_or(|st| st.document != *document) {
+                if let Some(old) = s.take() {
+                    old.observer.disconnect();
+                }
+                let callback = Closure::<dyn FnMut(js_sys::Array)>::new(record);
+                let Ok(observer) = MutationObserver::new(callback.as_ref().unchecked_ref()) else {
+                    return;
+                };
+                let init = MutationObserverInit::new();
+                init.set_subtree(true);
+                init.set_child_list(true);
+                init.set_attributes(true);
+                if let Some(root) = document.document_element() {
+                    if observer.observe_with_options(&root, &init).is_err() {
+                        return;
+                    }
+                }
+                *s = Some(State {
+                    observer,
+                    _callback: callback,
+                    cache: js_sys::Map::new(),
+                    dirty: js_sys::Set::new(&JsValue::UNDEFINED),
+                    size: (width, height),
+                    document: document.clone(),
+                });
+            }
+            if let Some(st) = s.as_mut() {
+                st.size = (width, height);
+            }
+        });
+    }
+
+    /// Ends an observation: the changes seen are dealt with, and Errand's
+    /// own writes since (the overlay) are dropped.
+    pub fn end() {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                let _ = s.observer.take_records();
+                s.dirty.clear();
+            }
+        });
+    }
+
+    /// Whether the element changed since the last observation.
+    pub fn is_dirty(el: &Element) -> bool {
+        STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.dirty.has(el)))
+    }
+
+    pub fn get(el: &Element) -> Option<StyleBits> {
+        STATE.with(|s| s.borrow().as_ref().and_then(|s| s.cache.get(el).as_f64()).map(unpack))
+    }
+
+    pub fn put(el: &Element, bits: StyleBits) {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                s.cache.set(el, &pack(bits).into());
+            }
+        });
+    }
+}
+
+/// Whether a label's control cannot be seen or used directly.
+fn control_hidden(control: &web_sys::HtmlElement) -> bool {
+    let r = control.get_bounding_client_rect();
+    if r.width() < 2.0 || r.height() < 2.0 {
+        return true;
+    }
+    let Some(style) = dom::window_of(control).and_then(|w| w.get_computed_style(control).ok().flatten()) else {
+        return false;
+    };
+    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
+    prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.01)
+        || prop("visibility") == "hidden"
+        || prop("display") == "none"
 }

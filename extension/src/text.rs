@@ -5,14 +5,14 @@
 //! `[12]<button>Submit</button>` or `[3]<input type=email placeholder="E-mail">`.
 //! Everything here runs (and is tested) natively.
 
-use errand_protocol::{ElementInfo, Rect};
+use errand_protocol::{ElementInfo, Rect, Viewport};
 
 /// Longest visible text kept for one element.
 pub const TEXT_MAX: usize = 80;
 /// Longest attribute value kept in a line.
 const ATTR_MAX: usize = 60;
 /// Longest `href` kept in a line.
-const HREF_MAX: usize = 80;
+const HREF_MAX: usize = 40;
 /// How many `<select>` options are spelled out.
 const OPTIONS_SHOWN: usize = 8;
 
@@ -37,8 +37,18 @@ pub struct Seen {
     /// The label a person reads for a field (from `<label>` or `aria-labelledby`).
     pub label: Option<String>,
     pub checked: bool,
+    /// `aria-selected="true"` (tabs, options, grid cells).
+    pub selected: bool,
+    /// `aria-expanded`, or an open/closed `<details>` for its `<summary>`.
+    pub expanded: Option<bool>,
+    /// `aria-invalid="true"`, or a field the browser found invalid.
+    pub invalid: bool,
     pub disabled: bool,
     pub required: bool,
+    /// Listed for the first time in this observation (not the first one).
+    pub is_new: bool,
+    /// For a scrollable region: how far it is scrolled and how much more there is.
+    pub scroll: Option<ScrollInfo>,
     /// Visible text inside the element (not inside nested listed elements).
     pub text: String,
     /// For `<select>`: the option texts (at most a few) and how many there are.
@@ -49,18 +59,50 @@ pub struct Seen {
     pub in_viewport: bool,
 }
 
+/// How far a scrollable region is scrolled, in CSS pixels.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ScrollInfo {
+    pub above: f64,
+    pub below: f64,
+}
+
 /// One line of the page text, in document order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
-    /// A numbered, interactive element.
+    /// A numbered, interactive element (unnumbered when disabled).
     Element(Box<Seen>),
-    /// An `h1`–`h3` heading, unnumbered, for context.
-    Heading { level: u8, text: String },
+    /// An `h1`–`h6` heading, unnumbered, for context.
+    Heading {
+        level: u8,
+        text: String,
+        in_viewport: bool,
+    },
+    /// Text a person reads around the controls (paragraphs, labels,
+    /// messages), unnumbered.
+    Text { text: String, in_viewport: bool },
 }
+
+/// Longest text line kept verbatim in the viewport.
+pub const TEXT_LINE_MAX: usize = 300;
+/// Longest text line kept outside the viewport.
+pub const OFFSCREEN_TEXT_MAX: usize = 80;
+/// The hard cap on the whole page text, in bytes.
+pub const TEXT_CAP: usize = 40_000;
 
 /// Collapses runs of whitespace to one space and trims the ends.
 pub fn collapse(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(256));
+    // Invisible bidi and zero-width marks cost tokens and say nothing.
+    let invisible = |c: char| {
+        matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    let cleaned;
+    let text = if text.chars().any(invisible) {
+        cleaned = text.chars().filter(|c| !invisible(*c)).collect::<String>();
+        cleaned.as_str()
+    } else {
+        text
+    };
     for word in text.split_whitespace() {
         if !out.is_empty() {
             out.push(' ');
@@ -184,7 +226,14 @@ pub fn shown_href(href: &str, page_origin: &str) -> Option<String> {
 
 /// The one line for an element, without the position hint.
 pub fn element_line(seen: &Seen) -> String {
-    let mut out = format!("[{}]<{}", seen.index, seen.tag);
+    let mut out = if seen.disabled || seen.index == 0 {
+        // Reported, not offered: no number to act on.
+        format!("<{}", seen.tag)
+    } else if seen.is_new {
+        format!("*[{}]<{}", seen.index, seen.tag)
+    } else {
+        format!("[{}]<{}", seen.index, seen.tag)
+    };
     let implied = implied_role(&seen.tag, seen.input_type.as_deref());
     if let Some(role) = seen.role.as_ref().filter(|r| Some(r.as_str()) != implied) {
         push_attr(&mut out, "role", role, ATTR_MAX, false);
@@ -214,21 +263,35 @@ pub fn element_line(seen: &Seen) -> String {
             push_attr(&mut out, "title", title, ATTR_MAX, true);
         }
     }
-    if let Some(href) = &seen.href {
+    // A link is named by its text; its address only when it has no name.
+    let named = !text.is_empty() || labelled || seen.title.is_some();
+    if let Some(href) = seen.href.as_ref().filter(|_| !named) {
         push_attr(&mut out, "href", href, HREF_MAX, true);
     }
     if let Some(v) = seen.value.as_ref().filter(|v| !v.is_empty()) {
         push_attr(&mut out, "value", v, ATTR_MAX, true);
     }
+    if let Some(e) = seen.expanded {
+        out.push_str(if e { " expanded" } else { " collapsed" });
+    }
     for (flag, word) in [
         (seen.checked, "checked"),
+        (seen.selected, "selected"),
         (seen.disabled, "disabled"),
         (seen.required, "required"),
+        (seen.invalid, "invalid"),
     ] {
         if flag {
             out.push(' ');
             out.push_str(word);
         }
+    }
+    if let Some(sc) = seen.scroll {
+        out.push_str(&format!(
+            " scroll=\"{}px above, {}px below\"",
+            sc.above.round().max(0.0) as i64,
+            sc.below.round().max(0.0) as i64
+        ));
     }
     out.push('>');
     if is_void(&seen.tag) {
@@ -253,30 +316,125 @@ pub fn element_line(seen: &Seen) -> String {
     out
 }
 
-/// The whole page text: `Page:` and `URL:` lines, then one line per
-/// heading or element.
-pub fn render(title: &str, url: &str, lines: &[Line], vw: f64, vh: f64) -> String {
-    let mut out = format!("Page: {}\nURL: {}\n", truncate(&collapse(title), 200), url);
-    for line in lines {
-        match line {
-            Line::Heading { level, text } => {
-                let text = truncate(&collapse(text), TEXT_MAX);
-                if !text.is_empty() {
-                    out.push_str(&"#".repeat(usize::from(*level)));
-                    out.push(' ');
-                    out.push_str(&text);
-                    out.push('\n');
-                }
-            }
-            Line::Element(seen) => {
-                out.push_str(&element_line(seen));
-                if let Some(hint) = position_hint(&seen.rect, seen.in_viewport, vw, vh) {
-                    out.push(' ');
-                    out.push_str(&hint);
-                }
-                out.push('\n');
-            }
+/// The line above the list: where the window is scrolled to.
+pub fn scroll_line(vp: &Viewport) -> String {
+    let below = (vp.page_height - vp.scroll_y - vp.height).round().max(0.0) as i64;
+    let above = vp.scroll_y.round().max(0.0) as i64;
+    let mut out = format!("Viewport {}x{}, scrolled {above}px from the top, {below}px more below", vp.width.round() as i64, vp.height.round() as i64);
+    let right = (vp.page_width - vp.scroll_x - vp.width).round() as i64;
+    if vp.scroll_x > 0.0 || right > 0 {
+        out.push_str(&format!(", {}px left, {right}px right", vp.scroll_x.round() as i64));
+    }
+    out
+}
+
+/// One line as written, and whether it is in the viewport.
+fn line_text(line: &Line, vp: &Viewport) -> Option<(String, bool, bool)> {
+    match line {
+        Line::Heading { level, text, in_viewport } => {
+            let text = truncate(&collapse(text), TEXT_MAX);
+            (!text.is_empty()).then(|| {
+                (format!("{} {text}", "#".repeat(usize::from(*level))), *in_viewport, false)
+            })
         }
+        Line::Text { text, in_viewport } => {
+            let max = if *in_viewport { TEXT_LINE_MAX } else { OFFSCREEN_TEXT_MAX };
+            let text = truncate(&collapse(text), max);
+            (!text.is_empty()).then_some((text, *in_viewport, false))
+        }
+        Line::Element(seen) => {
+            let mut out = element_line(seen);
+            if let Some(hint) = position_hint(&seen.rect, seen.in_viewport, vp.width, vp.height) {
+                out.push(' ');
+                out.push_str(&hint);
+            }
+            Some((out, seen.in_viewport, true))
+        }
+    }
+}
+
+/// The whole page text: a scroll line, then one line per heading, text or
+/// element, in document order, within `cap` bytes. Everything in the
+/// viewport comes first; then the elements outside it, then its headings,
+/// then its text (cut short); what does not fit is summarised in place.
+pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
+    let written: Vec<(String, bool, bool)> =
+        lines.iter().filter_map(|l| line_text(l, vp)).collect();
+    let mut keep = vec![false; written.len()];
+    let mut used = 0usize;
+    // Priorities: in view; elements out of view; headings; other text.
+    let rank = |(i, (_, inv, el)): (usize, &(String, bool, bool))| {
+        let heading = matches!(written[i].0.as_bytes().first(), Some(b'#'));
+        let r = if *inv {
+            0
+        } else if *el {
+            1
+        } else if heading {
+            2
+        } else {
+            3
+        };
+        (r, i)
+    };
+    let mut order: Vec<(u8, usize)> = written.iter().enumerate().map(rank).collect();
+    order.sort_unstable();
+    let mut full = false;
+    for (_, i) in order {
+        let len = written[i].0.len() + 1;
+        if !full && used + len <= cap.saturating_sub(400) {
+            keep[i] = true;
+            used += len;
+        } else {
+            full = true;
+        }
+    }
+    let mut out = scroll_line(vp);
+    out.push('\n');
+    // Left-out elements are summarised where they were (say which way to
+    // scroll); left-out text only by count, at the end.
+    let mut skipped_el = 0usize;
+    let mut skipped_text = 0usize;
+    let mut run = 0usize;
+    let summary = |n: usize| {
+        format!(
+            "… ({n} more element{} here: scroll to see {})\n",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        )
+    };
+    for (i, (text, _, el)) in written.iter().enumerate() {
+        if keep[i] {
+            if run > 0 {
+                out.push_str(&summary(run));
+                run = 0;
+            }
+            out.push_str(text);
+            out.push('\n');
+        } else if *el {
+            skipped_el += 1;
+            run += 1;
+        } else {
+            skipped_text += 1;
+        }
+    }
+    if run > 0 {
+        out.push_str(&summary(run));
+    }
+    if skipped_text > 0 {
+        out.push_str(&format!(
+            "… ({skipped_text} line{} of text outside the viewport left out)\n",
+            if skipped_text == 1 { "" } else { "s" }
+        ));
+    }
+    // The hard cap, whatever the summaries added: cut at a line's end.
+    if out.len() > cap {
+        let mut cut = cap.saturating_sub(60);
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let cut = out[..cut].rfind('\n').map_or(0, |i| i + 1);
+        out.truncate(cut);
+        out.push_str(&format!("… (cut at {cap} bytes; {skipped_el} elements not shown)\n"));
     }
     out
 }
@@ -348,7 +506,9 @@ mod tests {
         a.index = 7;
         a.href = Some("/next".into());
         a.text = "Next page".into();
-        assert_eq!(element_line(&a), r#"[7]<a href="/next">Next page</a>"#);
+        assert_eq!(element_line(&a), "[7]<a>Next page</a>");
+        a.text = String::new();
+        assert_eq!(element_line(&a), r#"[7]<a href="/next"></a>"#);
 
         let mut s = seen("select");
         s.index = 9;
@@ -396,7 +556,7 @@ mod tests {
         i.disabled = true;
         assert_eq!(
             element_line(&i),
-            r#"[1]<input label="Your 'name'" disabled>"#
+            r#"<input label="Your 'name'" disabled>"#
         );
     }
 
@@ -422,6 +582,7 @@ mod tests {
         assert_eq!(truncate("héllo wörld", 5), "héll…");
         assert_eq!(truncate("日本語のテキスト", 4), "日本語…");
         assert_eq!(collapse(" a \n\t b  "), "a b");
+        assert_eq!(collapse("Germany \u{202a}(+49)\u{202c}"), "Germany (+49)");
     }
 
     #[test]
@@ -463,8 +624,19 @@ mod tests {
         assert_eq!(shown_href("#top", o).as_deref(), Some("#top"));
     }
 
+    fn vp() -> Viewport {
+        Viewport {
+            width: 800.0,
+            height: 600.0,
+            scroll_x: 0.0,
+            scroll_y: 100.0,
+            page_width: 800.0,
+            page_height: 3000.0,
+        }
+    }
+
     #[test]
-    fn renders_headings_and_hints() {
+    fn renders_headings_text_and_hints() {
         let mut a = seen("a");
         a.index = 2;
         a.text = "More".into();
@@ -479,17 +651,77 @@ mod tests {
             Line::Heading {
                 level: 1,
                 text: " Welcome ".into(),
+                in_viewport: true,
             },
             Line::Heading {
                 level: 2,
                 text: "   ".into(),
+                in_viewport: true,
+            },
+            Line::Text {
+                text: " Thanks,\n submitted! ".into(),
+                in_viewport: true,
             },
             Line::Element(Box::new(a)),
         ];
         assert_eq!(
-            render("T", "https://x/", &lines, 800.0, 600.0),
-            "Page: T\nURL: https://x/\n# Welcome\n[2]<a>More</a> (below, 1200px)\n"
+            render(&lines, &vp(), TEXT_CAP),
+            "Viewport 800x600, scrolled 100px from the top, 2300px more below\n\
+             # Welcome\nThanks, submitted!\n[2]<a>More</a> (below, 1200px)\n"
         );
+    }
+
+    #[test]
+    fn marks_new_elements_and_does_not_offer_disabled_ones() {
+        let mut b = seen("button");
+        b.index = 4;
+        b.text = "Pay".into();
+        b.is_new = true;
+        assert_eq!(element_line(&b), "*[4]<button>Pay</button>");
+        b.disabled = true;
+        assert_eq!(element_line(&b), "<button disabled>Pay</button>");
+        let mut t = seen("div");
+        t.role = Some("tab".into());
+        t.selected = true;
+        t.expanded = Some(false);
+        t.invalid = true;
+        t.scroll = Some(ScrollInfo { above: 0.0, below: 420.4 });
+        assert_eq!(
+            element_line(&t),
+            r#"[1]<div role=tab collapsed selected invalid scroll="0px above, 420px below"></div>"#
+        );
+    }
+
+    #[test]
+    fn budgets_long_pages_keeping_the_viewport() {
+        let mut lines = Vec::new();
+        for i in 0..2000u32 {
+            let mut b = seen("a");
+            b.index = i + 1;
+            b.text = format!("link number {i} with some words");
+            b.in_viewport = i < 10;
+            b.rect = Rect {
+                x: 0.0,
+                y: f64::from(i) * 30.0,
+                width: 100.0,
+                height: 20.0,
+            };
+            lines.push(Line::Element(Box::new(b)));
+            lines.push(Line::Text {
+                text: "words ".repeat(100),
+                in_viewport: i < 10,
+            });
+        }
+        let out = render(&lines, &vp(), 20_000);
+        assert!(out.len() <= 20_000, "{}", out.len());
+        for i in 0..10 {
+            assert!(out.contains(&format!("[{}]<a>link number {i} ", i + 1)), "{i}");
+        }
+        // Text in view is verbatim (up to its line cap), out of view it is cut.
+        assert!(out.contains(&"words ".repeat(40)));
+        assert!(out.contains("left out"), "{out}");
+        // Elements out of view come before text out of view.
+        assert!(out.contains("[200]<a>"), "{out}");
     }
 
     #[test]

@@ -8,10 +8,7 @@
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 
-use std::sync::Arc;
-
 use anyhow::Result;
-use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
@@ -36,9 +33,14 @@ impl FixtureServer {
         Self::start_in(fixtures_dir())
     }
 
-    /// Starts serving the folder `root` (same rules: `/csp/…` adds the CSP).
-    pub fn start_in(root: PathBuf) -> Result<FixtureServer> {
-        let router = axum::Router::new().fallback(serve).with_state(Arc::new(root));
+    /// Starts serving `dir` (and its sub-folders) on a free port. A missing
+    /// file under a `resources/` folder is served as an empty page (the
+    /// corpus's saved iframes were not kept).
+    pub fn start_in(dir: PathBuf) -> Result<FixtureServer> {
+        let router = axum::Router::new().fallback(move |uri: Uri| {
+            let dir = dir.clone();
+            async move { serve(&dir, uri) }
+        });
         Ok(FixtureServer { server: Server::start(router)? })
     }
 
@@ -53,7 +55,7 @@ impl FixtureServer {
     }
 }
 
-async fn serve(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
+fn serve(dir: &Path, uri: Uri) -> Response {
     let path = uri.path().trim_start_matches('/');
     let (csp, rel) = match path.strip_prefix("csp/") {
         Some(rest) => (true, rest),
@@ -64,8 +66,11 @@ async fn serve(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
     if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         return (StatusCode::NOT_FOUND, "not found").into_response();
     }
-    let file = root.join(rel);
+    let file = dir.join(rel);
     let Ok(body) = std::fs::read(&file) else {
+        if rel.components().any(|c| c.as_os_str() == "resources") {
+            return ([(header::CONTENT_TYPE, "text/html")], "<!doctype html><title></title>").into_response();
+        }
         return (StatusCode::NOT_FOUND, format!("no fixture {}", rel.display())).into_response();
     };
     let mut resp = (

@@ -6,6 +6,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | [`cdp`] | a small DevTools Protocol client over `--remote-debugging-pipe` |
+//! | [`content`] | a tab's content script, reached from the service worker as its relay does |
 //! | [`browser`] | [`browser::TestBrowser`]: Chromium + extension + host in a fresh profile |
 //! | [`side_panel`] | opening the real side panel for a tab |
 //! | [`fixtures`] | the HTTP server for `tests/fixtures/` (and `/csp/…`) |
@@ -18,6 +19,7 @@
 
 pub mod browser;
 pub mod cdp;
+pub mod content;
 pub mod fixtures;
 pub mod model;
 pub mod side_panel;

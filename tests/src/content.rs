@@ -1,0 +1,112 @@
+//! Talking to the content script of a tab the way the service worker does,
+//! from the service worker itself.
+//!
+//! [`ContentScript::command`] evaluates, in the extension's real service
+//! worker, the same two steps its `page` relay takes: `chrome.tabs.sendMessage`
+//! of a `page` envelope to the tab's top frame, and — when no content script
+//! answers yet — `chrome.scripting.executeScript` of `extension/loader.js`
+//! and a retry. So the real loader picks the real build (WASM, or JS under a
+//! strict CSP), and the real Rust crate answers. Only the native host's hop
+//! is left out (the end-to-end tests in `e2e.rs` cover it), which lets the
+//! observation tests ask for exactly the command they check.
+
+use std::cell::Cell;
+
+use anyhow::{Result, bail};
+use errand_protocol::{Envelope, Observation};
+use serde_json::{Value, json};
+
+use crate::browser::TestBrowser;
+use crate::cdp::Page;
+
+/// A tab's content script, reached through the service worker.
+pub struct ContentScript {
+    sw: Page,
+    /// The tab's `chrome.tabs` id.
+    pub tab_id: i64,
+    next_id: Cell<u64>,
+}
+
+impl ContentScript {
+    /// The content script of `tab` (injected on the first command).
+    pub fn of(browser: &TestBrowser, tab: &Page) -> Result<ContentScript> {
+        // Right after a tab opens, an evaluation in the service worker can
+        // land in a context without extension APIs (`chrome is not
+        // defined`); attach again and retry.
+        let mut last = None;
+        for _ in 0..20 {
+            let sw = browser.service_worker()?;
+            match sw.eval("typeof chrome !== 'undefined' && !!chrome.tabs") {
+                Ok(Value::Bool(true)) => {
+                    let tab_id = tab_id_in(&sw, tab)?;
+                    return Ok(ContentScript { sw, tab_id, next_id: Cell::new(1) });
+                }
+                other => last = Some(format!("{other:?}")),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(150));
+        }
+        bail!("the service worker never offered chrome.tabs: {}", last.unwrap_or_default())
+    }
+
+    /// Sends one `page` command (`{"op": …}`) and returns the reply envelope.
+    pub fn command(&self, command: Value) -> Result<Value> {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let msg = json!({"v": 1, "id": id, "kind": "page", "tab_id": self.tab_id, "command": command});
+        let answer = self.sw.eval(&format!(
+            "(async () => {{
+               const msg = {msg};
+               const send = () => chrome.tabs.sendMessage(msg.tab_id, msg, {{ frameId: 0 }});
+               let answer;
+               try {{ answer = await send(); }} catch (notThere) {{
+                 await chrome.scripting.executeScript({{ target: {{ tabId: msg.tab_id }}, files: ['extension/loader.js'] }});
+                 answer = await send();
+               }}
+               return answer;
+             }})()"
+        ))?;
+        match (answer.get("ok"), answer.get("failed")) {
+            (Some(ok), _) => {
+                if ok["re"] != json!(id) {
+                    bail!("the reply answers {} instead of {id}: {ok}", ok["re"]);
+                }
+                Ok(ok.clone())
+            }
+            (_, Some(why)) => bail!("the content script failed: {why}"),
+            _ => bail!("no answer from the content script: {answer}"),
+        }
+    }
+
+    /// Observes the page (drawing the marks when `marks`).
+    pub fn observe(&self, marks: bool) -> Result<Observation> {
+        let reply = self.command(json!({"op": "observe", "marks": marks}))?;
+        let env = Envelope::decode_value(reply.clone())
+            .map_err(|e| anyhow::anyhow!("unreadable reply {reply}: {e}"))?;
+        match env.body {
+            errand_protocol::Body::Observation(o) => Ok(o),
+            other => bail!("expected an observation, got {other:?}"),
+        }
+    }
+
+    /// Runs one action (`{"click": {"index": 3}}`); returns the reply envelope.
+    pub fn act(&self, action: Value) -> Result<Value> {
+        self.command(json!({"op": "act", "action": action}))
+    }
+}
+
+/// The `chrome.tabs` id of `tab`, asked of the service worker `sw`.
+fn tab_id_in(sw: &Page, tab: &Page) -> Result<i64> {
+    let url = tab.url()?;
+    for _ in 0..50 {
+        let ids = sw.eval(&format!(
+            "chrome.tabs.query({{}}).then(ts => ts.filter(t => t.url === {u} || t.pendingUrl === {u}).map(t => t.id))",
+            u = json!(url)
+        ))?;
+        // The newest tab at that URL (the tests may open one page twice).
+        if let Some(id) = ids.as_array().and_then(|a| a.iter().filter_map(Value::as_i64).max()) {
+            return Ok(id);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    bail!("the service worker sees no tab at {url}")
+}

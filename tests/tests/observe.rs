@@ -1,0 +1,376 @@
+//! Page observation in real headless Chromium: one small fixture page per
+//! hard case (`tests/fixtures/observe/`), each checked for exactly which
+//! elements are listed and which are not.
+//!
+//! The observation is asked of the real content script through the real
+//! service worker (see `errand_e2e::content`): the real loader, the real
+//! WASM build (or the JS build under a strict CSP), the real Rust walk.
+
+use std::collections::BTreeSet;
+
+use errand_e2e::browser::{LaunchOptions, TestBrowser};
+use errand_e2e::cdp::Page;
+use errand_e2e::content::ContentScript;
+use errand_e2e::fixtures::FixtureServer;
+use errand_protocol::{Build, Observation};
+use serde_json::json;
+
+/// A browser (no model needed), the fixture server, and one tab.
+struct Rig {
+    browser: TestBrowser,
+    fixtures: FixtureServer,
+}
+
+impl Rig {
+    fn start() -> Rig {
+        let fixtures = FixtureServer::start().expect("starting the fixture server");
+        let browser = TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1"))
+            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
+        Rig { browser, fixtures }
+    }
+
+    fn open(&self, path: &str) -> (Page, ContentScript) {
+        let tab = self
+            .browser
+            .new_page(&self.fixtures.url(path))
+            .unwrap_or_else(|e| panic!("opening {path}: {e:#}"));
+        let cs = ContentScript::of(&self.browser, &tab).unwrap_or_else(|e| panic!("{e:#}"));
+        (tab, cs)
+    }
+}
+
+fn observe(cs: &ContentScript, marks: bool) -> Observation {
+    cs.observe(marks).unwrap_or_else(|e| panic!("observing: {e:#}"))
+}
+
+/// The names of the listed (numbered) elements.
+fn names(o: &Observation) -> BTreeSet<String> {
+    o.elements.iter().map(|e| e.name.clone()).collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The text line of the element named `name`.
+fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
+    let e = o
+        .elements
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no element named {name:?} in {:#?}", o.elements));
+    let tag = format!("[{}]<", e.index);
+    o.text
+        .lines()
+        .find(|l| l.starts_with(&tag) || l.starts_with(&format!("*{tag}")))
+        .unwrap_or_else(|| panic!("no line for [{}] in\n{}", e.index, o.text))
+}
+
+#[test]
+fn lists_every_input_type_but_hidden() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/inputs.html");
+    let o = observe(&cs, false);
+    assert_eq!(o.build, Some(Build::Wasm));
+    let want: Vec<&str> = [
+        "text", "default", "email", "password", "number", "search", "tel", "url", "date", "time",
+        "datetime-local", "month", "week", "color", "range", "file", "checkbox", "radio",
+        "submit", "reset", "button", "image", "textarea", "select",
+    ]
+    .to_vec();
+    let want: Vec<String> = want.iter().map(|t| format!("t-{t}")).collect();
+    assert_eq!(names(&o), want.iter().map(String::as_str).map(String::from).collect());
+    assert!(!o.text.contains("secret-pw"), "a password value leaked:\n{}", o.text);
+    assert!(line_of(&o, "t-email").contains("type=email"), "{}", o.text);
+    assert!(line_of(&o, "t-email").contains(r#"value="a@b.c""#), "{}", o.text);
+    assert!(line_of(&o, "t-email").contains("required"), "{}", o.text);
+    assert!(line_of(&o, "t-checkbox").contains("checked"), "{}", o.text);
+    assert!(line_of(&o, "t-select").contains("one|two (2 options)"), "{}", o.text);
+    assert!(line_of(&o, "t-select").contains(r#"value="two""#), "{}", o.text);
+    assert!(o.text.contains("# Every input type"), "{}", o.text);
+    // URL and title are the host's to print.
+    assert!(!o.text.contains("URL:") && !o.text.contains("Page:"), "{}", o.text);
+}
+
+#[test]
+fn walks_nested_open_shadow_roots() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/shadow.html");
+    let o = observe(&cs, false);
+    // A closed shadow root is out of the content script's reach.
+    assert_eq!(
+        names(&o),
+        set(&["light-button", "shadow-1", "shadow-2-link", "shadow-3-input"])
+    );
+    // The numbers act: click the button three roots down is reachable.
+    let n = o.elements.iter().find(|e| e.name == "shadow-3-input").unwrap().index;
+    let r = cs.act(json!({"fill": {"index": n, "text": "deep"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+}
+
+#[test]
+fn walks_same_origin_iframes_with_top_window_positions() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/iframes.html");
+    let o = observe(&cs, true);
+    assert_eq!(
+        names(&o),
+        set(&["top-button", "frame-button", "frame-input", "srcdoc-button"])
+    );
+    let b = o.elements.iter().find(|e| e.name == "frame-button").unwrap();
+    // The iframe sits at (100, 200); the button is below a paragraph in it.
+    assert!(b.rect.x >= 100.0 && b.rect.x < 120.0, "{:?}", b.rect);
+    assert!(b.rect.y > 200.0 && b.rect.y < 300.0, "{:?}", b.rect);
+    assert!(o.text.contains("Inside the frame"), "{}", o.text);
+}
+
+#[test]
+fn a_modal_hides_what_it_covers() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/modal.html");
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["modal-email", "modal-ok", "modal-close"]));
+    assert!(o.text.contains("## Sign in to continue"), "{}", o.text);
+}
+
+#[test]
+fn partly_covered_elements_stay_wholly_covered_ones_go() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/covered.html");
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["header-button", "half-covered", "free-button"]));
+}
+
+#[test]
+fn aria_hidden_page_without_a_dialog_is_still_seen() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/aria-hidden-page.html");
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["username", "sign-up"]));
+}
+
+#[test]
+fn skips_what_a_person_cannot_see() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/hidden.html");
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["visible-button", "visible-in-hidden"]));
+    assert!(o.text.contains("visible-text"), "{}", o.text);
+    assert!(!o.text.contains("hidden-text"), "{}", o.text);
+}
+
+#[test]
+fn off_screen_elements_say_where_and_scroll_regions_are_listed() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/offscreen.html");
+    let o = observe(&cs, false);
+    assert_eq!(
+        names(&o),
+        set(&["top-button", "results", "in-list-visible", "in-list-hidden", "far-below", "far-right"])
+    );
+    let far = line_of(&o, "far-below");
+    assert!(far.contains("(below, "), "{far}");
+    assert!(line_of(&o, "far-right").contains("(right, "), "{}", o.text);
+    let list = line_of(&o, "results");
+    assert!(list.contains(r#"scroll="0px above, "#), "{list}");
+    assert!(line_of(&o, "in-list-hidden").contains("(hidden by scrolling)"), "{}", o.text);
+    assert!(o.text.lines().next().unwrap().contains("px more below"), "{}", o.text);
+    assert!(!o.elements.iter().find(|e| e.name == "far-below").unwrap().in_viewport);
+}
+
+#[test]
+fn disabled_controls_are_reported_not_offered() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/disabled.html");
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["enabled-button", "enabled-input"]));
+    for line in [
+        "<button disabled>disabled-button</button>",
+        "<input aria-label=\"fieldset-input\" disabled>",
+        "<div role=button disabled>aria-disabled</div>",
+    ] {
+        assert!(o.text.lines().any(|l| l == line), "no line {line:?} in\n{}", o.text);
+    }
+}
+
+#[test]
+fn a_thousand_option_select_is_one_short_line() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/select1000.html");
+    let o = observe(&cs, false);
+    // The select, named by its label (the label is not listed twice).
+    assert_eq!(names(&o), set(&["Pick one"]));
+    assert_eq!(o.elements.len(), 1, "{:#?}", o.elements);
+    let line = o.text.lines().find(|l| l.contains("<select")).unwrap();
+    assert!(line.contains("Option 0|Option 1|"), "{line}");
+    assert!(line.ends_with("|… (1000 options)</select>"), "{line}");
+    assert!(line.len() < 200, "{line}");
+}
+
+#[test]
+fn contenteditable_elements_are_listed() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/editable.html");
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["editor", "plain-editor", "para-editable"]));
+}
+
+#[test]
+fn aria_widgets_and_script_clickables() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/aria.html");
+    let o = observe(&cs, false);
+    assert_eq!(
+        names(&o),
+        set(&[
+            "role-button", "role-link", "role-checkbox", "role-radio", "tab-one", "tab-two",
+            "role-switch", "role-slider", "role-combobox", "menu-item", "the-listbox",
+            "list-option", "role-textbox", "tabindex-div", "pointer-div inner-span",
+            "onclick-div", "closed-summary", "open-summary", "shown-in-details", "label-toggle",
+            "styled-toggle",
+        ])
+    );
+    assert!(line_of(&o, "role-checkbox").contains("checked"), "{}", o.text);
+    // A visible checkbox is listed, named by its label; a hidden one's
+    // label is listed instead.
+    assert!(line_of(&o, "label-toggle").contains("<input type=checkbox"), "{}", o.text);
+    assert!(line_of(&o, "styled-toggle").contains("<label"), "{}", o.text);
+    assert!(line_of(&o, "tab-one").contains("selected"), "{}", o.text);
+    assert!(!line_of(&o, "tab-two").contains("selected"), "{}", o.text);
+    assert!(line_of(&o, "role-combobox").contains("collapsed"), "{}", o.text);
+    assert!(line_of(&o, "closed-summary").contains("collapsed"), "{}", o.text);
+    assert!(line_of(&o, "open-summary").contains("expanded"), "{}", o.text);
+    assert!(!o.text.contains("hidden-detail-text"), "{}", o.text);
+    assert!(o.text.contains("Please fix the errors below"), "{}", o.text);
+    assert!(o.text.contains("plain-paragraph"), "{}", o.text);
+}
+
+#[test]
+fn numbers_survive_a_re_render_and_gone_elements_say_so() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/rerender.html");
+    let first = observe(&cs, false);
+    let index = |o: &Observation, name: &str| {
+        o.elements.iter().find(|e| e.name == name).map(|e| e.index).unwrap()
+    };
+    let (a, old, b) = (index(&first, "keep-a"), index(&first, "replaced"), index(&first, "keep-b"));
+    // Nothing is new in the first observation's text.
+    assert!(!first.text.contains("*["), "{}", first.text);
+    tab.eval("rerender()").unwrap();
+    let second = observe(&cs, false);
+    assert_eq!(index(&second, "keep-a"), a);
+    assert_eq!(index(&second, "keep-b"), b);
+    let new = index(&second, "replaced");
+    assert_ne!(new, old);
+    assert!(second.text.contains(&format!("*[{new}]<button>replaced</button>")), "{}", second.text);
+    assert!(second.text.contains(&format!("\n[{a}]<button>keep-a</button>")), "{}", second.text);
+    let r = cs.act(json!({"click": {"index": old}})).unwrap();
+    assert_eq!(r["kind"], "error", "{r}");
+    assert_eq!(r["code"], "element_gone", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("no longer exists"), "{r}");
+    // Nothing of Errand's is written into the page.
+    let attrs = tab
+        .eval("[...document.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name)).filter(n => n.includes('errand') || n.startsWith('data-'))")
+        .unwrap();
+    assert_eq!(attrs, json!([]));
+}
+
+#[test]
+fn marks_follow_scrolling_and_leave_no_trace() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/offscreen.html");
+    let before = tab.eval("document.documentElement.children.length").unwrap();
+    let o = observe(&cs, true);
+    let marked = o.elements.iter().filter(|e| e.in_viewport).count();
+    // The overlay is one element after <body>, closed shadow root, no pointer events.
+    let overlay = tab
+        .eval("(() => { const h = document.documentElement.lastElementChild; return {tag: h.tagName, shadow: h.shadowRoot, pe: getComputedStyle(h).pointerEvents, n: document.documentElement.children.length}; })()")
+        .unwrap();
+    assert_eq!(overlay["tag"], "DIV", "{overlay}");
+    assert_eq!(overlay["shadow"], json!(null), "{overlay}");
+    assert_eq!(overlay["pe"], "none", "{overlay}");
+    assert!(marked >= 3, "{marked}");
+    // The marks follow a scroll of the window: read the boxes' positions
+    // through DevTools, which sees into the closed shadow root.
+    let tops_before = mark_tops(&tab);
+    assert_eq!(tops_before.len(), marked, "{tops_before:?}");
+    tab.eval("scrollTo(0, 40); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))").unwrap();
+    let tops_after = mark_tops(&tab);
+    for (b, a) in tops_before.iter().zip(&tops_after) {
+        assert!((b - a - 40.0).abs() < 1.0, "before {tops_before:?} after {tops_after:?}");
+    }
+    let after = tab.eval("document.documentElement.children.length").unwrap();
+    assert_eq!(after, overlay["n"]);
+    cs.command(json!({"op": "cleanup"})).unwrap();
+    let cleaned = tab.eval("document.documentElement.children.length").unwrap();
+    assert_eq!(cleaned, before);
+    // After cleanup, scrolling does not bring anything back.
+    tab.eval("scrollTo(0, 500); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))").unwrap();
+    assert_eq!(tab.eval("document.documentElement.children.length").unwrap(), before);
+}
+
+#[test]
+fn context_text_shows_what_a_click_changed() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/submit.html");
+    let o = observe(&cs, false);
+    assert!(o.text.contains("Not submitted yet."), "{}", o.text);
+    let submit = o.elements.iter().find(|e| e.name == "Submit").unwrap().index;
+    let r = cs.act(json!({"click": {"index": submit}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let o = observe(&cs, false);
+    assert!(o.text.contains("Thanks, submitted!"), "{}", o.text);
+    assert!(o.text.contains("# Contact us"), "{}", o.text);
+}
+
+#[test]
+fn the_js_build_sees_the_same_page() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/csp/observe/aria.html");
+    let o = observe(&cs, false);
+    assert_eq!(o.build, Some(Build::Js));
+    let (_tab2, cs2) = rig.open("/observe/aria.html");
+    let w = observe(&cs2, false);
+    assert_eq!(w.build, Some(Build::Wasm));
+    assert_eq!(names(&o), names(&w));
+}
+
+/// The `top` of each mark box in the overlay's closed shadow root.
+fn mark_tops(tab: &Page) -> Vec<f64> {
+    let doc = tab.call("DOM.getDocument", json!({"depth": -1, "pierce": true})).unwrap();
+    let html = doc["root"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["nodeName"] == "HTML")
+        .unwrap()
+        .clone();
+    let host = html["children"].as_array().unwrap().last().unwrap().clone();
+    let shadow = &host["shadowRoots"][0];
+    assert_eq!(shadow["shadowRootType"], "closed", "{host}");
+    shadow["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["nodeName"] == "DIV")
+        .filter_map(|n| {
+            let attrs = n["attributes"].as_array()?;
+            let style = attrs.chunks(2).find(|kv| kv[0] == "style")?[1].as_str()?.to_owned();
+            let top = style.split("top:").nth(1)?.split("px").next()?.parse().ok()?;
+            Some(top)
+        })
+        .collect()
+}
+
+#[test]
+fn the_js_build_draws_the_marks_too() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/csp/observe/aria.html");
+    let o = observe(&cs, true);
+    assert_eq!(o.build, Some(Build::Js));
+    let marked = o.elements.iter().filter(|e| e.in_viewport).count();
+    let tops = mark_tops(&tab);
+    assert_eq!(tops.len(), marked, "{tops:?}");
+    let shot = tab.call("Page.captureScreenshot", json!({"format": "png"})).unwrap();
+    let _ = shot;
+}
