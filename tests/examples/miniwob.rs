@@ -51,7 +51,11 @@ fn main() -> Result<()> {
                         e.status,
                         e.steps,
                         e.seconds,
-                        if e.success() { String::new() } else { format!(" — Errand said {:?}", e.answer) }
+                        if e.success() {
+                            String::new()
+                        } else {
+                            format!(" — Errand said {:?}", e.answer)
+                        }
                     );
                     episodes.push(e);
                 }

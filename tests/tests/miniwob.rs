@@ -6,15 +6,24 @@
 
 use errand_e2e::miniwob::{Miniwob, ModelChoice, report};
 
-const SUBSET: &[&str] =
-    &["click-button", "click-link", "click-checkboxes", "enter-text", "login-user", "click-dialog"];
+const SUBSET: &[&str] = &[
+    "click-button",
+    "click-link",
+    "click-checkboxes",
+    "enter-text",
+    "login-user",
+    "choose-list",
+    "enter-date",
+];
 
 #[test]
 fn miniwob_subset_earns_a_reward_on_every_episode() {
     let rig = Miniwob::start(ModelChoice::Scripted).unwrap_or_else(|e| panic!("{e:#}"));
     let mut episodes = Vec::new();
     for task in SUBSET {
-        let episode = rig.episode(task, 1).unwrap_or_else(|e| panic!("{task}: {e:#}"));
+        let episode = rig
+            .episode(task, 1)
+            .unwrap_or_else(|e| panic!("{task}: {e:#}"));
         episodes.push(episode);
     }
     let table = report(&episodes);
@@ -22,7 +31,15 @@ fn miniwob_subset_earns_a_reward_on_every_episode() {
     let failed: Vec<String> = episodes
         .iter()
         .filter(|e| !e.success())
-        .map(|e| format!("{} (reward {}, {}: {}, Errand said {:?})", e.task, e.reward, e.status, e.reason, e.answer))
+        .map(|e| {
+            format!(
+                "{} (reward {}, {}: {}, Errand said {:?})",
+                e.task, e.reward, e.status, e.reason, e.answer
+            )
+        })
         .collect();
-    assert!(failed.is_empty(), "episodes without reward: {failed:#?}\n{table}");
+    assert!(
+        failed.is_empty(),
+        "episodes without reward: {failed:#?}\n{table}"
+    );
 }

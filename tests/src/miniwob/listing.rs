@@ -16,7 +16,10 @@ pub struct Listed {
 impl Listed {
     /// An attribute's value (`type`, `label`, `placeholder`…).
     pub fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Whether the element has the flag attribute `name` (`checked`, `disabled`).
@@ -53,7 +56,10 @@ impl Listed {
 
 /// Parses every numbered element of `text`.
 pub fn parse(text: &str) -> Vec<Listed> {
-    elements(text).into_iter().map(|(index, desc)| parse_one(index, &desc)).collect()
+    elements(text)
+        .into_iter()
+        .map(|(index, desc)| parse_one(index, &desc))
+        .collect()
 }
 
 fn parse_one(index: u32, desc: &str) -> Listed {
@@ -66,12 +72,19 @@ fn parse_one(index: u32, desc: &str) -> Listed {
             }
         }
     }
-    let mut listed = Listed { index, tag: String::new(), attrs: Vec::new(), text: String::new() };
+    let mut listed = Listed {
+        index,
+        tag: String::new(),
+        attrs: Vec::new(),
+        text: String::new(),
+    };
     let Some(rest) = desc.strip_prefix('<') else {
         listed.text = collapse(desc);
         return listed;
     };
-    let tag_end = rest.find(|c: char| c.is_whitespace() || c == '>' || c == '/').unwrap_or(rest.len());
+    let tag_end = rest
+        .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+        .unwrap_or(rest.len());
     listed.tag = rest[..tag_end].to_lowercase();
     let (attrs, after) = read_attrs(&rest[tag_end..]);
     listed.attrs = attrs;
@@ -93,7 +106,11 @@ fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
     while i < bytes.len() {
         let c = bytes[i];
         if c == '>' {
-            consumed = s.char_indices().nth(i).map(|(b, _)| b + 1).unwrap_or(s.len());
+            consumed = s
+                .char_indices()
+                .nth(i)
+                .map(|(b, _)| b + 1)
+                .unwrap_or(s.len());
             break;
         }
         if c.is_whitespace() || c == '/' {
@@ -128,7 +145,11 @@ fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
         }
         attrs.push((key.to_lowercase(), value));
     }
-    let after = if consumed <= s.len() { &s[consumed..] } else { "" };
+    let after = if consumed <= s.len() {
+        &s[consumed..]
+    } else {
+        ""
+    };
     (attrs, after)
 }
 
@@ -161,7 +182,10 @@ mod tests {
              [5]<a href=\"/x\">Next page</a> (below, 900px)\n[6]<textarea placeholder='Your note'>",
         );
         assert_eq!(list.len(), 4, "{list:#?}");
-        assert_eq!((list[0].index, list[0].tag.as_str(), list[0].text.as_str()), (3, "button", "Submit"));
+        assert_eq!(
+            (list[0].index, list[0].tag.as_str(), list[0].text.as_str()),
+            (3, "button", "Submit")
+        );
         assert_eq!(list[1].input_type(), Some("checkbox"));
         assert_eq!(list[1].name(), "ab cd");
         assert!(list[1].flag("checked"));

@@ -32,20 +32,32 @@ pub const VERSION: &str = "1.1.0";
 
 /// MiniWoB's `html/` folder, fetched from PyPI into `.tools/` when missing.
 pub fn html_dir() -> Result<PathBuf> {
-    let root = repo_root().join(".tools").join(format!("miniwob-{VERSION}"));
+    let root = repo_root()
+        .join(".tools")
+        .join(format!("miniwob-{VERSION}"));
     let html = root.join("miniwob").join("html");
     if html.join("miniwob").join("click-button.html").is_file() {
         return Ok(html);
     }
     let download = tempfile::tempdir()?;
     let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+        ])
         .arg(format!("miniwob=={VERSION}"))
         .arg("-d")
         .arg(download.path())
         .status()
         .context("running python3 -m pip (is Python 3 with pip installed?)")?;
-    ensure!(status.success(), "pip could not download miniwob=={VERSION} from PyPI");
+    ensure!(
+        status.success(),
+        "pip could not download miniwob=={VERSION} from PyPI"
+    );
     let wheel = std::fs::read_dir(download.path())?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
@@ -80,7 +92,11 @@ pub enum ModelChoice {
     /// The scripted solvers of [`solver`].
     Scripted,
     /// A real OpenAI-compatible provider.
-    Real { base_url: String, model: String, api_key: Option<String> },
+    Real {
+        base_url: String,
+        model: String,
+        api_key: Option<String>,
+    },
 }
 
 /// What one episode gave.
@@ -129,10 +145,15 @@ impl Miniwob {
                 let opts = LaunchOptions::new(model.base_url());
                 (Some(model), opts)
             }
-            ModelChoice::Real { base_url, model, api_key } => {
+            ModelChoice::Real {
+                base_url,
+                model,
+                api_key,
+            } => {
                 let mut opts = LaunchOptions::new(base_url);
                 opts.model = model;
-                opts.env.push(("ERRAND_API_KEY".into(), api_key.unwrap_or_default()));
+                opts.env
+                    .push(("ERRAND_API_KEY".into(), api_key.unwrap_or_default()));
                 (None, opts)
             }
         };
@@ -140,7 +161,14 @@ impl Miniwob {
         let pages = FixtureServer::start_in(html)?;
         let tab = browser.new_page(&pages.url("/miniwob/click-test.html"))?;
         let panel = side_panel::open(&browser, &tab)?;
-        Ok(Miniwob { browser, tab, panel, pages, _model: model, solver })
+        Ok(Miniwob {
+            browser,
+            tab,
+            panel,
+            pages,
+            _model: model,
+            solver,
+        })
     }
 
     /// Runs one episode of `task` with `seed`.
@@ -189,7 +217,8 @@ impl Miniwob {
         self.tab.eval(&format!(
             "Math.seedrandom({seed}); core.EPISODE_MAX_TIME = 600000; core.startEpisodeReal(); true"
         ))?;
-        self.tab.wait_for("WOB_TASK_READY === true", Duration::from_secs(10))?;
+        self.tab
+            .wait_for("WOB_TASK_READY === true", Duration::from_secs(10))?;
         let utterance = self.tab.eval("core.getUtterance()")?;
         match utterance {
             Value::String(s) if !s.is_empty() => Ok(s),
@@ -234,6 +263,9 @@ pub fn report(episodes: &[Episode]) -> String {
         ));
     }
     let won = episodes.iter().filter(|e| e.success()).count();
-    out.push_str(&format!("\n{won} of {} episodes with reward > 0\n", episodes.len()));
+    out.push_str(&format!(
+        "\n{won} of {} episodes with reward > 0\n",
+        episodes.len()
+    ));
     out
 }

@@ -67,7 +67,7 @@ impl Solver {
         // The elements of the current page only: the prompt also quotes
         // earlier steps and what worked before, with their old numbers.
         let list = listing::parse(current_page(&text));
-        match solve(task, &text, &list, call) {
+        match solve(task, task_section(&text), &list, call) {
             Ok(actions) if actions.is_empty() => finish(true, "Finished the task."),
             Ok(actions) => Reply::json(&json!({
                 "evaluation_previous_goal": if call == 0 { "Starting." } else { "Going on." },
@@ -94,7 +94,9 @@ fn finish(success: bool, text: &str) -> Reply {
 fn current_page(text: &str) -> &str {
     const OPEN: &str = "<<<UNTRUSTED_PAGE_CONTENT";
     const CLOSE: &str = "UNTRUSTED_PAGE_CONTENT>>>";
-    let Some(start) = text.rfind(OPEN) else { return text };
+    let Some(start) = text.rfind(OPEN) else {
+        return text;
+    };
     let body = &text[start + OPEN.len()..];
     &body[..body.find(CLOSE).unwrap_or(body.len())]
 }
@@ -104,7 +106,9 @@ fn task_name(text: &str) -> Option<&str> {
     text.match_indices("/miniwob/").find_map(|(at, marker)| {
         let rest = &text[at + marker.len()..];
         let name = &rest[..rest.find(".html")?];
-        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-').then_some(name)
+        name.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+            .then_some(name)
     })
 }
 
@@ -121,7 +125,9 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
             // MiniWoB's links are underlined spans with a pointer cursor.
             Ok(vec![click(named(list, &want, |_| true)?)])
         }),
-        "click-test" => once(call, || Ok(vec![click(first(list, |e| e.tag == "button")?)])),
+        "click-test" => once(call, || {
+            Ok(vec![click(first(list, |e| e.tag == "button")?)])
+        }),
         "click-test-2" => once(call, || {
             let want = between(text, "Click button ", ".")?;
             Ok(vec![click(named(list, &want, |e| e.tag == "button")?)])
@@ -136,7 +142,9 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
             let mut actions = Vec::new();
             if wanted != "nothing" {
                 for name in wanted.split(", ") {
-                    actions.push(click(named(list, name, |e| e.input_type() == Some("checkbox"))?));
+                    actions.push(click(named(list, name, |e| {
+                        e.input_type() == Some("checkbox")
+                    })?));
                 }
             }
             actions.push(click(named(list, "Submit", |e| e.tag == "button")?));
@@ -158,10 +166,15 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
         }),
         "enter-password" => once(call, || {
             let want = between(text, "Enter the password \"", "\" into both")?;
-            let fields: Vec<&Listed> =
-                list.iter().filter(|e| e.input_type() == Some("password")).collect();
+            let fields: Vec<&Listed> = list
+                .iter()
+                .filter(|e| e.input_type() == Some("password"))
+                .collect();
             if fields.len() != 2 {
-                return Err(format!("expected two password fields, found {}", fields.len()));
+                return Err(format!(
+                    "expected two password fields, found {}",
+                    fields.len()
+                ));
             }
             Ok(vec![
                 fill(fields[0].index, &want),
@@ -172,7 +185,9 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
         "login-user" => once(call, || {
             let user = between(text, "username \"", "\" and the")?;
             let password = between(text, "password \"", "\" into the")?;
-            let name_field = first(list, |e| e.is_text_field() && e.input_type() != Some("password"))?;
+            let name_field = first(list, |e| {
+                e.is_text_field() && e.input_type() != Some("password")
+            })?;
             let pass_field = first(list, |e| e.input_type() == Some("password"))?;
             Ok(vec![
                 fill(name_field, &user),
@@ -180,7 +195,9 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
                 click(named(list, "Login", |e| e.tag == "button")?),
             ])
         }),
-        "focus-text" => once(call, || Ok(vec![click(first(list, Listed::is_text_field)?)])),
+        "focus-text" => once(call, || {
+            Ok(vec![click(first(list, Listed::is_text_field)?)])
+        }),
         "click-dialog" => once(call, || Ok(vec![click(close_button(list)?)])),
         "click-dialog-2" => once(call, || {
             let want = between(text, "in the dialog box labeled \"", "\".")?;
@@ -196,7 +213,9 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
             Ok(vec![click(named(list, &format!("Tab #{n}"), |_| true)?)])
         }),
         "click-collapsible" => match call {
-            0 => Ok(vec![click(first(list, |e| e.name().starts_with("Section"))?)]),
+            0 => Ok(vec![click(first(list, |e| {
+                e.name().starts_with("Section")
+            })?)]),
             1 => Ok(vec![click(named(list, "Submit", |e| e.tag == "button")?)]),
             _ => Ok(vec![]),
         },
@@ -214,14 +233,20 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
                 return Err(format!("unreadable date {date:?}"));
             };
             Ok(vec![
-                fill(first(list, |e| e.input_type() == Some("date"))?, &format!("{y}-{m}-{d}")),
+                fill(
+                    first(list, |e| e.input_type() == Some("date"))?,
+                    &format!("{y}-{m}-{d}"),
+                ),
                 click(named(list, "Submit", |e| e.tag == "button")?),
             ])
         }),
         "enter-time" => once(call, || {
             let time = between(text, "Enter ", " as the time")?;
             Ok(vec![
-                fill(first(list, |e| e.input_type() == Some("time"))?, &to_24h(&time)?),
+                fill(
+                    first(list, |e| e.input_type() == Some("time"))?,
+                    &to_24h(&time)?,
+                ),
                 click(named(list, "Submit", |e| e.tag == "button")?),
             ])
         }),
@@ -259,10 +284,25 @@ fn select(index: u32, option: &str) -> Value {
 
 /// The text between the first `before` and the next `after`.
 fn between(text: &str, before: &str, after: &str) -> Result<String, String> {
-    let start = text.find(before).ok_or_else(|| format!("the task does not say {before:?}"))?
+    let start = text
+        .find(before)
+        .ok_or_else(|| format!("the task does not say {before:?}"))?
         + before.len();
-    let len = text[start..].find(after).ok_or_else(|| format!("no {after:?} after {before:?}"))?;
+    let len = text[start..]
+        .find(after)
+        .ok_or_else(|| format!("no {after:?} after {before:?}"))?;
     Ok(text[start..start + len].to_owned())
+}
+
+/// The user's task: the prompt's `# Task` section (earlier tasks recalled
+/// from the same site and the instructions use the same words), else all.
+fn task_section(text: &str) -> &str {
+    const HEAD: &str = "# Task\n";
+    let Some(at) = text.rfind(HEAD) else {
+        return text;
+    };
+    let body = &text[at + HEAD.len()..];
+    &body[..body.find("\n# ").unwrap_or(body.len())]
 }
 
 /// The element named exactly `name` (case-sensitive first, then not)
@@ -272,16 +312,26 @@ fn named(list: &[Listed], name: &str, kind: impl Fn(&Listed) -> bool) -> Result<
     candidates
         .iter()
         .find(|e| e.name() == name)
-        .or_else(|| candidates.iter().find(|e| e.name().eq_ignore_ascii_case(name)))
+        .or_else(|| {
+            candidates
+                .iter()
+                .find(|e| e.name().eq_ignore_ascii_case(name))
+        })
         .map(|e| e.index)
         .ok_or_else(|| {
-            let seen: Vec<String> = candidates.iter().map(|e| format!("[{}] {:?}", e.index, e.name())).collect();
+            let seen: Vec<String> = candidates
+                .iter()
+                .map(|e| format!("[{}] {:?}", e.index, e.name()))
+                .collect();
             format!("no element named {name:?} among {}", seen.join(", "))
         })
 }
 
 fn first(list: &[Listed], kind: impl Fn(&Listed) -> bool) -> Result<u32, String> {
-    list.iter().find(|e| kind(e)).map(|e| e.index).ok_or_else(|| "no such element listed".to_owned())
+    list.iter()
+        .find(|e| kind(e))
+        .map(|e| e.index)
+        .ok_or_else(|| "no such element listed".to_owned())
 }
 
 /// A dialog's close button: named "Close" (jQuery UI), "x" or "×".
@@ -296,9 +346,16 @@ fn close_button(list: &[Listed]) -> Result<u32, String> {
 
 /// `2:12 PM` → `14:12`.
 fn to_24h(time: &str) -> Result<String, String> {
-    let (clock, half) = time.trim().split_once(' ').ok_or_else(|| format!("unreadable time {time:?}"))?;
-    let (h, m) = clock.split_once(':').ok_or_else(|| format!("unreadable time {time:?}"))?;
-    let h: u32 = h.parse().map_err(|_| format!("unreadable hour in {time:?}"))?;
+    let (clock, half) = time
+        .trim()
+        .split_once(' ')
+        .ok_or_else(|| format!("unreadable time {time:?}"))?;
+    let (h, m) = clock
+        .split_once(':')
+        .ok_or_else(|| format!("unreadable time {time:?}"))?;
+    let h: u32 = h
+        .parse()
+        .map_err(|_| format!("unreadable hour in {time:?}"))?;
     let h = match (half, h) {
         ("AM", 12) => 0,
         ("AM", h) => h,
@@ -319,7 +376,10 @@ mod tests {
                     [1]<button>cancel</button>\n[2]<button>ok</button>";
         assert_eq!(task_name(text), Some("click-button"));
         let list = listing::parse(text);
-        assert_eq!(solve("click-button", text, &list, 0).unwrap(), vec![click(2)]);
+        assert_eq!(
+            solve("click-button", text, &list, 0).unwrap(),
+            vec![click(2)]
+        );
         assert!(solve("click-button", text, &list, 1).unwrap().is_empty());
         assert_eq!(to_24h("2:05 PM").unwrap(), "14:05");
         assert_eq!(to_24h("12:30 AM").unwrap(), "00:30");
