@@ -11,6 +11,7 @@
 //! | [`side_panel`] | opening the real side panel for a tab |
 //! | [`fixtures`] | the HTTP server for `tests/fixtures/` (and `/csp/…`) |
 //! | [`model`] | the scripted model server |
+//! | [`rig`] | one test's model, fixtures and browser; running a task from the side panel |
 //! | [`store`] | reading the host's SQLite file |
 //! | [`miniwob`] | MiniWoB++ episodes through the whole pipeline, with scripted solvers |
 //!
@@ -22,6 +23,7 @@ pub mod cdp;
 pub mod content;
 pub mod fixtures;
 pub mod model;
+pub mod rig;
 pub mod side_panel;
 pub mod store;
 

@@ -5,113 +5,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
-use errand_e2e::browser::{LaunchOptions, TestBrowser};
-use errand_e2e::cdp::Page;
-use errand_e2e::fixtures::FixtureServer;
-use errand_e2e::model::{Reply, ScriptedModel, elements, find_element, last_user_message};
+use anyhow::Context;
+use errand_e2e::model::{Reply, last_user_message};
 use errand_e2e::side_panel;
-use errand_e2e::store;
 use serde_json::{Value, json};
 
-/// Browser first, so that it is dropped (and its logs printed) first.
-struct Rig {
-    browser: TestBrowser,
-    model: ScriptedModel,
-    fixtures: FixtureServer,
-}
-
-impl Rig {
-    fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
-        let model = ScriptedModel::start(script).expect("starting the scripted model");
-        let fixtures = FixtureServer::start().expect("starting the fixture server");
-        let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
-            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
-        Rig { browser, model, fixtures }
-    }
-
-    /// Opens `path`, runs `task` from the side panel until it ends, and
-    /// returns the page and the stored steps' action records.
-    fn run(&self, path: &str, task: &str) -> Result<(Page, Vec<Value>)> {
-        let tab = self.browser.new_page(&self.fixtures.url(path))?;
-        let records = self.run_in(&tab, task)?;
-        Ok((tab, records))
-    }
-
-    /// Runs `task` from the side panel of `tab` until it ends; returns the
-    /// stored steps' action records.
-    fn run_in(&self, tab: &Page, task: &str) -> Result<Vec<Value>> {
-        let panel = side_panel::open(&self.browser, tab)?.page;
-        panel
-            .wait_for(
-                "document.querySelector('#host')?.dataset.state === 'connected'",
-                Duration::from_secs(15),
-            )
-            .context("the panel never connected to the host")?;
-        panel.eval(&format!(
-            "(() => {{ const t = document.querySelector('#task'); t.value = {task};
-               t.dispatchEvent(new Event('input', {{bubbles: true}}));
-               document.querySelector('#run').click(); return true; }})()",
-            task = json!(task)
-        ))?;
-        let finished = panel.wait_for(
-            "(() => { const s = document.querySelector('#status')?.dataset.state;
-                      return s && s !== 'idle' && s !== 'running'; })()",
-            Duration::from_secs(90),
-        );
-        let status = panel.eval("document.querySelector('#status')?.dataset.state")?;
-        let steps_text = panel.eval("document.querySelector('#steps')?.innerText")?;
-        if let Err(e) = finished {
-            bail!("the task did not finish: {e:#}\nsteps: {steps_text}");
-        }
-        self.model.check()?;
-        ensure!(status == "done", "the task ended as {status}: {steps_text}");
-        let db = self.browser.db_path();
-        let mut tasks = Vec::new();
-        self.browser.wait_until("the task stored as done", Duration::from_secs(5), || {
-            tasks = store::tasks(&db)?;
-            Ok(tasks.len() == 1 && tasks[0].status == "done")
-        })?;
-        let steps = store::steps(&db, &tasks[0].id)?;
-        let records = steps
-            .iter()
-            .map(|s| serde_json::from_str::<Value>(&s.actions_json))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(records)
-    }
-}
-
-/// A model answer with these actions.
-fn answer(actions: Value) -> Reply {
-    Reply::json(&json!({
-        "evaluation_previous_goal": "ok", "memory": "", "next_goal": "act",
-        "actions": actions,
-    }))
-}
-
-/// The number of the element named `label`: a field whose description
-/// carries `label="…"` first (not its `<label>`), else by its text.
-fn el(req: &Value, label: &str) -> u32 {
-    let text = last_user_message(req).unwrap_or_default();
-    let field = format!("label=\"{label}");
-    if let Some((n, _)) = elements(&text)
-        .into_iter()
-        .find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
-    {
-        return n;
-    }
-    find_element(req, label).unwrap_or_else(|e| panic!("{e:#}"))
-}
-
-/// The record of the first stored action named `name` (e.g. `"fill"`) whose
-/// JSON mentions `needle`.
-fn record<'a>(records: &'a [Value], name: &str, needle: &str) -> Result<&'a Value> {
-    records
-        .iter()
-        .flat_map(|step| step.as_array().into_iter().flatten())
-        .find(|r| r["action"].get(name).is_some() && r["action"].to_string().contains(needle))
-        .with_context(|| format!("no stored `{name}` action mentioning {needle:?}: {records:#?}"))
-}
+use errand_e2e::rig::{Rig, answer, element_by_label as el, record};
 
 fn every_action_script(req: &Value, call: usize) -> Reply {
     match call {
@@ -201,12 +100,22 @@ fn every_page_action_does_what_it_says_and_reports_its_effect() {
         assert_eq!(&page[k], want, "page field {k}: {page:#}");
     }
     let events: Vec<String> = serde_json::from_value(page["events"].clone()).unwrap();
-    for e in ["nick:input", "nick:change", "size:input", "size:change", "toppings:change",
-              "newsletter:change", "editor:input"] {
+    for e in [
+        "nick:input",
+        "nick:change",
+        "size:input",
+        "size:change",
+        "toppings:change",
+        "newsletter:change",
+        "editor:input",
+    ] {
         assert!(events.iter().any(|x| x == e), "no {e} event: {events:?}");
     }
     let keys = page["keys"].as_str().unwrap();
-    assert!(keys.contains("ctrlKey+a(65)") && keys.contains("Backspace(8)"), "keys seen: {keys}");
+    assert!(
+        keys.contains("ctrlKey+a(65)") && keys.contains("Backspace(8)"),
+        "keys seen: {keys}"
+    );
 
     // Effects: values read back, mismatches are failures, what appeared.
     let fill = record(&records, "fill", "2024-05-31").unwrap();
@@ -214,28 +123,52 @@ fn every_page_action_does_what_it_says_and_reports_its_effect() {
     let bad = record(&records, "fill", "lots").unwrap();
     assert_eq!(bad["ok"], false, "a refused value must fail: {bad}");
     let huge = record(&records, "select_option", "Huge").unwrap();
-    assert!(huge["ok"] == false && huge["detail"].as_str().unwrap().contains("disabled"), "{huge}");
+    assert!(
+        huge["ok"] == false && huge["detail"].as_str().unwrap().contains("disabled"),
+        "{huge}"
+    );
     let mail = record(&records, "fill", "not-an-address").unwrap();
     assert!(
-        mail["detail"].as_str().unwrap().contains("Enter an address with @"),
+        mail["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Enter an address with @"),
         "the invalid field is reported: {mail}"
     );
     let hover = record(&records, "hover", "").unwrap();
-    assert!(hover["detail"].as_str().unwrap().contains("Profile"), "the hover menu appeared: {hover}");
+    assert!(
+        hover["detail"].as_str().unwrap().contains("Profile"),
+        "the hover menu appeared: {hover}"
+    );
     let typed = record(&records, "type", "owls").unwrap();
     assert!(typed["ok"] == true, "{typed}");
     let reveal = record(&records, "click", "").unwrap();
     assert!(
-        reveal["detail"].as_str().unwrap().contains("Surprise panel"),
+        reveal["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Surprise panel"),
         "the click reports what appeared: {reveal}"
     );
     // The fills after the hover menu opened, after the search (the page
     // changed) and after the revealed panel were not run.
     let all = records.iter().map(Value::to_string).collect::<String>();
-    assert!(!all.contains("skipped"), "actions after an unforeseen change ran: {records:#?}");
+    assert!(
+        !all.contains("skipped"),
+        "actions after an unforeseen change ran: {records:#?}"
+    );
     let extract = record(&records, "extract", "").unwrap();
-    assert!(extract["detail"].as_str().unwrap().contains("buried under the old oak"), "{extract}");
-    eprintln!("every_page_action: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
+    assert!(
+        extract["detail"]
+            .as_str()
+            .unwrap()
+            .contains("buried under the old oak"),
+        "{extract}"
+    );
+    eprintln!(
+        "every_page_action: passed in {:.1} s",
+        rig.browser.running_for().as_secs_f64()
+    );
 }
 
 /// The task's own tab, known to the tab test's model once the test set it.
@@ -244,7 +177,9 @@ static FIRST_TAB: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::n
 /// The number after `after` in the request's text (`a new tab opened (tab 7)`).
 fn number_after(req: &Value, after: &str) -> i64 {
     let text = errand_e2e::model::all_text(req);
-    let at = text.find(after).unwrap_or_else(|| panic!("no {after:?} in the request:\n{text}"));
+    let at = text
+        .find(after)
+        .unwrap_or_else(|| panic!("no {after:?} in the request:\n{text}"));
     text[at + after.len()..]
         .chars()
         .take_while(char::is_ascii_digit)
@@ -259,12 +194,16 @@ fn tabs_script(req: &Value, call: usize) -> Reply {
             {"click": {"index": el(req, "Elsewhere")}},
             {"click": {"index": el(req, "Elsewhere")}},
         ])),
-        1 => answer(json!([{"switch_tab": {"tab_id": number_after(req, "a new tab opened (tab ")}}])),
+        1 => {
+            answer(json!([{"switch_tab": {"tab_id": number_after(req, "a new tab opened (tab ")}}]))
+        }
         2 => answer(json!([{"click": {"index": el(req, "Ping")}}])),
         3 => answer(json!([
             {"switch_tab": {"tab_id": FIRST_TAB.load(std::sync::atomic::Ordering::SeqCst)}},
         ])),
-        4 => answer(json!([{"close_tab": {"tab_id": number_after(req, "a new tab opened (tab ")}}])),
+        4 => {
+            answer(json!([{"close_tab": {"tab_id": number_after(req, "a new tab opened (tab ")}}]))
+        }
         5 => answer(json!([{"done": {"text": "tabs done", "success": true}}])),
         n => panic!("unexpected model call {n}"),
     }
@@ -273,7 +212,10 @@ fn tabs_script(req: &Value, call: usize) -> Reply {
 #[test]
 fn tab_actions_follow_a_new_tab_and_close_it() {
     let rig = Rig::start(tabs_script);
-    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/tabs.html")).unwrap();
+    let tab = rig
+        .browser
+        .new_page(&rig.fixtures.url("/actions/tabs.html"))
+        .unwrap();
     // The service worker may still be starting: ask again a few times.
     let first = (0..10)
         .find_map(|_| {
@@ -283,11 +225,23 @@ fn tab_actions_follow_a_new_tab_and_close_it() {
         })
         .expect("the tab's id");
     FIRST_TAB.store(first, std::sync::atomic::Ordering::SeqCst);
-    let records = rig.run_in(&tab, "Visit elsewhere").unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let records = rig
+        .run_in(&tab, "Visit elsewhere")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let opened = record(&records, "click", "").unwrap();
-    assert!(opened["detail"].as_str().unwrap().contains("a new tab opened"), "{opened}");
+    assert!(
+        opened["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a new tab opened"),
+        "{opened}"
+    );
     let all = records.iter().map(Value::to_string).collect::<String>();
-    assert_eq!(all.matches("\"click\"").count(), 2, "the second click after the new tab ran: {records:#?}");
+    assert_eq!(
+        all.matches("\"click\"").count(),
+        2,
+        "the second click after the new tab ran: {records:#?}"
+    );
     let ping = record(&records, "click", "").map(|_| ()).and_then(|()| {
         records
             .iter()
@@ -303,7 +257,10 @@ fn tab_actions_follow_a_new_tab_and_close_it() {
         !targets.iter().any(|t| t.url.contains("second.html")),
         "the second tab is still open: {targets:?}"
     );
-    eprintln!("tabs: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
+    eprintln!(
+        "tabs: passed in {:.1} s",
+        rig.browser.running_for().as_secs_f64()
+    );
 }
 
 fn upload_script(req: &Value, call: usize) -> Reply {
@@ -313,7 +270,9 @@ fn upload_script(req: &Value, call: usize) -> Reply {
             {"upload_file": {"index": el(req, "Attachments"), "files": ["a.txt", "b.csv"]}},
         ])),
         // A path out of the allowed folder is refused.
-        1 => answer(json!([{"upload_file": {"index": el(req, "Resume"), "files": ["../secret.txt"]}}])),
+        1 => answer(
+            json!([{"upload_file": {"index": el(req, "Resume"), "files": ["../secret.txt"]}}]),
+        ),
         2 => answer(json!([{"done": {"text": "uploaded", "success": true}}])),
         n => panic!("unexpected model call {n}"),
     }
@@ -331,7 +290,9 @@ fn upload_file_puts_allowed_files_into_file_inputs() {
     let (tab, records) = rig
         .run("/actions/upload.html", "Upload my files")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
-    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    let out = tab
+        .eval("document.getElementById('out').textContent")
+        .unwrap();
     assert_eq!(
         out,
         "resume:cv.txt:text/plain:my cv\nattachments:a.txt:text/plain:first\nattachments:b.csv:text/csv:x,y\n"
@@ -339,21 +300,33 @@ fn upload_file_puts_allowed_files_into_file_inputs() {
     let refused = record(&records, "upload_file", "secret").unwrap();
     assert_eq!(refused["ok"], false, "{refused}");
     let ok = record(&records, "upload_file", "b.csv").unwrap();
-    assert!(ok["detail"].as_str().unwrap().contains("a.txt, b.csv"), "{ok}");
+    assert!(
+        ok["detail"].as_str().unwrap().contains("a.txt, b.csv"),
+        "{ok}"
+    );
 }
 
 fn bench_script(req: &Value, call: usize) -> Reply {
     let fields = |value: &str| -> Vec<Value> {
         (1..=10)
             .map(|i| {
-                let v = if i == 9 { format!("{value}@example.com") } else if i == 10 { "42".to_owned() } else { value.to_owned() };
+                let v = if i == 9 {
+                    format!("{value}@example.com")
+                } else if i == 10 {
+                    "42".to_owned()
+                } else {
+                    value.to_owned()
+                };
                 json!({"fill": {"index": el(req, &format!("Field{i:02}")), "text": v}})
             })
             .collect()
     };
     match call {
         // 50 clicks, 50 fills, 50 selects, ten per answer.
-        0..=4 => answer(json!(vec![json!({"click": {"index": el(req, "Tapper")}}); 10])),
+        0..=4 => answer(json!(vec![
+            json!({"click": {"index": el(req, "Tapper")}});
+            10
+        ])),
         5..=9 => answer(json!(fields(&format!("v{call}")))),
         10..=14 => answer(json!(
             (0..10)
@@ -384,7 +357,9 @@ fn bench_action_latency() {
     let (tab, _records) = rig
         .run("/actions/bench.html", "Benchmark")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
-    let taps = tab.eval("document.getElementById('tap').dataset.n").unwrap();
+    let taps = tab
+        .eval("document.getElementById('tap').dataset.n")
+        .unwrap();
     assert_eq!(taps, "50");
     let log = std::fs::read_to_string(rig.browser.host_log_path()).unwrap();
     let mut times: Vec<(String, f64)> = Vec::new();
@@ -392,7 +367,13 @@ fn bench_action_latency() {
         let field = |k: &str| {
             line.split(&format!("{k}="))
                 .nth(1)
-                .map(|r| r.split_whitespace().next().unwrap_or("").trim_matches('"').to_owned())
+                .map(|r| {
+                    r.split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .trim_matches('"')
+                        .to_owned()
+                })
                 .unwrap_or_default()
         };
         assert_eq!(field("ok"), "true", "{line}");
@@ -400,15 +381,31 @@ fn bench_action_latency() {
     }
     assert_eq!(times.len(), 160, "{times:?}");
     let of = |name: &str, range: std::ops::Range<usize>| -> Vec<f64> {
-        times[range].iter().filter(|(n, _)| n == name).map(|(_, t)| *t).collect()
+        times[range]
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .collect()
     };
     let click = of("click", 0..50);
     let fill = of("fill", 50..100);
     let select = of("select_option", 100..150);
     let form: f64 = times[150..160].iter().map(|(_, t)| t).sum();
-    eprintln!("click:  median {:.1} ms over {}", median(click.clone()), click.len());
-    eprintln!("fill:   median {:.1} ms over {}", median(fill.clone()), fill.len());
-    eprintln!("select: median {:.1} ms over {}", median(select.clone()), select.len());
+    eprintln!(
+        "click:  median {:.1} ms over {}",
+        median(click.clone()),
+        click.len()
+    );
+    eprintln!(
+        "fill:   median {:.1} ms over {}",
+        median(fill.clone()),
+        fill.len()
+    );
+    eprintln!(
+        "select: median {:.1} ms over {}",
+        median(select.clone()),
+        select.len()
+    );
     eprintln!("10-field form from one answer: {form:.0} ms (sum of its ten actions)");
     assert!(form < 1000.0, "the ten-field form took {form:.0} ms");
 }
@@ -417,7 +414,10 @@ fn bench_action_latency() {
 /// `text`: the app's own state, rendered by the app.
 fn sees(req: &Value, text: &str) {
     let last = last_user_message(req).unwrap_or_default();
-    assert!(last.contains(text), "the page does not show {text:?}:\n{last}");
+    assert!(
+        last.contains(text),
+        "the page does not show {text:?}:\n{last}"
+    );
 }
 
 /// This fixture's URL, from the page URL the model is shown.

@@ -9,120 +9,15 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use errand_e2e::browser::{LaunchOptions, TestBrowser};
-use errand_e2e::cdp::Page;
-use errand_e2e::fixtures::FixtureServer;
-use errand_e2e::model::{Reply, ScriptedModel, all_text, find_element};
-use errand_e2e::side_panel::{self, Panel};
+use anyhow::{Result, bail, ensure};
+use errand_e2e::model::{Reply, all_text, find_element};
+use errand_e2e::rig::Rig;
 use errand_e2e::store;
 use serde_json::{Value, json};
 
 const TASK: &str = "Press the Submit button";
 const ANSWER: &str = "Submitted the form.";
 const THANKS: &str = "Thanks, submitted!";
-
-/// The servers and the browser of one test. The browser is declared first
-/// so that it is dropped first: on a panic it prints Chromium's and the
-/// host's logs while the servers still run.
-struct Rig {
-    browser: TestBrowser,
-    model: ScriptedModel,
-    fixtures: FixtureServer,
-}
-
-impl Rig {
-    fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
-        let model = ScriptedModel::start(script).expect("starting the scripted model");
-        let fixtures = FixtureServer::start().expect("starting the fixture server");
-        let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
-            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
-        Rig { browser, model, fixtures }
-    }
-
-    /// Reports the test's own time (the browser's turn, launch included).
-    fn done(&self, name: &str) {
-        eprintln!("{name}: passed in {:.1} s", self.browser.running_for().as_secs_f64());
-    }
-
-    /// Opens `path` in a tab and the side panel for it.
-    fn open(&self, path: &str) -> Result<(Page, Panel)> {
-        let tab = self.browser.new_page(&self.fixtures.url(path))?;
-        let panel = side_panel::open(&self.browser, &tab)?;
-        eprintln!("side panel opened as {:?}", panel.how);
-        Ok((tab, panel))
-    }
-
-    /// What the panel shows, for assertions and error messages.
-    fn view(&self, panel: &Page) -> Result<Value> {
-        panel.eval(
-            "(() => { const q = (s) => document.querySelector(s); return {
-                host: q('#host')?.dataset.state, host_text: q('#host')?.textContent,
-                status: q('#status')?.dataset.state, status_text: q('#status')?.textContent,
-                steps: document.querySelectorAll('#steps li.step').length,
-                steps_text: q('#steps')?.innerText ?? '',
-                answer: q('#answer')?.textContent ?? '',
-                run_disabled: q('#run')?.disabled, stop_disabled: q('#stop')?.disabled,
-            }; })()",
-        )
-    }
-
-    /// Waits until the panel is connected to the host, types `task` into
-    /// `#task` and clicks `#run`.
-    fn start_task(&self, panel: &Page, task: &str) -> Result<()> {
-        if let Err(e) = panel.wait_for(
-            "document.querySelector('#host')?.dataset.state === 'connected'",
-            Duration::from_secs(15),
-        ) {
-            bail!("the panel never connected to the host: {e:#}\npanel: {}", self.view(panel)?);
-        }
-        panel.eval(&format!(
-            "(() => {{ const t = document.querySelector('#task'); t.value = {task};
-               t.dispatchEvent(new Event('input', {{bubbles: true}}));
-               document.querySelector('#run').click(); return true; }})()",
-            task = json!(task)
-        ))?;
-        Ok(())
-    }
-
-    /// Waits until `#status` leaves `idle`/`running`; returns the panel view.
-    fn wait_finished(&self, panel: &Page, timeout: Duration) -> Result<Value> {
-        let settled = panel.wait_for(
-            "(() => { const s = document.querySelector('#status')?.dataset.state;
-                      return s && s !== 'idle' && s !== 'running'; })()",
-            timeout,
-        );
-        let view = self.view(panel)?;
-        if let Err(e) = settled {
-            bail!(
-                "the task did not finish: {e:#}\npanel: {view:#}\nmodel requests: {}{}",
-                self.model.request_count(),
-                self.model.check().err().map(|e| format!("\n{e:#}")).unwrap_or_default()
-            );
-        }
-        Ok(view)
-    }
-
-    /// The one stored task, once its status is `status` (the host may store
-    /// it just after telling the panel).
-    fn stored_task(&self, status: &str) -> Result<store::TaskRow> {
-        let db = self.browser.db_path();
-        let mut last = None;
-        self.browser
-            .wait_until(
-                &format!("a task stored with status {status:?}"),
-                Duration::from_secs(5),
-                || {
-                    let tasks = store::tasks(&db)?;
-                    let ok = tasks.len() == 1 && tasks[0].status == status;
-                    last = Some(tasks);
-                    Ok(ok)
-                },
-            )
-            .with_context(|| format!("stored tasks: {last:#?}"))?;
-        Ok(last.unwrap_or_default().remove(0))
-    }
-}
 
 /// The model's side of "press Submit": click the element it finds named
 /// Submit, then finish.
@@ -158,15 +53,25 @@ fn submit_script(req: &Value, call: usize) -> Reply {
 /// returns the builds stored for its steps.
 fn submit_task_on(rig: &Rig, path: &str) -> Result<Vec<Option<String>>> {
     let (tab, panel) = rig.open(path)?;
-    rig.start_task(&panel.page, TASK)?;
-    let view = rig.wait_finished(&panel.page, Duration::from_secs(60))?;
+    panel.start_task(TASK)?;
+    let view = panel.wait_finished(Duration::from_secs(60))?;
     rig.model.check()?;
-    ensure!(view["status"] == "done", "the task ended as {}, not done: {view:#}", view["status"]);
+    ensure!(
+        view["status"] == "done",
+        "the task ended as {}, not done: {view:#}",
+        view["status"]
+    );
 
     let result = tab.eval("document.querySelector('#result').textContent")?;
-    ensure!(result == THANKS, "the page's #result says {result}, not {THANKS:?}");
+    ensure!(
+        result == THANKS,
+        "the page's #result says {result}, not {THANKS:?}"
+    );
 
-    ensure!(view["steps"].as_u64() >= Some(1), "the panel shows no step: {view:#}");
+    ensure!(
+        view["steps"].as_u64() >= Some(1),
+        "the panel shows no step: {view:#}"
+    );
     let steps_text = view["steps_text"].as_str().unwrap_or_default();
     ensure!(
         steps_text.contains("click"),
@@ -185,7 +90,11 @@ fn submit_task_on(rig: &Rig, path: &str) -> Result<Vec<Option<String>>> {
 
     let task = rig.stored_task("done")?;
     ensure!(task.task == TASK, "stored task text {:?}", task.task);
-    ensure!(task.answer.as_deref() == Some(ANSWER), "stored answer {:?}", task.answer);
+    ensure!(
+        task.answer.as_deref() == Some(ANSWER),
+        "stored answer {:?}",
+        task.answer
+    );
     let steps = store::steps(&rig.browser.db_path(), &task.id)?;
     ensure!(
         steps.len() >= 2,
@@ -226,7 +135,7 @@ fn csp_page_runs_the_js_build() {
 /// times, inside the panel, until `#status` says `stopped`.
 fn stop_during_model_call(rig: &Rig) -> Result<()> {
     let (_tab, panel) = rig.open("/submit.html")?;
-    rig.start_task(&panel.page, TASK)?;
+    panel.start_task(TASK)?;
     rig.model.wait_for_requests(1, Duration::from_secs(30))?;
     let t = Instant::now();
     let r = panel.page.eval(
@@ -246,7 +155,11 @@ fn stop_during_model_call(rig: &Rig) -> Result<()> {
     )?;
     let outside = t.elapsed();
     let Some(ms) = r["ms"].as_f64() else {
-        bail!("{}: {r}\npanel: {:#}", r["why"].as_str().unwrap_or("?"), rig.view(&panel.page)?);
+        bail!(
+            "{}: {r}\npanel: {:#}",
+            r["why"].as_str().unwrap_or("?"),
+            panel.view()?
+        );
     };
     eprintln!("stop → stopped: {ms:.0} ms in the panel ({outside:?} seen from the test)");
     ensure!(ms < 1000.0, "stopping took {ms:.0} ms, expected under 1 s");

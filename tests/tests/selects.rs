@@ -6,106 +6,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
-use errand_e2e::browser::{LaunchOptions, TestBrowser};
+use anyhow::{Context, Result, ensure};
 use errand_e2e::cdp::Page;
-use errand_e2e::fixtures::FixtureServer;
-use errand_e2e::model::{Reply, ScriptedModel, elements, find_element, last_user_message};
-use errand_e2e::side_panel;
-use errand_e2e::store;
+use errand_e2e::model::Reply;
 use serde_json::{Value, json};
 
-/// Browser first, so that it is dropped (and its logs printed) first.
-struct Rig {
-    browser: TestBrowser,
-    model: ScriptedModel,
-    fixtures: FixtureServer,
-}
-
-impl Rig {
-    fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
-        let model = ScriptedModel::start(script).expect("starting the scripted model");
-        let fixtures = FixtureServer::start().expect("starting the fixture server");
-        let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
-            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
-        Rig { browser, model, fixtures }
-    }
-
-    /// Opens `path`, runs `task` from the side panel until it ends, and
-    /// returns the page and the stored steps' action records.
-    fn run_in(&self, tab: &Page, task: &str) -> Result<Vec<Value>> {
-        let panel = side_panel::open(&self.browser, tab)?.page;
-        panel
-            .wait_for(
-                "document.querySelector('#host')?.dataset.state === 'connected'",
-                Duration::from_secs(15),
-            )
-            .context("the panel never connected to the host")?;
-        panel.eval(&format!(
-            "(() => {{ const t = document.querySelector('#task'); t.value = {task};
-               t.dispatchEvent(new Event('input', {{bubbles: true}}));
-               document.querySelector('#run').click(); return true; }})()",
-            task = json!(task)
-        ))?;
-        let finished = panel.wait_for(
-            "(() => { const s = document.querySelector('#status')?.dataset.state;
-                      return s && s !== 'idle' && s !== 'running'; })()",
-            Duration::from_secs(90),
-        );
-        let status = panel.eval("document.querySelector('#status')?.dataset.state")?;
-        let steps_text = panel.eval("document.querySelector('#steps')?.innerText")?;
-        if let Err(e) = finished {
-            bail!("the task did not finish: {e:#}\nsteps: {steps_text}");
-        }
-        self.model.check()?;
-        ensure!(status == "done", "the task ended as {status}: {steps_text}");
-        let db = self.browser.db_path();
-        let mut tasks = Vec::new();
-        self.browser.wait_until("the task stored as done", Duration::from_secs(5), || {
-            tasks = store::tasks(&db)?;
-            Ok(tasks.len() == 1 && tasks[0].status == "done")
-        })?;
-        let steps = store::steps(&db, &tasks[0].id)?;
-        let records = steps
-            .iter()
-            .map(|s| serde_json::from_str::<Value>(&s.actions_json))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(records)
-    }
-}
-
-/// A model answer with these actions.
-fn answer(actions: Value) -> Reply {
-    Reply::json(&json!({
-        "evaluation_previous_goal": "ok", "memory": "", "next_goal": "act",
-        "actions": actions,
-    }))
-}
-
-/// The number of the element named `label`: a field whose description
-/// carries `label="…"` first (not its `<label>`), else by its text.
-fn el(req: &Value, label: &str) -> u32 {
-    let text = last_user_message(req).unwrap_or_default();
-    let field = format!("label=\"{label}");
-    if let Some((n, _)) = elements(&text)
-        .into_iter()
-        .find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
-    {
-        return n;
-    }
-    find_element(req, label).unwrap_or_else(|e| panic!("{e:#}"))
-}
-
-/// The record of the first stored action named `name` (e.g. `"fill"`) whose
-/// JSON mentions `needle`.
-fn record<'a>(records: &'a [Value], name: &str, needle: &str) -> Result<&'a Value> {
-    records
-        .iter()
-        .flat_map(|step| step.as_array().into_iter().flatten())
-        .find(|r| r["action"].get(name).is_some() && r["action"].to_string().contains(needle))
-        .with_context(|| format!("no stored `{name}` action mentioning {needle:?}: {records:#?}"))
-}
-
+use errand_e2e::rig::{Rig, answer, element_by_label as el, record};
 
 fn selects_script(req: &Value, call: usize) -> Reply {
     match call {
@@ -186,14 +92,21 @@ fn selects_open_as_visible_dropdowns_whose_options_the_model_clicks() {
             Ok(())
         }
     };
-    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/selects.html")).unwrap();
+    let tab = rig
+        .browser
+        .new_page(&rig.fixtures.url("/actions/selects.html"))
+        .unwrap();
     let checked = std::thread::scope(|s| {
         let handle = s.spawn(|| waiter(&tab));
         let run = rig.run_in(&tab, "Choose flavours");
         (handle.join().expect("the checking thread panicked"), run)
     });
-    checked.0.unwrap_or_else(|e| panic!("checking the open dropdown: {e:#}"));
-    let records = checked.1.unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    checked
+        .0
+        .unwrap_or_else(|e| panic!("checking the open dropdown: {e:#}"));
+    let records = checked
+        .1
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let page = tab
         .eval(
             "(() => ({
@@ -214,14 +127,29 @@ fn selects_open_as_visible_dropdowns_whose_options_the_model_clicks() {
     let events: Vec<String> = serde_json::from_value(page["events"].clone()).unwrap();
     assert_eq!(
         events,
-        ["flavour:input", "flavour:change", "shade:Teal", "flavour:input", "flavour:change"],
+        [
+            "flavour:input",
+            "flavour:change",
+            "shade:Teal",
+            "flavour:input",
+            "flavour:change"
+        ],
         "the page saw a person's choices"
     );
     let open = record(&records, "click", "").unwrap();
-    assert!(open["detail"].as_str().unwrap().contains("Mint"), "the click reports the options: {open}");
+    assert!(
+        open["detail"].as_str().unwrap().contains("Mint"),
+        "the click reports the options: {open}"
+    );
     let all = records.iter().map(Value::to_string).collect::<String>();
-    assert!(!all.contains("never run"), "the action after opening the dropdown ran: {records:#?}");
-    eprintln!("selects: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
+    assert!(
+        !all.contains("never run"),
+        "the action after opening the dropdown ran: {records:#?}"
+    );
+    eprintln!(
+        "selects: passed in {:.1} s",
+        rig.browser.running_for().as_secs_f64()
+    );
 }
 
 fn keyboard_script(req: &Value, call: usize) -> Reply {
@@ -263,12 +191,14 @@ const CLOSED: &str = "!document.querySelector('[data-errand-dropdown]')";
 
 fn play_keys_and_clicks(tab: &Page) -> Result<()> {
     let t = Duration::from_secs(5);
-    tab.wait_for(OPEN, Duration::from_secs(60)).context("the model's click did not open it")?;
+    tab.wait_for(OPEN, Duration::from_secs(60))
+        .context("the model's click did not open it")?;
     // Down from "Choose…" to Lemon, then over the disabled Cherry to Mint.
     key(tab, "ArrowDown", "ArrowDown", 40)?;
     key(tab, "ArrowDown", "ArrowDown", 40)?;
     key(tab, "Enter", "Enter", 13)?;
-    tab.wait_for(CLOSED, t).context("Enter did not close the dropdown")?;
+    tab.wait_for(CLOSED, t)
+        .context("Enter did not close the dropdown")?;
     let v = tab.eval("document.getElementById('flavour').value")?;
     ensure!(v == "mint", "arrows and Enter chose {v}, not mint");
     // A real click on the select opens ours (no native popup); type-ahead
@@ -279,7 +209,8 @@ fn play_keys_and_clicks(tab: &Page) -> Result<()> {
     )?;
     let (x, y) = (r[0].as_f64().unwrap(), r[1].as_f64().unwrap());
     mouse_click(tab, x, y)?;
-    tab.wait_for(OPEN, t).context("a real click on the select did not open the dropdown")?;
+    tab.wait_for(OPEN, t)
+        .context("a real click on the select did not open the dropdown")?;
     key(tab, "b", "KeyB", 66)?;
     tab.wait_for(
         "document.querySelector('[data-errand-option=\"4\"]')?.style.background.includes('232, 240, 254')",
@@ -287,26 +218,32 @@ fn play_keys_and_clicks(tab: &Page) -> Result<()> {
     )
     .context("type-ahead did not move to Basil")?;
     key(tab, "Escape", "Escape", 27)?;
-    tab.wait_for(CLOSED, t).context("Escape did not close the dropdown")?;
+    tab.wait_for(CLOSED, t)
+        .context("Escape did not close the dropdown")?;
     let v = tab.eval("document.getElementById('flavour').value")?;
     ensure!(v == "mint", "Escape changed the choice to {v}");
     // A click elsewhere closes it.
     mouse_click(tab, x, y)?;
     tab.wait_for(OPEN, t)?;
     mouse_click(tab, 600.0, 10.0)?;
-    tab.wait_for(CLOSED, t).context("a click outside did not close the dropdown")?;
+    tab.wait_for(CLOSED, t)
+        .context("a click outside did not close the dropdown")?;
     // A dropdown whose select leaves the page goes with it.
     mouse_click(tab, x, y)?;
     tab.wait_for(OPEN, t)?;
     tab.eval("document.getElementById('flavour').remove()")?;
-    tab.wait_for(CLOSED, t).context("the dropdown of a removed select stayed")?;
+    tab.wait_for(CLOSED, t)
+        .context("the dropdown of a removed select stayed")?;
     Ok(())
 }
 
 #[test]
 fn dropdowns_answer_keys_and_clicks_like_a_native_select() {
     let rig = Rig::start(keyboard_script);
-    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/selects.html")).unwrap();
+    let tab = rig
+        .browser
+        .new_page(&rig.fixtures.url("/actions/selects.html"))
+        .unwrap();
     let (played, run) = std::thread::scope(|s| {
         let handle = s.spawn(|| play_keys_and_clicks(&tab));
         let run = rig.run_in(&tab, "Use the keyboard");
@@ -315,5 +252,9 @@ fn dropdowns_answer_keys_and_clicks_like_a_native_select() {
     played.unwrap_or_else(|e| panic!("{e:#}"));
     run.unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let events = tab.eval("window.events").unwrap();
-    assert_eq!(events, json!(["flavour:input", "flavour:change"]), "one choice, one change");
+    assert_eq!(
+        events,
+        json!(["flavour:input", "flavour:change"]),
+        "one choice, one change"
+    );
 }

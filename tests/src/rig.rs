@@ -1,0 +1,142 @@
+//! One end-to-end test's parts: the scripted model, the fixture server and
+//! the browser with Errand — and running a task from the real side panel.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+
+use crate::browser::{LaunchOptions, TestBrowser};
+use crate::cdp::Page;
+use crate::fixtures::FixtureServer;
+use crate::model::{Reply, ScriptedModel, elements, find_element, last_user_message};
+use crate::side_panel::{self, Panel};
+use crate::store;
+
+/// The servers and the browser of one test. The browser is declared first
+/// so that it is dropped first: on a panic it prints Chromium's and the
+/// host's logs while the servers still run.
+pub struct Rig {
+    pub browser: TestBrowser,
+    pub model: ScriptedModel,
+    pub fixtures: FixtureServer,
+}
+
+impl Rig {
+    /// Starts the model with `script`, the fixture server and the browser.
+    pub fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
+        let model = ScriptedModel::start(script).expect("starting the scripted model");
+        let fixtures = FixtureServer::start().expect("starting the fixture server");
+        let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
+            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
+        Rig {
+            browser,
+            model,
+            fixtures,
+        }
+    }
+
+    /// Reports the test's own time (the browser's turn, launch included).
+    pub fn done(&self, name: &str) {
+        eprintln!(
+            "{name}: passed in {:.1} s",
+            self.browser.running_for().as_secs_f64()
+        );
+    }
+
+    /// Opens `path` in a tab and the side panel for it.
+    pub fn open(&self, path: &str) -> Result<(Page, Panel)> {
+        let tab = self.browser.new_page(&self.fixtures.url(path))?;
+        let panel = side_panel::open(&self.browser, &tab)?;
+        eprintln!("side panel opened as {:?}", panel.how);
+        Ok((tab, panel))
+    }
+
+    /// The one stored task, once its status is `status` (the host may store
+    /// it just after telling the panel).
+    pub fn stored_task(&self, status: &str) -> Result<store::TaskRow> {
+        let db = self.browser.db_path();
+        let mut last = None;
+        self.browser
+            .wait_until(
+                &format!("a task stored with status {status:?}"),
+                Duration::from_secs(5),
+                || {
+                    let tasks = store::tasks(&db)?;
+                    let ok = tasks.len() == 1 && tasks[0].status == status;
+                    last = Some(tasks);
+                    Ok(ok)
+                },
+            )
+            .with_context(|| format!("stored tasks: {last:#?}"))?;
+        Ok(last.unwrap_or_default().remove(0))
+    }
+
+    /// Opens `path`, runs `task` from the side panel until it is done, and
+    /// returns the page and the stored steps' action records.
+    pub fn run(&self, path: &str, task: &str) -> Result<(Page, Vec<Value>)> {
+        let tab = self.browser.new_page(&self.fixtures.url(path))?;
+        let records = self.run_in(&tab, task)?;
+        Ok((tab, records))
+    }
+
+    /// Runs `task` from the side panel of `tab` until it is done; returns
+    /// the stored steps' action records.
+    pub fn run_in(&self, tab: &Page, task: &str) -> Result<Vec<Value>> {
+        let panel = side_panel::open(&self.browser, tab)?;
+        panel.start_task(task)?;
+        let view = panel.wait_finished(Duration::from_secs(90))?;
+        self.model.check()?;
+        ensure!(
+            view["status"] == "done",
+            "the task ended as {}: {view:#}",
+            view["status"]
+        );
+        let db = self.browser.db_path();
+        let mut tasks = Vec::new();
+        self.browser
+            .wait_until("the task stored as done", Duration::from_secs(5), || {
+                tasks = store::tasks(&db)?;
+                Ok(tasks.len() == 1 && tasks[0].status == "done")
+            })?;
+        let steps = store::steps(&db, &tasks[0].id)?;
+        let records = steps
+            .iter()
+            .map(|s| serde_json::from_str::<Value>(&s.actions_json))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(records)
+    }
+}
+
+/// A model answer (Errand's JSON dialect) with these actions.
+pub fn answer(actions: Value) -> Reply {
+    Reply::json(&json!({
+        "evaluation_previous_goal": "ok", "memory": "", "next_goal": "act",
+        "actions": actions,
+    }))
+}
+
+/// The number of the element named `label` in the request's element list:
+/// a field whose description carries `label="…"` first (not its `<label>`),
+/// else by its text.
+pub fn element_by_label(req: &Value, label: &str) -> u32 {
+    let text = last_user_message(req).unwrap_or_default();
+    let field = format!("label=\"{label}");
+    if let Some((n, _)) = elements(&text)
+        .into_iter()
+        .find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
+    {
+        return n;
+    }
+    find_element(req, label).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// The record of the first stored action named `name` (e.g. `"fill"`) whose
+/// JSON mentions `needle`.
+pub fn record<'a>(records: &'a [Value], name: &str, needle: &str) -> Result<&'a Value> {
+    records
+        .iter()
+        .flat_map(|step| step.as_array().into_iter().flatten())
+        .find(|r| r["action"].get(name).is_some() && r["action"].to_string().contains(needle))
+        .with_context(|| format!("no stored `{name}` action mentioning {needle:?}: {records:#?}"))
+}
