@@ -143,6 +143,19 @@ pub trait Provider: Send + Sync {
     ) -> BoxFuture<'a, Result<Completion, LlmError>>;
 }
 
+/// Runs a model call until it ends or `cancel` fires (then
+/// [`LlmError::Cancelled`] at once).
+pub async fn cancellable<T>(
+    cancel: &CancellationToken,
+    call: impl std::future::Future<Output = Result<T, LlmError>>,
+) -> Result<T, LlmError> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(LlmError::Cancelled),
+        r = call => r,
+    }
+}
+
 /// The first 300 characters of a body, on one line.
 pub fn excerpt(body: &str) -> String {
     let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -124,13 +124,7 @@ impl Provider for Gemini {
         messages: &'a [ChatMessage],
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(async move {
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(LlmError::Cancelled),
-                r = self.call(messages) => r,
-            }
-        })
+        Box::pin(super::cancellable(cancel, self.call(messages)))
     }
 }
 
