@@ -40,6 +40,23 @@ fn find(options: &[Opt], choice: &OptionChoice) -> Option<usize> {
     }
 }
 
+/// The option `choice` names among `options` of `who`: an error saying which
+/// options there are when none matches, or when it is disabled.
+fn pick(options: &[Opt], choice: &OptionChoice, who: &str) -> Result<usize, Fail> {
+    let Some(i) = find(options, choice) else {
+        let shown = text::options_shown(options.iter().map(|o| o.label.clone()));
+        return Err(failed(&format!(
+            "{who} has no option {}; its options: {}",
+            choice_text(choice),
+            shown.join("|")
+        )));
+    };
+    if options[i].disabled {
+        return Err(failed(&format!("option \"{}\" of {who} is disabled", options[i].label)));
+    }
+    Ok(i)
+}
+
 fn choice_text(c: &OptionChoice) -> String {
     match c {
         OptionChoice::Position(i) => format!("#{i}"),
@@ -81,21 +98,7 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
     }
     let mut picked = Vec::new();
     for c in choices {
-        let Some(i) = find(&options, c) else {
-            let shown = text::options_shown(options.iter().map(|o| o.label.clone()));
-            return Err(failed(&format!(
-                "{who} has no option {}; its options: {}",
-                choice_text(c),
-                shown.join("|")
-            )));
-        };
-        if options[i].disabled {
-            return Err(failed(&format!(
-                "option \"{}\" of {who} is disabled",
-                options[i].label
-            )));
-        }
-        picked.push(i);
+        picked.push(pick(&options, c, &who)?);
     }
     let _ = select.focus();
     for (i, o) in items.iter().enumerate() {
@@ -160,17 +163,7 @@ fn aria_select(index: u32, el: &Element, choices: &[OptionChoice]) -> Result<Don
         .collect();
     let mut labels = Vec::new();
     for c in choices {
-        let Some(i) = find(&options, c) else {
-            let shown = text::options_shown(options.iter().map(|o| o.label.clone()));
-            return Err(failed(&format!(
-                "{who} has no option {}; its options: {}",
-                choice_text(c),
-                shown.join("|")
-            )));
-        };
-        if options[i].disabled {
-            return Err(failed(&format!("option \"{}\" is disabled", options[i].label)));
-        }
+        let i = pick(&options, c, &who)?;
         items[i].unchecked_ref::<HtmlElement>().click();
         labels.push(options[i].label.clone());
     }

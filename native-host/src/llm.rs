@@ -156,6 +156,29 @@ pub async fn cancellable<T>(
     }
 }
 
+/// [`Provider`] for an HTTP adapter: a type with an `http: Http` field and an
+/// inherent `async fn call(&self, &[ChatMessage]) -> Result<Completion, LlmError>`,
+/// made cancellable.
+macro_rules! http_provider {
+    ($adapter:ty) => {
+        impl $crate::llm::Provider for $adapter {
+            fn model(&self) -> &str {
+                &self.http.model
+            }
+
+            fn complete<'a>(
+                &'a self,
+                messages: &'a [$crate::llm::ChatMessage],
+                cancel: &'a tokio_util::sync::CancellationToken,
+            ) -> $crate::llm::BoxFuture<'a, Result<$crate::llm::Completion, $crate::llm::LlmError>>
+            {
+                Box::pin($crate::llm::cancellable(cancel, self.call(messages)))
+            }
+        }
+    };
+}
+pub(crate) use http_provider;
+
 /// The first 300 characters of a body, on one line.
 pub fn excerpt(body: &str) -> String {
     let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");

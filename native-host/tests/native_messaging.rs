@@ -181,6 +181,28 @@ fn extension_reply(body: &Body) -> Option<Body> {
     }
 }
 
+/// Starts a task in a new tab and plays the extension until the host asks
+/// the model for step 1; returns the task's id.
+fn start_and_wait_for_the_model(host: &mut HostProc) -> String {
+    host.send(Body::StartTask {
+        task: "Wait".into(),
+        tab_id: None,
+        url: Some("http://form.test/".into()),
+    });
+    let Body::TaskAccepted { task_id } = host.recv().body else { panic!("no task_accepted") };
+    loop {
+        let env = host.recv();
+        match env.body {
+            Body::TaskEvent { event: TaskEvent::Thinking { step: 1 }, .. } => return task_id,
+            Body::TaskEvent { .. } => {}
+            body => {
+                let reply = extension_reply(&body).unwrap();
+                host.reply(env.id, reply);
+            }
+        }
+    }
+}
+
 fn error_of(env: &Envelope) -> (ErrorCode, String) {
     match &env.body {
         Body::Error { code, message } => (*code, message.clone()),
@@ -450,25 +472,7 @@ fn runs_a_task_against_a_scripted_model() {
 fn stop_task_ends_a_slow_model_call_at_once() {
     let model = ModelServer::start(&[(DONE, Duration::from_secs(30))]);
     let mut host = HostProc::spawn(ORIGIN, &model.base_url);
-    host.send(Body::StartTask {
-        task: "Wait".into(),
-        tab_id: None,
-        url: Some("http://form.test/".into()),
-    });
-    let Body::TaskAccepted { task_id } = host.recv().body else { panic!() };
-
-    // Serve until the model is being asked.
-    loop {
-        let env = host.recv();
-        match env.body {
-            Body::TaskEvent { event: TaskEvent::Thinking { step: 1 }, .. } => break,
-            Body::TaskEvent { .. } => {}
-            body => {
-                let reply = extension_reply(&body).unwrap();
-                host.reply(env.id, reply);
-            }
-        }
-    }
+    let task_id = start_and_wait_for_the_model(&mut host);
     // Let the request reach the server.
     let deadline = Instant::now() + WAIT;
     while model.requests().is_empty() {
@@ -525,23 +529,7 @@ fn stop_task_ends_a_slow_model_call_at_once() {
 fn a_disconnect_during_a_task_records_it_as_failed() {
     let model = ModelServer::start(&[(DONE, Duration::from_secs(30))]);
     let mut host = HostProc::spawn(ORIGIN, &model.base_url);
-    host.send(Body::StartTask {
-        task: "Wait".into(),
-        tab_id: None,
-        url: Some("http://form.test/".into()),
-    });
-    let Body::TaskAccepted { task_id } = host.recv().body else { panic!() };
-    loop {
-        let env = host.recv();
-        match env.body {
-            Body::TaskEvent { event: TaskEvent::Thinking { .. }, .. } => break,
-            Body::TaskEvent { .. } => {}
-            body => {
-                let reply = extension_reply(&body).unwrap();
-                host.reply(env.id, reply);
-            }
-        }
-    }
+    let task_id = start_and_wait_for_the_model(&mut host);
     host.stdin.take();
     assert_eq!(host.wait_exit(), Some(0));
     let (status, error): (String, String) = host

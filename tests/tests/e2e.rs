@@ -33,11 +33,12 @@ fn submit_script(req: &Value, call: usize) -> Reply {
             }))
         }
         1 => {
-            if !all_text(req).contains(THANKS) {
-                // The observation may list only interactive elements; the
-                // page itself is checked by the test.
-                eprintln!("note: the second request does not mention {THANKS:?}");
-            }
+            // The observation carries the text a person reads: the model
+            // sees what its click changed.
+            assert!(
+                all_text(req).contains(THANKS),
+                "the second request does not show the page's {THANKS:?}"
+            );
             Reply::json(&json!({
                 "evaluation_previous_goal": "Success",
                 "memory": "",

@@ -3,9 +3,8 @@
 //! `content[].text`, tokens in `usage.input_tokens` / `output_tokens`.
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, ChatMessage, Completion, Http, LlmError, Provider, Role, Usage, excerpt};
+use super::{ChatMessage, Completion, Http, LlmError, Role, Usage, excerpt};
 use crate::config::Settings;
 
 /// The API version sent in `anthropic-version`.
@@ -110,19 +109,7 @@ pub fn read_reply(body: &str) -> Result<Completion, LlmError> {
     Ok(Completion { text, usage })
 }
 
-impl Provider for Anthropic {
-    fn model(&self) -> &str {
-        &self.http.model
-    }
-
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [ChatMessage],
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(super::cancellable(cancel, self.call(messages)))
-    }
-}
+super::http_provider!(Anthropic);
 
 #[cfg(test)]
 mod tests {

@@ -4,9 +4,8 @@
 //! in `usageMetadata`.
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, ChatMessage, Completion, Http, LlmError, Provider, Role, Usage, excerpt};
+use super::{ChatMessage, Completion, Http, LlmError, Role, Usage, excerpt};
 use crate::config::Settings;
 
 const NOT_FOUND_HINT: &str = "Check the model name (like gemini-2.5-flash) and that base_url ends \
@@ -114,19 +113,7 @@ pub fn read_reply(body: &str) -> Result<Completion, LlmError> {
     Ok(Completion { text, usage })
 }
 
-impl Provider for Gemini {
-    fn model(&self) -> &str {
-        &self.http.model
-    }
-
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [ChatMessage],
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(super::cancellable(cancel, self.call(messages)))
-    }
-}
+super::http_provider!(Gemini);
 
 #[cfg(test)]
 mod tests {

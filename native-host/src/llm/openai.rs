@@ -5,9 +5,8 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, ChatMessage, Completion, Http, LlmError, Provider, Reply, Usage, excerpt};
+use super::{ChatMessage, Completion, Http, LlmError, Reply, Usage, excerpt};
 use crate::config::Settings;
 
 /// What a 404 most often means here.
@@ -159,23 +158,13 @@ impl OpenAiCompatible {
     }
 }
 
-impl Provider for OpenAiCompatible {
-    fn model(&self) -> &str {
-        &self.http.model
-    }
-
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [ChatMessage],
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(super::cancellable(cancel, self.call(messages)))
-    }
-}
+super::http_provider!(OpenAiCompatible);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Provider;
+    use tokio_util::sync::CancellationToken;
     use crate::config::{Overrides, Settings};
 
     fn settings(base_url: Option<&str>) -> Settings {
