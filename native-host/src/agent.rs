@@ -41,11 +41,12 @@ pub struct TaskSpec {
 
 /// Runs a task to its end: records the outcome, tells the host, and sends
 /// the `finished` event. Ends at once when `stop` fires.
-pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
+pub async fn run(host: Host, spec: TaskSpec, stop: Stopper, pause: Pause) {
     let agent = Agent {
         host: &host,
         spec: &spec,
         stop: &stop,
+        pause,
         progress: std::sync::Mutex::new(Progress::default()),
         tab: AtomicI64::new(0),
     };
@@ -77,10 +78,18 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper) {
 /// How long the end of a task waits for the page to be cleaned up.
 const CLEANUP_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// The task's pause switch: `Some(take_over)` while paused.
+pub type Pause = tokio::sync::watch::Receiver<Option<bool>>;
+
+/// Told to the model after the user took over the page.
+const TOOK_OVER: &str = "The user paused you and acted in the page themselves; it may have \
+changed. The page below is as it is now: check what they did before you go on.";
+
 struct Agent<'a> {
     host: &'a Host,
     spec: &'a TaskSpec,
     stop: &'a Stopper,
+    pause: Pause,
     progress: std::sync::Mutex<Progress>,
     /// The tab the agent works in (tab actions change it).
     tab: AtomicI64,
@@ -269,6 +278,43 @@ impl Agent<'_> {
         }
     }
 
+    /// Waits while the task is paused (a stop still ends it at once).
+    /// Returns whether the user took over the page meanwhile; the model is
+    /// then told so in the next prompt.
+    async fn wait_if_paused(&self) -> bool {
+        let mut pause = self.pause.clone();
+        let Some(mut took_over) = *pause.borrow_and_update() else { return false };
+        tracing::info!(task_id = %self.spec.id, "paused");
+        loop {
+            if pause.changed().await.is_err() {
+                break;
+            }
+            match *pause.borrow_and_update() {
+                None => break,
+                Some(t) => took_over |= t,
+            }
+        }
+        tracing::info!(task_id = %self.spec.id, took_over, "resumed");
+        if took_over {
+            let mut p = self.progress();
+            p.warning = Some(match p.warning.take() {
+                Some(w) => format!("{TOOK_OVER}\n{w}"),
+                None => TOOK_OVER.to_owned(),
+            });
+        }
+        took_over
+    }
+
+    /// A step report holding the task's spending so far.
+    fn totals(&self) -> StepReport {
+        let p = self.progress();
+        StepReport {
+            total_tokens: p.budget.tokens,
+            total_cost_usd: p.budget.price.map(|_| p.budget.cost_usd),
+            ..Default::default()
+        }
+    }
+
     fn step_now(&self) -> u32 {
         self.progress().step
     }
@@ -325,10 +371,13 @@ impl Agent<'_> {
                 return Outcome::Failed { error: why };
             }
             self.progress().step = step;
+            if self.wait_if_paused().await {
+                first_obs = None; // the user changed the page
+            }
             let tab_id = self.tab.load(Ordering::SeqCst);
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
-                None => self.host.observe(tab_id, false).await,
+                None => self.host.observe(tab_id, self.host.settings().marks).await,
             };
             let end = match obs {
                 Ok(obs) => {
@@ -405,6 +454,23 @@ impl Agent<'_> {
                 last.content.push_str("\n\n# Warning\n");
                 last.content.push_str(&warning);
             }
+        }
+        // Vision: the marked screenshot of what the model reads (the
+        // observation drew the marks), with password fields blanked by the
+        // content script.
+        let screenshot = if self.host.settings().vision {
+            match self.host.capture(tab_id).await {
+                Ok(shot) => Some(shot),
+                Err(e) => {
+                    tracing::warn!(task_id = %self.spec.id, step, "no screenshot: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let (Some(shot), Some(last)) = (&screenshot, messages.last_mut()) {
+            last.images.push(shot.clone());
         }
         let asked = match self.ask(step, messages).await {
             Ok(asked) => asked,
@@ -483,6 +549,10 @@ impl Agent<'_> {
             actions: records.clone(),
             elements: obs.elements.len(),
             build: obs.build,
+            tokens: asked.tokens_in.unwrap_or(0) + asked.tokens_out.unwrap_or(0),
+            cost_usd: asked.cost_usd,
+            screenshot,
+            ..self.totals()
         };
         let row = StepRow {
             evaluation: answer.evaluation.clone(),
@@ -612,6 +682,11 @@ impl Agent<'_> {
             if stop_here || !ok || finish.is_some() {
                 break;
             }
+            // A pause between two actions: after a take-over the rest of
+            // the answer was planned on a page that may be gone.
+            if self.wait_if_paused().await {
+                break;
+            }
         }
         let skipped = actions.len() - records.len();
         (records, labels, skipped, finish)
@@ -739,7 +814,9 @@ impl Agent<'_> {
                 Some("js") => Some(Build::Js),
                 _ => None,
             },
-            ..Default::default()
+            tokens: row.tokens_in.unwrap_or(0) + row.tokens_out.unwrap_or(0),
+            cost_usd: row.cost_usd,
+            ..self.totals()
         };
         self.host.emit(&self.spec.id, TaskEvent::Step(report), Vec::new()).await;
         history.push(PastStep {

@@ -145,6 +145,8 @@ pub struct FileConfig {
     pub model: ModelSection,
     #[serde(default)]
     pub agent: AgentSection,
+    #[serde(default)]
+    pub sites: SitesSection,
 }
 
 /// `[model]`.
@@ -169,6 +171,25 @@ pub struct AgentSection {
     pub max_cost_usd: Option<f64>,
     pub planner: Option<bool>,
     pub validate: Option<bool>,
+    /// Show the model a marked screenshot each step.
+    pub vision: Option<bool>,
+    /// Draw the numbered marks on the page.
+    pub marks: Option<bool>,
+}
+
+/// `[sites]`: where Errand may go.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SitesSection {
+    /// When not empty, the only sites Errand may open or act on.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Sites Errand never opens or acts on.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Sites where every action that changes something waits for approval.
+    #[serde(default)]
+    pub ask_first: Vec<String>,
 }
 
 /// Values given on the command line; each wins over file and environment.
@@ -228,6 +249,12 @@ pub struct Settings {
     pub planner: bool,
     /// Whether `done` is checked by a validation call first.
     pub validate: bool,
+    /// Whether the model is shown a marked screenshot each step.
+    pub vision: bool,
+    /// Whether the numbered marks are drawn on the page.
+    pub marks: bool,
+    /// Where Errand may go (`[sites]`).
+    pub sites: SitesSection,
     pub config_dir: PathBuf,
     pub data_dir: PathBuf,
     /// Whether `config.toml` exists.
@@ -365,9 +392,14 @@ impl Settings {
         };
         let planner = flag(env::PLANNER, file.agent.planner)?;
         let validate = flag(env::VALIDATE, file.agent.validate)?;
+        let vision = file.agent.vision.unwrap_or(false);
+        let marks = file.agent.marks.unwrap_or(vision);
         Ok(Settings {
             planner,
             validate,
+            vision,
+            marks,
+            sites: file.sites,
             provider,
             dialect,
             max_retries,
@@ -393,7 +425,16 @@ impl Settings {
         self.config_dir.join(CONFIG_FILE)
     }
 
-    /// Whether the model is the built-in default (a local Ollama).
+    /// Whether the user configured a model at all (a file, a key, a server
+    /// or a model of their own), rather than the default local Ollama.
+    pub fn is_configured(&self) -> bool {
+        self.config_file_found
+            || self.api_key.is_some()
+            || self.base_url_source != Source::Default
+            || self.model_source != Source::Default
+    }
+
+    /// Whether the model server is the default local Ollama.
     pub fn is_default_model_server(&self) -> bool {
         self.base_url_source == Source::Default && self.provider == ProviderKind::OpenAi
     }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
 use errand_protocol::{
@@ -61,6 +61,8 @@ pub enum HostError {
     AlreadyServing,
     #[error("task {0} is not waiting for an answer")]
     NoQuestion(String),
+    #[error("task {0} is not waiting for an approval")]
+    NoApproval(String),
     #[error("there is no earlier task {0} to follow up")]
     NoSuchTask(String),
     #[error(transparent)]
@@ -76,6 +78,7 @@ impl HostError {
             HostError::NoTask
             | HostError::NotRunning(_)
             | HostError::NoQuestion(_)
+            | HostError::NoApproval(_)
             | HostError::NoSuchTask(_) => ErrorCode::NoTask,
             HostError::AlreadyServing | HostError::Store(_) => ErrorCode::Internal,
         }
@@ -138,18 +141,26 @@ struct Running {
     task_id: String,
     stop: Stopper,
     handle: Option<JoinHandle<()>>,
+    /// `Some(take_over)` while paused.
+    pause: tokio::sync::watch::Sender<Option<bool>>,
 }
 
 /// A task accepted but not yet started: its reply goes out first.
 struct Prepared {
     spec: TaskSpec,
     stop: Stopper,
+    pause: tokio::sync::watch::Receiver<Option<bool>>,
 }
 
+/// Builds the model provider from the settings (rebuilt when they change).
+type ProviderFactory = fn(&Settings) -> Arc<dyn Provider>;
+
 struct Inner {
-    settings: Settings,
+    settings: RwLock<Arc<Settings>>,
     store: Store,
-    provider: Arc<dyn Provider>,
+    provider: RwLock<Arc<dyn Provider>>,
+    /// `None` for a host given a fixed provider (tests).
+    factory: Option<ProviderFactory>,
     out_tx: mpsc::Sender<Outgoing>,
     out_rx: Mutex<Option<mpsc::Receiver<Outgoing>>>,
     next_id: AtomicU64,
@@ -157,6 +168,8 @@ struct Inner {
     running: Mutex<Option<Running>>,
     /// Tasks waiting for the user's answer to an `ask_user` question.
     questions: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    /// Tasks waiting for the user's approval of an action.
+    approvals: Mutex<HashMap<String, oneshot::Sender<bool>>>,
     events: broadcast::Sender<LocalEvent>,
     disconnected: AtomicBool,
     request_timeout_ms: AtomicU64,
@@ -184,24 +197,35 @@ impl Host {
     /// A host using the configured OpenAI-compatible model.
     pub fn new(settings: Settings, store: Store) -> Host {
         let provider = llm::build(&settings);
-        Host::with_provider(settings, store, provider)
+        Host::make(settings, store, provider, Some(llm::build))
     }
 
-    /// A host using `provider` as its model.
+    /// A host using `provider` as its model, whatever the settings say.
     pub fn with_provider(settings: Settings, store: Store, provider: Arc<dyn Provider>) -> Host {
+        Host::make(settings, store, provider, None)
+    }
+
+    fn make(
+        settings: Settings,
+        store: Store,
+        provider: Arc<dyn Provider>,
+        factory: Option<ProviderFactory>,
+    ) -> Host {
         let (out_tx, out_rx) = mpsc::channel(OUTBOX);
         let (events, _) = broadcast::channel(EVENTS);
         Host {
             inner: Arc::new(Inner {
-                settings,
+                settings: RwLock::new(Arc::new(settings)),
                 store,
-                provider,
+                provider: RwLock::new(provider),
+                factory,
                 out_tx,
                 out_rx: Mutex::new(Some(out_rx)),
                 next_id: AtomicU64::new(1),
                 pending: Mutex::new(HashMap::new()),
                 running: Mutex::new(None),
                 questions: Mutex::new(HashMap::new()),
+                approvals: Mutex::new(HashMap::new()),
                 events,
                 disconnected: AtomicBool::new(false),
                 request_timeout_ms: AtomicU64::new(REQUEST_TIMEOUT.as_millis() as u64),
@@ -215,16 +239,29 @@ impl Host {
         self.inner.request_timeout_ms.store(ms, Ordering::Relaxed);
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.inner.settings
+    /// The settings as they are now (the side panel can change them).
+    pub fn settings(&self) -> Arc<Settings> {
+        self.inner.settings.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Uses `settings` from now on: the next model call goes to the model
+    /// they name.
+    pub fn replace_settings(&self, settings: Settings) {
+        if let Some(build) = self.inner.factory {
+            let provider = build(&settings);
+            *self.inner.provider.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                provider;
+        }
+        *self.inner.settings.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Arc::new(settings);
     }
 
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
 
-    pub(crate) fn provider(&self) -> &dyn Provider {
-        self.inner.provider.as_ref()
+    pub(crate) fn provider(&self) -> Arc<dyn Provider> {
+        self.inner.provider.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Task events, as they happen.
@@ -253,6 +290,13 @@ impl Host {
 
     async fn reply_error(&self, re: Option<u64>, code: ErrorCode, message: impl Into<String>) {
         self.send(Envelope::error(self.next_id(), re, code, message)).await;
+    }
+
+    async fn ack_or_error(&self, re: u64, done: Result<String, HostError>) {
+        match done {
+            Ok(_) => self.reply(re, Body::Ack {}).await,
+            Err(e) => self.reply_error(Some(re), e.code(), e.to_string()).await,
+        }
     }
 
     // ---- Tasks ----
@@ -289,22 +333,29 @@ impl Host {
         let id = uuid::Uuid::new_v4().to_string();
         self.inner.store.create_task(&id, task, url, tab_id)?;
         let stop = Stopper::default();
-        *running = Some(Running { task_id: id.clone(), stop: stop.clone(), handle: None });
+        let (pause_tx, pause) = tokio::sync::watch::channel(None);
+        *running = Some(Running {
+            task_id: id.clone(),
+            stop: stop.clone(),
+            handle: None,
+            pause: pause_tx,
+        });
         tracing::info!(task_id = %id, "task accepted");
         let spec = TaskSpec {
             id,
             task: task.to_owned(),
             tab_id,
             url: url.map(str::to_owned),
-            max_steps: self.inner.settings.max_steps,
+            max_steps: self.settings().max_steps,
             context: None,
         };
-        Ok(Prepared { spec, stop })
+        Ok(Prepared { spec, stop, pause })
     }
 
     fn launch(&self, prepared: Prepared) {
         let id = prepared.spec.id.clone();
-        let handle = tokio::spawn(agent::run(self.clone(), prepared.spec, prepared.stop));
+        let handle =
+            tokio::spawn(agent::run(self.clone(), prepared.spec, prepared.stop, prepared.pause));
         let mut running = lock(&self.inner.running);
         match running.as_mut() {
             Some(r) if r.task_id == id => r.handle = Some(handle),
@@ -315,6 +366,20 @@ impl Host {
     /// Stops the running task (`task_id`, if given, must name it). The task
     /// ends with outcome `stopped` within milliseconds.
     pub fn stop_task(&self, task_id: Option<&str>) -> Result<String, HostError> {
+        self.with_running(task_id, |r| {
+            tracing::info!(task_id = %r.task_id, "stopping the task");
+            r.stop.stop(Outcome::Stopped {});
+            r.task_id.clone()
+        })
+    }
+
+    /// The running task's id and its pause switch, if `task_id` (when
+    /// given) names it.
+    fn with_running<T>(
+        &self,
+        task_id: Option<&str>,
+        f: impl FnOnce(&Running) -> T,
+    ) -> Result<T, HostError> {
         let running = lock(&self.inner.running);
         match running.as_ref() {
             None => Err(match task_id {
@@ -324,12 +389,52 @@ impl Host {
             Some(r) if task_id.is_some_and(|id| id != r.task_id) => {
                 Err(HostError::NotRunning(task_id.unwrap_or_default().to_owned()))
             }
-            Some(r) => {
-                tracing::info!(task_id = %r.task_id, "stopping the task");
-                r.stop.stop(Outcome::Stopped {});
-                Ok(r.task_id.clone())
-            }
+            Some(r) => Ok(f(r)),
         }
+    }
+
+    /// Pauses the running task after its current model call or action;
+    /// `take_over`: the user acts in the page meanwhile.
+    pub fn pause_task(&self, task_id: Option<&str>, take_over: bool) -> Result<String, HostError> {
+        self.with_running(task_id, |r| {
+            tracing::info!(task_id = %r.task_id, take_over, "pausing the task");
+            r.pause.send_replace(Some(take_over));
+            r.task_id.clone()
+        })
+    }
+
+    /// Resumes the paused running task.
+    pub fn resume_task(&self, task_id: Option<&str>) -> Result<String, HostError> {
+        self.with_running(task_id, |r| {
+            tracing::info!(task_id = %r.task_id, "resuming the task");
+            r.pause.send_replace(None);
+            r.task_id.clone()
+        })
+    }
+
+    /// Whether the running task is paused.
+    pub fn is_paused(&self) -> bool {
+        self.with_running(None, |r| r.pause.borrow().is_some()).unwrap_or(false)
+    }
+
+    /// Registers that `task_id` waits for the user's approval.
+    pub(crate) fn await_approval(&self, task_id: &str) -> oneshot::Receiver<bool> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.approvals).insert(task_id.to_owned(), tx);
+        rx
+    }
+
+    /// Gives the user's decision to the task waiting for it (the running
+    /// task when `task_id` is `None`).
+    pub fn approve(&self, task_id: Option<&str>, approved: bool) -> Result<String, HostError> {
+        let id = match task_id {
+            Some(id) => id.to_owned(),
+            None => self.running_task().ok_or(HostError::NoTask)?,
+        };
+        let tx =
+            lock(&self.inner.approvals).remove(&id).ok_or(HostError::NoApproval(id.clone()))?;
+        tx.send(approved).map_err(|_| HostError::NoApproval(id.clone()))?;
+        Ok(id)
     }
 
     /// Registers that `task_id` waits for the user's answer.
@@ -554,23 +659,64 @@ impl Host {
                     Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
                 }
             }
-            Body::Answer { task_id, text } => match self.answer(task_id.as_deref(), &text) {
-                Ok(_) => self.reply(id, Body::Ack {}).await,
-                Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
-            },
-            Body::StopTask { task_id } => match self.stop_task(task_id.as_deref()) {
-                Ok(_) => self.reply(id, Body::Ack {}).await,
-                Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
-            },
+            Body::Answer { task_id, text } => {
+                let done = self.answer(task_id.as_deref(), &text);
+                self.ack_or_error(id, done).await;
+            }
+            Body::StopTask { task_id } => {
+                let done = self.stop_task(task_id.as_deref());
+                self.ack_or_error(id, done).await;
+            }
+            Body::PauseTask { task_id, take_over } => {
+                let done = self.pause_task(task_id.as_deref(), take_over);
+                let task = done.as_ref().ok().cloned();
+                self.ack_or_error(id, done).await;
+                if let Some(task) = task {
+                    self.emit(&task, TaskEvent::Paused { take_over }, Vec::new()).await;
+                }
+            }
+            Body::ResumeTask { task_id } => {
+                let done = self.resume_task(task_id.as_deref());
+                let task = done.as_ref().ok().cloned();
+                self.ack_or_error(id, done).await;
+                if let Some(task) = task {
+                    self.emit(&task, TaskEvent::Resumed {}, Vec::new()).await;
+                }
+            }
+            Body::Approve { task_id, approved } => {
+                let done = self.approve(task_id.as_deref(), approved);
+                self.ack_or_error(id, done).await;
+            }
             Body::GetStatus {} => {
-                let s = &self.inner.settings;
+                let s = self.settings();
                 let body = Body::Status {
                     host_version: HOST_VERSION.to_owned(),
                     model: s.model.clone(),
                     base_url: s.base_url.clone(),
                     running_task: self.running_task(),
+                    configured: s.is_configured(),
+                    paused: self.is_paused(),
                 };
                 self.reply(id, body).await;
+            }
+            body @ (Body::ListTasks { .. }
+            | Body::GetTask { .. }
+            | Body::GetSettings {}
+            | Body::SaveSettings { .. }
+            | Body::TestConnection {}
+            | Body::GetProfile {}
+            | Body::SetFact { .. }
+            | Body::SetSecret { .. }
+            | Body::Forget { .. }) => {
+                // Reading the store, the files or the model server must not
+                // hold up the message loop (a `stop_task` behind it).
+                let host = self.clone();
+                tokio::spawn(async move {
+                    match crate::panel_api::handle(&host, body).await {
+                        Ok(reply) => host.reply(id, reply).await,
+                        Err(e) => host.reply_error(Some(id), e.code(), e.to_string()).await,
+                    }
+                });
             }
             Body::Error { code, message } => {
                 // Never answer an error with an error.

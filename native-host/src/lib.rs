@@ -18,6 +18,7 @@ pub mod llm;
 pub mod logging;
 pub mod loop_detect;
 pub mod nm;
+pub mod panel_api;
 pub mod parse;
 pub mod planner;
 pub mod profile;

@@ -39,17 +39,20 @@ pub enum Role {
 pub struct ChatMessage {
     pub role: Role,
     pub content: String,
+    /// Images shown with the text (JPEG or PNG data URLs), for vision models.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }
 
 impl ChatMessage {
     pub fn system(content: impl Into<String>) -> Self {
-        ChatMessage { role: Role::System, content: content.into() }
+        ChatMessage { role: Role::System, content: content.into(), images: Vec::new() }
     }
     pub fn user(content: impl Into<String>) -> Self {
-        ChatMessage { role: Role::User, content: content.into() }
+        ChatMessage { role: Role::User, content: content.into(), images: Vec::new() }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        ChatMessage { role: Role::Assistant, content: content.into() }
+        ChatMessage { role: Role::Assistant, content: content.into(), images: Vec::new() }
     }
 }
 

@@ -43,6 +43,12 @@ pub fn event_lines(ev: &LocalEvent) -> Vec<String> {
         }
         TaskEvent::Thinking { .. } => Vec::new(),
         TaskEvent::Question { question, .. } => vec![format!("? {question}")],
+        TaskEvent::Approval { summary, reason, .. } => {
+            vec![format!("approval needed: {summary} ({reason})")]
+        }
+        TaskEvent::Paused { take_over: true } => vec!["paused: the user took over".to_owned()],
+        TaskEvent::Paused { take_over: false } => vec!["paused".to_owned()],
+        TaskEvent::Resumed {} => vec!["resumed".to_owned()],
         TaskEvent::Step(report) => {
             let n = report.step;
             let mut out = Vec::new();

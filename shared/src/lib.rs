@@ -21,9 +21,14 @@ use serde::{Deserialize, Serialize};
 
 mod action;
 mod observation;
+mod panel;
 
 pub use action::{Action, ClickButton, Modifier, OptionChoice, ScrollDirection};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
+pub use panel::{
+    CheckLevel, CheckLine, Fact, ProfileView, SecretInfo, SettingsUpdate, SettingsView,
+    TaskDetail, TaskSummary,
+};
 
 /// The version carried in every envelope's `v`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -242,6 +247,54 @@ pub enum Body {
     /// A new task that continues an earlier one: same tab, and the model is
     /// told the earlier task and its answer. Replied to with `task_accepted`.
     FollowUp { task_id: String, task: String },
+    /// Pause the running task after its current model call or action; with
+    /// `take_over`, the user acts in the page meanwhile and the agent is
+    /// told so when it resumes. Replied to with `ack`.
+    PauseTask {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+        #[serde(default)]
+        take_over: bool,
+    },
+    /// Resume a paused task. Replied to with `ack`.
+    ResumeTask {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+    },
+    /// The user's decision on a task's `approval` event (the running task's
+    /// if `task_id` is absent). Replied to with `ack`.
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+        approved: bool,
+    },
+    /// Past tasks, newest first; with `query`, those matching it (task text
+    /// and answer). Replied to with `task_list`.
+    ListTasks {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// One past task with its steps. Replied to with `task_detail`.
+    GetTask { task_id: String },
+    /// Replied to with `settings`.
+    GetSettings {},
+    /// Change settings (saved in the host's config file, used from the next
+    /// step on). Replied to with `settings`, as they now are.
+    SaveSettings { update: SettingsUpdate },
+    /// Check that the model answers with the current settings. Replied to
+    /// with `connection`.
+    TestConnection {},
+    /// Replied to with `profile`.
+    GetProfile {},
+    /// Add or change a profile fact. Replied to with `profile`.
+    SetFact { name: String, value: String },
+    /// Add or change a secret, fillable only on `origins`. Replied to with
+    /// `profile` (which never holds a secret's value).
+    SetSecret { name: String, value: String, origins: Vec<String> },
+    /// Forget a fact or a secret. Replied to with `profile`.
+    Forget { name: String },
 
     // ---- Host → side panel ----
     /// Reply to `start_task`.
@@ -255,7 +308,23 @@ pub enum Body {
         base_url: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         running_task: Option<String>,
+        /// Whether a model is configured at all (a key, or a local server).
+        #[serde(default)]
+        configured: bool,
+        /// Whether the running task is paused.
+        #[serde(default)]
+        paused: bool,
     },
+    /// Reply to `list_tasks`.
+    TaskList { tasks: Vec<TaskSummary> },
+    /// Reply to `get_task`.
+    TaskDetail(TaskDetail),
+    /// Reply to `get_settings` and `save_settings`.
+    Settings { settings: SettingsView },
+    /// Reply to `test_connection`: `ok` when nothing is a problem.
+    Connection { ok: bool, checks: Vec<CheckLine> },
+    /// Reply to the profile requests.
+    Profile(ProfileView),
 
     // ---- Service worker ↔ host ----
     /// The service worker introduces itself when it connects.
@@ -410,6 +479,27 @@ pub enum TaskEvent {
     Step(StepReport),
     /// The agent asks the user something; the task waits for an `answer`.
     Question { step: u32, question: String },
+    /// The next action is one the host classed as irreversible (or the
+    /// site is one the user wants asked first); the task waits for an
+    /// `approve`.
+    Approval {
+        step: u32,
+        action: Action,
+        /// The element it acts on, as the page lists it (`<button> Pay`).
+        #[serde(default)]
+        element: String,
+        /// What will happen, in plain words.
+        summary: String,
+        /// Why it needs approval.
+        reason: String,
+    },
+    /// The task is paused (after `pause_task`); `take_over`: the user acts.
+    Paused {
+        #[serde(default)]
+        take_over: bool,
+    },
+    /// The task goes on.
+    Resumed {},
     /// The task ended.
     Finished { outcome: Outcome },
 }
@@ -431,6 +521,22 @@ pub struct StepReport {
     /// Which build of the content script observed the page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<Build>,
+    /// Tokens this step's model calls used, in and out.
+    #[serde(default)]
+    pub tokens: u64,
+    /// What this step's model calls cost (US dollars), when priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The task's tokens so far, this step included.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// The task's cost so far (US dollars), when priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cost_usd: Option<f64>,
+    /// The marked screenshot the model saw (a JPEG data URL), when vision
+    /// is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<String>,
 }
 
 /// One action and what became of it.
