@@ -8,6 +8,7 @@ use errand_protocol::{
     Action, ActionRecord, Body, Build, Observation, Outcome, PageCommand, StepReport, TaskEvent,
 };
 
+use crate::approval;
 use crate::budget::{Budget, Prices};
 use crate::dialect::Dialect;
 use crate::host::{Host, RequestError, Stopper};
@@ -15,6 +16,7 @@ use crate::llm::{ChatMessage, Completion, LlmError};
 use crate::loop_detect::{self, LoopDetector, Verdict};
 use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
+use crate::sites::SitePolicy;
 use crate::store::{ModelCallRow, StepRow};
 
 /// The most actions run in one step; later ones are ignored. Ten: a whole
@@ -215,7 +217,9 @@ impl Agent<'_> {
     /// Asks the planner; a plan that cannot be had keeps the old one.
     async fn plan(&self, step: u32, why: &str, obs: &Observation, history: &[PastStep]) {
         let text = crate::planner::plan_prompt(&self.spec.task, why, history, obs);
-        let Some(answer) = self.side_call(step, text).await else { return };
+        let Some(answer) = self.side_call(step, text).await else {
+            return;
+        };
         match crate::planner::parse_plan(&answer) {
             Ok(plan) => {
                 tracing::info!(task_id = %self.spec.id, step, tasks = plan.tasks.len(), "new plan");
@@ -283,7 +287,9 @@ impl Agent<'_> {
     /// then told so in the next prompt.
     async fn wait_if_paused(&self) -> bool {
         let mut pause = self.pause.clone();
-        let Some(mut took_over) = *pause.borrow_and_update() else { return false };
+        let Some(mut took_over) = *pause.borrow_and_update() else {
+            return false;
+        };
         tracing::info!(task_id = %self.spec.id, "paused");
         loop {
             if pause.changed().await.is_err() {
@@ -303,6 +309,60 @@ impl Agent<'_> {
             });
         }
         took_over
+    }
+
+    /// The user's site lists, as the settings say now.
+    fn sites(&self) -> SitePolicy {
+        SitePolicy::new(&self.host.settings().sites)
+    }
+
+    /// The tab ended up on a page the site lists refuse (a link, a form, a
+    /// redirect): nothing is done there; the agent goes back and the model
+    /// is told why.
+    async fn leave_refused_page(
+        &self,
+        step: u32,
+        tab_id: i64,
+        obs: &Observation,
+        history: &mut Vec<PastStep>,
+    ) -> StepEnd {
+        let refused = self.sites().check(&obs.url).err().map(|r| r.to_string()).unwrap_or_default();
+        tracing::warn!(task_id = %self.spec.id, step, url = %obs.url, "on a refused page: {refused}");
+        let back = match self.host.act(tab_id, Action::GoBack {}).await {
+            Ok(effect) if effect.url_changed => format!("Errand went back to {}", effect.url),
+            Ok(_) | Err(_) => "Errand could not go back".to_owned(),
+        };
+        let error = format!("the tab reached {}: {refused}. {back}", prompt::cut(&obs.url, 120));
+        self.record_failed_step(step, Some(obs), &error, history).await;
+        StepEnd::Next { ok: false, error: Some(error) }
+    }
+
+    /// Asks the user to approve `action` when the host classes it as
+    /// irreversible (or the site is one to ask first on). `None`: go on;
+    /// `Some(detail)`: the user rejected it, or the task stopped.
+    async fn approval(&self, action: &Action, obs: &Observation) -> Option<String> {
+        let needed = approval::check(action, obs, &self.sites())?;
+        tracing::info!(task_id = %self.spec.id, action = action.name(), reason = %needed.reason, "waiting for approval");
+        let decision = self.host.await_approval(&self.spec.id);
+        let event = TaskEvent::Approval {
+            step: self.step_now(),
+            action: action.clone(),
+            element: needed.element,
+            summary: needed.summary,
+            reason: needed.reason,
+        };
+        self.host.emit(&self.spec.id, event, Vec::new()).await;
+        tokio::select! {
+            _ = self.stop.token().cancelled() => Some("stopped".to_owned()),
+            approved = decision => match approved {
+                Ok(true) => None,
+                Ok(false) => Some(
+                    "the user rejected this action: do not try it again; find another way or \
+                     ask the user what to do".to_owned(),
+                ),
+                Err(_) => Some("no approval came".to_owned()),
+            },
+        }
     }
 
     /// A step report holding the task's spending so far.
@@ -327,7 +387,9 @@ impl Agent<'_> {
         let settings = self.host.settings();
         let prices = match Prices::load(&settings.config_dir) {
             Ok(p) => p,
-            Err(e) => return Outcome::Failed { error: e.to_string() },
+            Err(e) => {
+                return Outcome::Failed { error: e.to_string() };
+            }
         };
         let price = prices.price(self.host.provider().model());
         if settings.max_cost_usd.is_some() && price.is_none() {
@@ -339,7 +401,9 @@ impl Agent<'_> {
         self.progress().budget = Budget::new(settings.max_tokens, settings.max_cost_usd, price);
         let secrets = match crate::secrets::Secrets::load(&settings.data_dir) {
             Ok(s) => s,
-            Err(e) => return Outcome::Failed { error: e.to_string() },
+            Err(e) => {
+                return Outcome::Failed { error: e.to_string() };
+            }
         };
         let facts = self.host.store().facts().unwrap_or_else(|e| {
             tracing::error!("cannot read the profile: {e}");
@@ -350,12 +414,22 @@ impl Agent<'_> {
             p.profile = prompt::profile_section(&facts, &secrets.prompt_lines());
             p.secrets = secrets;
         }
+        if let Some(url) = &self.spec.url {
+            if let Err(refused) = self.sites().check(url) {
+                return Outcome::Failed { error: format!("Errand will not open {url}: {refused}") };
+            }
+        }
         let (tab_id, url, mut first_obs) = match self.open().await {
             Ok(t) => t,
             Err(e) => {
                 return Outcome::Failed { error: format!("could not open the tab: {e}") };
             }
         };
+        if let Err(refused) = self.sites().check(&url) {
+            return Outcome::Failed {
+                error: format!("Errand cannot work on this page: {refused}"),
+            };
+        }
         if let Err(e) = self.host.store().set_tab(&self.spec.id, tab_id, &url) {
             tracing::error!("cannot record the tab: {e}");
         }
@@ -380,6 +454,9 @@ impl Agent<'_> {
                 None => self.host.observe(tab_id, self.host.settings().marks).await,
             };
             let end = match obs {
+                Ok(obs) if self.sites().check(&obs.url).is_err() => {
+                    self.leave_refused_page(step, tab_id, &obs, &mut history).await
+                }
                 Ok(obs) => {
                     if let Some(why) = self.plan_due(step, failures) {
                         self.plan(step, why, &obs, &history).await;
@@ -676,7 +753,10 @@ impl Agent<'_> {
                     ),
                     true,
                 ),
-                _ => self.run_action(tab_id, &obs.url, action, &mut finish).await,
+                _ => match self.approval(action, obs).await {
+                    Some(refused) => (false, refused, true),
+                    None => self.run_action(tab_id, &obs.url, action, &mut finish).await,
+                },
             };
             records.push(ActionRecord { action: action.clone(), ok, detail });
             if stop_here || !ok || finish.is_some() {
@@ -704,6 +784,12 @@ impl Agent<'_> {
             Action::Done { text, success } => {
                 *finish = Some(Outcome::Done { answer: text.clone(), success: *success });
                 (true, "finished".to_owned(), true)
+            }
+            Action::Goto { url } | Action::NewTab { url: Some(url) }
+                if self.sites().check(url).is_err() =>
+            {
+                let refused = self.sites().check(url).err().map(|r| r.to_string());
+                (false, format!("not opened: {}", refused.unwrap_or_default()), true)
             }
             Action::Goto { url } => match self.host.navigate(tab_id, url).await {
                 Ok(tab) => (true, format!("opened {}", tab.url), true),

@@ -4,6 +4,7 @@
 //! front over [`nm::main`] (when the browser starts it) and [`cli::main`].
 
 pub mod agent;
+pub mod approval;
 pub mod browser;
 pub mod browser_actions;
 pub mod budget;
@@ -25,6 +26,7 @@ pub mod profile;
 pub mod prompt;
 pub mod secrets;
 pub mod session;
+pub mod sites;
 pub mod store;
 pub mod term;
 pub mod transport;

@@ -1,0 +1,234 @@
+//! Where Errand may go: the user's allow, deny and ask-first lists, and the
+//! pages no task ever touches (the browser's own pages, the extension
+//! store, local files, script and data URLs).
+//!
+//! Enforced by the host on every navigation it makes (`goto`, new tabs, the
+//! task's first page) and on every page the agent finds itself on after an
+//! action (a link, a form submission, a redirect): the model cannot talk
+//! its way past it, whatever a page tells it.
+//!
+//! List entries: a host name (`example.com`: that host and its
+//! subdomains), a wildcard (`*.example.com`: the subdomains only), or an
+//! origin (`https://shop.example:8443`: exactly that scheme, host and
+//! port).
+
+use url::Url;
+
+use crate::config::SitesSection;
+
+/// Hosts of the Chrome Web Store (extensions may not script it, and Errand
+/// never acts there).
+const WEB_STORE: [(&str, &str); 2] =
+    [("chromewebstore.google.com", ""), ("chrome.google.com", "/webstore")];
+
+/// Why Errand will not go somewhere.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SiteRefusal {
+    #[error("`{0}` is not a web address Errand can open")]
+    NotAUrl(String),
+    #[error("Errand never acts on {what} ({url})")]
+    Never { url: String, what: &'static str },
+    #[error("{host} is on your list of sites Errand must not use (entry `{entry}`)")]
+    Denied { host: String, entry: String },
+    #[error(
+        "{host} is not on your list of sites Errand may use; add it in the side panel's settings \
+         ([sites] allow in config.toml) to let Errand go there"
+    )]
+    NotAllowed { host: String },
+}
+
+/// One list entry, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pattern {
+    /// The host and its subdomains.
+    Domain(String),
+    /// Subdomains only.
+    Subdomains(String),
+    /// Exactly this origin (`https://host:port`, port made explicit).
+    Origin(String),
+}
+
+impl Pattern {
+    fn parse(entry: &str) -> Option<Pattern> {
+        let e = entry.trim().trim_end_matches('/').to_ascii_lowercase();
+        if e.is_empty() {
+            return None;
+        }
+        if e.contains("://") {
+            let url = Url::parse(&e).ok()?;
+            return Some(Pattern::Origin(origin(&url)?));
+        }
+        if let Some(rest) = e.strip_prefix("*.") {
+            return (!rest.is_empty()).then(|| Pattern::Subdomains(rest.to_owned()));
+        }
+        // A bare host, maybe with a path someone pasted: keep the host.
+        let host = e.split(['/', '?', '#']).next().unwrap_or("");
+        let host = host.split(':').next().unwrap_or("");
+        (!host.is_empty()).then(|| Pattern::Domain(host.to_owned()))
+    }
+
+    fn matches(&self, url: &Url) -> bool {
+        let Some(host) = url.host_str().map(str::to_ascii_lowercase) else {
+            return false;
+        };
+        match self {
+            Pattern::Domain(d) => host == *d || host.ends_with(&format!(".{d}")),
+            Pattern::Subdomains(d) => host.ends_with(&format!(".{d}")),
+            Pattern::Origin(o) => origin(url).as_deref() == Some(o.as_str()),
+        }
+    }
+}
+
+/// `scheme://host:port` with the port always written.
+fn origin(url: &Url) -> Option<String> {
+    let host = url.host_str()?.to_ascii_lowercase();
+    let port = url.port_or_known_default()?;
+    Some(format!("{}://{host}:{port}", url.scheme()))
+}
+
+/// The user's site lists, read once per check from the live settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SitePolicy {
+    allow: Vec<(String, Pattern)>,
+    deny: Vec<(String, Pattern)>,
+    ask_first: Vec<(String, Pattern)>,
+}
+
+fn read(list: &[String]) -> Vec<(String, Pattern)> {
+    list.iter().filter_map(|e| Pattern::parse(e).map(|p| (e.trim().to_owned(), p))).collect()
+}
+
+impl SitePolicy {
+    pub fn new(sites: &SitesSection) -> SitePolicy {
+        SitePolicy {
+            allow: read(&sites.allow),
+            deny: read(&sites.deny),
+            ask_first: read(&sites.ask_first),
+        }
+    }
+
+    /// Whether Errand may open or act on `url`.
+    pub fn check(&self, url: &str) -> Result<(), SiteRefusal> {
+        let parsed = Url::parse(url.trim()).map_err(|_| SiteRefusal::NotAUrl(url.to_owned()))?;
+        if let Some(what) = never(&parsed) {
+            return Err(SiteRefusal::Never { url: cut(url), what });
+        }
+        if parsed.scheme() == "about" {
+            return Ok(()); // about:blank, a new tab's first page
+        }
+        let host = parsed.host_str().unwrap_or("").to_ascii_lowercase();
+        if let Some((entry, _)) = self.deny.iter().find(|(_, p)| p.matches(&parsed)) {
+            return Err(SiteRefusal::Denied { host, entry: entry.clone() });
+        }
+        if !self.allow.is_empty() && !self.allow.iter().any(|(_, p)| p.matches(&parsed)) {
+            return Err(SiteRefusal::NotAllowed { host });
+        }
+        Ok(())
+    }
+
+    /// The ask-first entry `url` falls under, if any.
+    pub fn ask_first(&self, url: &str) -> Option<&str> {
+        let parsed = Url::parse(url.trim()).ok()?;
+        self.ask_first.iter().find(|(_, p)| p.matches(&parsed)).map(|(e, _)| e.as_str())
+    }
+}
+
+/// What kind of page no task ever touches, if `url` is one.
+fn never(url: &Url) -> Option<&'static str> {
+    match url.scheme() {
+        "http" | "https" => {}
+        "about" if url.path() == "blank" || url.path() == "newtab" => return None,
+        "chrome" | "chrome-extension" | "chrome-untrusted" | "devtools" | "edge" | "brave"
+        | "opera" | "vivaldi" | "chrome-search" | "about" => {
+            return Some("the browser's own pages");
+        }
+        "file" | "filesystem" => return Some("local files"),
+        "javascript" => return Some("script addresses"),
+        "data" | "blob" => return Some("data addresses"),
+        "view-source" => return Some("page sources"),
+        _ => return Some("addresses that are not web pages"),
+    }
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let path = url.path().to_ascii_lowercase();
+    WEB_STORE
+        .iter()
+        .any(|(h, p)| host == *h && path.starts_with(p))
+        .then_some("the Chrome Web Store")
+}
+
+fn cut(url: &str) -> String {
+    crate::prompt::cut(url, 120)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(allow: &[&str], deny: &[&str], ask: &[&str]) -> SitePolicy {
+        let v = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect();
+        SitePolicy::new(&SitesSection { allow: v(allow), deny: v(deny), ask_first: v(ask) })
+    }
+
+    #[test]
+    fn never_touches_the_browser_files_scripts_or_the_store() {
+        let p = SitePolicy::default();
+        for url in [
+            "chrome://settings",
+            "chrome-extension://abc/panel.html",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "data:text/html,<b>x</b>",
+            "view-source:https://a.example",
+            "https://chromewebstore.google.com/detail/x",
+            "https://chrome.google.com/webstore/category/extensions",
+            "edge://flags",
+            "about:settings",
+        ] {
+            assert!(matches!(p.check(url), Err(SiteRefusal::Never { .. })), "{url}");
+        }
+        assert_eq!(p.check("https://chrome.google.com/search"), Ok(()));
+        assert_eq!(p.check("about:blank"), Ok(()));
+        assert_eq!(p.check("http://127.0.0.1:8080/form"), Ok(()));
+        assert!(matches!(p.check("not a url"), Err(SiteRefusal::NotAUrl(_))));
+    }
+
+    #[test]
+    fn deny_wins_and_allow_restricts() {
+        let p = policy(&["shop.example", "*.bank.example"], &["ads.shop.example"], &[]);
+        assert_eq!(p.check("https://shop.example/cart"), Ok(()));
+        assert_eq!(p.check("https://www.shop.example/"), Ok(()));
+        assert!(matches!(
+            p.check("https://ads.shop.example/x"),
+            Err(SiteRefusal::Denied { entry, .. }) if entry == "ads.shop.example"
+        ));
+        assert_eq!(p.check("https://online.bank.example/"), Ok(()));
+        assert!(matches!(p.check("https://bank.example/"), Err(SiteRefusal::NotAllowed { .. })));
+        assert!(matches!(
+            p.check("https://evil.example/"),
+            Err(SiteRefusal::NotAllowed { host, .. }) if host == "evil.example"
+        ));
+        // Look-alikes are not subdomains.
+        assert!(p.check("https://notshop.example/").is_err());
+    }
+
+    #[test]
+    fn origins_match_exactly() {
+        let p = policy(&["https://pay.example", "http://127.0.0.1:8080/"], &[], &[]);
+        assert_eq!(p.check("https://pay.example:443/x"), Ok(()));
+        assert!(p.check("http://pay.example/").is_err());
+        assert_eq!(p.check("http://127.0.0.1:8080/form.html"), Ok(()));
+        assert!(p.check("http://127.0.0.1:9090/").is_err());
+    }
+
+    #[test]
+    fn ask_first_names_its_entry() {
+        let p = policy(&[], &[], &["Bank.Example/"]);
+        assert_eq!(p.ask_first("https://www.bank.example/pay"), Some("Bank.Example/"));
+        assert_eq!(p.ask_first("https://shop.example/"), None);
+        let msg = policy(&[], &["evil.example"], &[])
+            .check("https://evil.example/")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("must not use"), "{msg}");
+    }
+}
