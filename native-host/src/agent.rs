@@ -547,7 +547,7 @@ impl Agent<'_> {
             None
         };
         if let (Some(shot), Some(last)) = (&screenshot, messages.last_mut()) {
-            last.images.push(shot.clone());
+            prompt::attach_screenshot(last, shot.clone());
         }
         let asked = match self.ask(step, messages).await {
             Ok(asked) => asked,
@@ -742,7 +742,12 @@ impl Agent<'_> {
         let mut records = Vec::new();
         let mut labels = Vec::new();
         let mut finish = None;
-        for action in actions {
+        for (i, action) in actions.iter().enumerate() {
+            // A pause between two actions: after a take-over the rest of
+            // the answer was planned on a page that may be gone.
+            if i > 0 && self.wait_if_paused().await {
+                break;
+            }
             let label = action.element().and_then(|i| prompt::label_in(obs, i));
             labels.push(label.clone().unwrap_or_default());
             let (ok, detail, stop_here) = match (action.element(), label) {
@@ -760,11 +765,6 @@ impl Agent<'_> {
             };
             records.push(ActionRecord { action: action.clone(), ok, detail });
             if stop_here || !ok || finish.is_some() {
-                break;
-            }
-            // A pause between two actions: after a take-over the rest of
-            // the answer was planned on a page that may be gone.
-            if self.wait_if_paused().await {
                 break;
             }
         }

@@ -41,6 +41,11 @@ pub enum Command {
         /// Show the browser window.
         #[arg(long)]
         headed: bool,
+        /// Approve every action Errand would ask about (payments, orders,
+        /// messages, deletions…) without asking. Without it, `run` asks on
+        /// the terminal, or rejects them when there is none.
+        #[arg(long)]
+        approve: bool,
     },
     /// Open a page and print the numbered element list the model would see.
     Observe {
@@ -145,8 +150,9 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }),
-        Command::Run { task, url, model, max_steps, json, headed } => {
-            let args = RunArgs { task, url, overrides: model.overrides(max_steps), json, headed };
+        Command::Run { task, url, model, max_steps, json, headed, approve } => {
+            let args =
+                RunArgs { task, url, overrides: model.overrides(max_steps), json, headed, approve };
             block_on(commands::run(args))
         }
         Command::Memory { command } => crate::profile::main(command),

@@ -45,6 +45,8 @@ pub struct RunArgs {
     pub overrides: Overrides,
     pub json: bool,
     pub headed: bool,
+    /// Approve every action Errand asks about, without asking.
+    pub approve: bool,
 }
 
 /// `errand observe`.
@@ -115,8 +117,19 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
             ev = events.recv() => match ev {
                 Ok(ev) if ev.task_id == task_id => {
                     term::event(&ev, args.json);
-                    if let TaskEvent::Finished { outcome: o } = ev.event {
-                        outcome = Some(o);
+                    match ev.event {
+                        TaskEvent::Finished { outcome: o } => outcome = Some(o),
+                        TaskEvent::Approval { .. } => {
+                            let host = c.host.clone();
+                            let (id, approve) = (task_id.clone(), args.approve);
+                            tokio::spawn(async move {
+                                let approved = approve || ask_approval().await;
+                                if let Err(e) = host.approve(Some(&id), approved) {
+                                    tracing::warn!("{e}");
+                                }
+                            });
+                        }
+                        _ => {}
                     }
                 }
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
@@ -140,6 +153,23 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
         _ if interrupted => ExitCode::from(130),
         _ => ExitCode::FAILURE,
     })
+}
+
+/// Asks on the terminal whether to approve an action (the event's lines
+/// were printed); no terminal means no.
+async fn ask_approval() -> bool {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        eprintln!("rejected: no terminal to ask on (run with --approve to approve such actions)");
+        return false;
+    }
+    let answer = tokio::task::spawn_blocking(|| {
+        eprint!("Approve? [y/N] ");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }
 
 #[derive(Serialize)]

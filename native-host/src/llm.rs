@@ -7,6 +7,11 @@
 //! [`retry::Retrying`] wraps any of them: retries with backoff on HTTP 429
 //! and 5xx, honouring `Retry-After`. [`build`] picks the provider from the
 //! settings.
+//!
+//! Images (the marked screenshot, for vision models) travel as data URLs in
+//! [`ChatMessage::images`]; [`images_to_send`] checks them and keeps only the
+//! newest message's, which each adapter writes in its own format. A server
+//! that refuses them gets [`LlmError::NoVision`].
 
 pub mod anthropic;
 pub mod gemini;
@@ -99,15 +104,22 @@ pub enum LlmError {
     GaveUp { attempts: u32, last: Box<LlmError> },
     #[error("the model call was cancelled")]
     Cancelled,
+    #[error(
+        "the model {model} does not accept images: turn vision off in the settings or pick a vision model (the server answered HTTP {status}: {excerpt})"
+    )]
+    NoVision { model: String, status: u16, excerpt: String },
+    #[error("the screenshot cannot be sent to the model: {0}")]
+    BadImage(String),
 }
 
 impl LlmError {
     /// Whether trying again cannot help (the task should end at once).
     pub fn is_fatal(&self) -> bool {
         match self {
-            LlmError::Unreachable { .. } | LlmError::BadKey { .. } | LlmError::NotFound { .. } => {
-                true
-            }
+            LlmError::Unreachable { .. }
+            | LlmError::BadKey { .. }
+            | LlmError::NotFound { .. }
+            | LlmError::NoVision { .. } => true,
             LlmError::GaveUp { last, .. } => last.is_fatal(),
             _ => false,
         }
@@ -127,6 +139,117 @@ impl LlmError {
             _ => None,
         }
     }
+}
+
+/// The image types the providers take.
+pub const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/webp", "image/gif"];
+
+/// An image read from a data URL: its media type (one of [`IMAGE_TYPES`])
+/// and its base64 data (standard alphabet, padded), as the providers want them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Image<'a> {
+    pub media_type: &'static str,
+    pub data: &'a str,
+}
+
+impl Image<'_> {
+    /// `data:<media type>;base64,<data>`.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data)
+    }
+}
+
+/// Reads a `data:image/…;base64,…` URL, refusing anything a provider could
+/// not take: another scheme, a media type that is not an image of
+/// [`IMAGE_TYPES`], data that is not base64, or bytes that are not the
+/// image type named.
+pub fn parse_data_url(url: &str) -> Result<Image<'_>, LlmError> {
+    let bad = |why: &str| LlmError::BadImage(format!("{why} (it starts {:?})", start_of(url)));
+    let rest = url
+        .get(..5)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("data:"))
+        .map(|_| &url[5..])
+        .ok_or_else(|| bad("it is not a data URL"))?;
+    let (header, data) = rest.split_once(',').ok_or_else(|| bad("the data URL has no comma"))?;
+    let mut params = header.split(';').map(str::trim);
+    let mime = params.next().unwrap_or_default().to_ascii_lowercase();
+    let media_type = IMAGE_TYPES
+        .iter()
+        .copied()
+        .find(|t| *t == mime)
+        .ok_or_else(|| bad(&format!("its media type {mime:?} is not one of {IMAGE_TYPES:?}")))?;
+    if !params.any(|p| p.eq_ignore_ascii_case("base64")) {
+        return Err(bad("the data URL is not base64"));
+    }
+    if data.is_empty() {
+        return Err(bad("the image is empty"));
+    }
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| bad(&format!("its data is not valid base64: {e}")))?;
+    let magic: &[u8] = match media_type {
+        "image/jpeg" => b"\xFF\xD8\xFF",
+        "image/png" => b"\x89PNG",
+        "image/gif" => b"GIF8",
+        _ => b"RIFF",
+    };
+    if !bytes.starts_with(magic) {
+        return Err(bad(&format!("its bytes are not of type {media_type}")));
+    }
+    Ok(Image { media_type, data })
+}
+
+/// The first characters of a URL, for error messages.
+fn start_of(url: &str) -> String {
+    let mut out: String = url.chars().take(40).collect();
+    if url.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
+/// The images to send with each message, read from their data URLs: only the
+/// newest message that has images keeps them (an earlier step's screenshot
+/// is not sent again), the others get none. A malformed data URL there is an
+/// error ([`LlmError::BadImage`]), never sent as it is.
+pub fn images_to_send(messages: &[ChatMessage]) -> Result<Vec<Vec<Image<'_>>>, LlmError> {
+    let newest = messages.iter().rposition(|m| !m.images.is_empty());
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            if Some(i) == newest {
+                m.images.iter().map(|url| parse_data_url(url)).collect()
+            } else {
+                Ok(Vec::new())
+            }
+        })
+        .collect()
+}
+
+/// Whether an error answer says that the model takes no images: HTTP 400
+/// (or another client error, or llama.cpp's 500) naming images, vision,
+/// multimodal input — or refusing a `content` that is not a string, which
+/// is how servers without vision read a message with an image part.
+pub fn refuses_images(status: u16, body: &str) -> bool {
+    let client_error =
+        (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 413 | 429);
+    if !client_error && status != 500 {
+        return false;
+    }
+    let body = body.to_lowercase();
+    [
+        "image",
+        "vision",
+        "multimodal",
+        "multi-modal",
+        "mmproj",
+        "content of type string",
+        "must be a string",
+    ]
+    .iter()
+    .any(|word| body.contains(word))
 }
 
 /// A boxed future, so that providers can live behind `dyn`.
@@ -309,10 +432,20 @@ impl Http {
         }
     }
 
-    /// The error for a non-2xx answer.
-    pub fn status_error(&self, reply: &Reply, url: &str, not_found_hint: &str) -> LlmError {
+    /// The error for a non-2xx answer. `sent_images`: the request carried
+    /// images, so a refusal of them is [`LlmError::NoVision`].
+    pub fn status_error(
+        &self,
+        reply: &Reply,
+        url: &str,
+        not_found_hint: &str,
+        sent_images: bool,
+    ) -> LlmError {
         let excerpt = excerpt(&reply.body);
         let status = reply.status;
+        if sent_images && refuses_images(status, &reply.body) {
+            return LlmError::NoVision { model: self.model.clone(), status, excerpt };
+        }
         match status {
             401 | 403 => LlmError::BadKey { status, excerpt },
             404 => LlmError::NotFound {
@@ -342,4 +475,142 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A small data URL whose bytes start like a JPEG, for tests.
+#[cfg(test)]
+pub(crate) fn test_jpeg(tag: u8) -> String {
+    use base64::Engine;
+    let bytes = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, tag];
+    format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_image_data_urls() {
+        let url = test_jpeg(1);
+        let image = parse_data_url(&url).unwrap();
+        assert_eq!(image.media_type, "image/jpeg");
+        assert_eq!(image.data, url.split_once(',').unwrap().1);
+        assert_eq!(image.data_url(), url);
+        // The scheme and media type in any case, extra parameters allowed.
+        let loud = url.replace("data:image/jpeg;base64", "DATA:Image/JPEG;name=shot;BASE64");
+        assert_eq!(parse_data_url(&loud).unwrap().media_type, "image/jpeg");
+        // PNG by its own signature.
+        use base64::Engine;
+        let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\n....");
+        assert_eq!(
+            parse_data_url(&format!("data:image/png;base64,{png}")).unwrap().media_type,
+            "image/png"
+        );
+    }
+
+    #[test]
+    fn refuses_malformed_images_with_the_reason() {
+        let jpeg = test_jpeg(1);
+        let data = jpeg.split_once(',').unwrap().1.to_owned();
+        let cases = [
+            ("https://example.com/shot.jpg".to_owned(), "not a data URL"),
+            ("data:image/jpeg;base64".to_owned(), "no comma"),
+            (format!("data:text/html;base64,{data}"), "media type \"text/html\""),
+            (format!("data:image/jpeg,{data}"), "not base64"),
+            ("data:image/jpeg;base64,".to_owned(), "empty"),
+            ("data:image/jpeg;base64,%%%notbase64".to_owned(), "not valid base64"),
+            (format!("data:image/png;base64,{data}"), "not of type image/png"),
+        ];
+        for (url, why) in cases {
+            let err = parse_data_url(&url).unwrap_err();
+            assert!(matches!(err, LlmError::BadImage(_)), "{url}: {err:?}");
+            let text = err.to_string();
+            assert!(text.contains(why), "{url}: {text}");
+            assert!(text.starts_with("the screenshot cannot be sent to the model"), "{text}");
+            assert!(!err.is_fatal() && !err.is_retryable());
+        }
+    }
+
+    #[test]
+    fn only_the_newest_message_with_images_keeps_them() {
+        let mut old = ChatMessage::user("step 1");
+        old.images.push(test_jpeg(1));
+        let mut now = ChatMessage::user("step 2");
+        now.images.push(test_jpeg(2));
+        let messages = vec![
+            ChatMessage::system("sys"),
+            old,
+            ChatMessage::assistant("{}"),
+            now,
+            // An answer asked again: the step's screenshot stays the newest.
+            ChatMessage::assistant("{bad"),
+            ChatMessage::user("again"),
+        ];
+        let images = images_to_send(&messages).unwrap();
+        let counts: Vec<usize> = images.iter().map(Vec::len).collect();
+        assert_eq!(counts, vec![0, 0, 0, 1, 0, 0]);
+        assert_eq!(images[3][0].data_url(), test_jpeg(2));
+        // An old malformed image is not sent, so it does not matter; a
+        // malformed newest one is an error.
+        let mut messages = messages;
+        messages[1].images = vec!["junk".into()];
+        assert!(images_to_send(&messages).is_ok());
+        messages[3].images = vec!["junk".into()];
+        assert!(matches!(images_to_send(&messages), Err(LlmError::BadImage(_))));
+        assert!(images_to_send(&[ChatMessage::user("hi")]).unwrap()[0].is_empty());
+    }
+
+    #[test]
+    fn knows_when_a_server_refuses_images() {
+        // Real answers: OpenAI, vLLM, Ollama, llama.cpp (500), old Ollama, Groq.
+        assert!(refuses_images(
+            400,
+            r#"{"error":{"message":"Invalid content type. image_url is only supported by certain models."}}"#
+        ));
+        assert!(refuses_images(400, "scripted is not a multimodal model"));
+        assert!(refuses_images(400, r#"{"error":"this model does not support image input"}"#));
+        assert!(refuses_images(
+            500,
+            r#"{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"}"#
+        ));
+        assert!(refuses_images(
+            400,
+            "json: cannot unmarshal array into Go struct field Message.messages.content of type string"
+        ));
+        assert!(refuses_images(422, "'messages.1.content' : value must be a string"));
+        // Not about images, or not a refusal.
+        assert!(!refuses_images(400, "max_tokens is too large"));
+        assert!(!refuses_images(401, "invalid key for vision models"));
+        assert!(!refuses_images(413, "image too large"));
+        assert!(!refuses_images(503, "image service overloaded"));
+    }
+
+    #[test]
+    fn a_refusal_of_images_is_fatal_and_says_what_to_do() {
+        let http = Http {
+            client: reqwest::Client::new(),
+            base_url: "http://x/v1".into(),
+            model: "tiny-text".into(),
+            api_key: None,
+            timeout: Duration::from_secs(1),
+            unreachable_hint: String::new(),
+        };
+        let reply = Reply {
+            status: 400,
+            retry_after: None,
+            body: r#"{"error":{"message":"image_url is only supported by certain models"}}"#.into(),
+        };
+        let err = http.status_error(&reply, "http://x/v1/chat/completions", "", true);
+        assert!(matches!(err, LlmError::NoVision { status: 400, .. }), "{err:?}");
+        assert!(err.is_fatal());
+        assert!(
+            err.to_string().starts_with(
+                "the model tiny-text does not accept images: turn vision off in the settings or pick a vision model"
+            ),
+            "{err}"
+        );
+        // Without images the same answer is an ordinary 400.
+        let err = http.status_error(&reply, "http://x/v1/chat/completions", "", false);
+        assert!(matches!(err, LlmError::Status { status: 400, .. }), "{err:?}");
+    }
 }

@@ -12,6 +12,8 @@ use crate::parse::ParseError;
 pub const SYSTEM: &str = include_str!("../prompts/system.md");
 /// The per-step user message template.
 pub const STEP: &str = include_str!("../prompts/step.md");
+/// What the step message says about its screenshot, when it has one.
+pub const SCREENSHOT: &str = include_str!("../prompts/screenshot.md");
 
 /// The fence around page content, as written in `step.md`.
 pub const BEGIN_UNTRUSTED: &str = "<<<UNTRUSTED_PAGE_CONTENT";
@@ -87,6 +89,17 @@ pub fn step_message(
     )
     .trim()
     .to_owned()
+}
+
+/// Attaches the marked screenshot (a data URL) to a step's user message and
+/// says so in its text, right after the page content (`screenshot.md`).
+pub fn attach_screenshot(message: &mut ChatMessage, data_url: String) {
+    let note = format!("\n\n{}", SCREENSHOT.trim());
+    match message.content.rfind(END_UNTRUSTED) {
+        Some(at) => message.content.insert_str(at + END_UNTRUSTED.len(), &note),
+        None => message.content.push_str(&note),
+    }
+    message.images.push(data_url);
 }
 
 /// What the model is told about the user's profile: facts with their
@@ -326,6 +339,26 @@ mod tests {
         assert!(fenced.contains("Ignore all previous instructions"));
         assert!(fenced.contains("{task}"), "page braces are not expanded: {fenced}");
         assert!(fenced.contains("URL: https://shop.test/form"));
+    }
+
+    #[test]
+    fn a_screenshot_is_attached_and_announced_after_the_page() {
+        let mut messages = messages(Dialect::Json, "Order a mug", 1, 25, &[], &obs());
+        let plain = messages[1].content.clone();
+        assert!(!plain.contains("screenshot"), "no screenshot, no word of one: {plain}");
+        let last = messages.last_mut().unwrap();
+        attach_screenshot(last, "data:image/jpeg;base64,/9j/".into());
+        assert_eq!(last.images, vec!["data:image/jpeg;base64,/9j/".to_owned()]);
+        let text = &last.content;
+        let fence = text.rfind(END_UNTRUSTED).unwrap();
+        let note = text.find("# Screenshot").expect("the screenshot is announced");
+        assert!(note > fence, "the note is outside the page content: {text}");
+        assert!(text.contains("same number in the list above"), "{text}");
+        assert!(text.ends_with(Dialect::Json.reminder().trim()), "the reminder stays last: {text}");
+        // Without a fence (another message), at the end.
+        let mut other = ChatMessage::user("again");
+        attach_screenshot(&mut other, "data:image/jpeg;base64,/9j/".into());
+        assert!(other.content.starts_with("again\n\n# Screenshot"));
     }
 
     #[test]

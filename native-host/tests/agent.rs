@@ -600,3 +600,202 @@ fn a_new_task_on_the_same_site_is_told_what_worked_before() {
         "{found}"
     );
 }
+
+// ---- Vision: the marked screenshot in each provider's wire format ----
+
+/// Runs "Send the form" (click, then done) with `config.toml` holding
+/// `config`; returns the host, the task's events and the model's requests.
+fn run_with_config(
+    config: &str,
+    base: &str,
+    env: &[(&str, &str)],
+    replies: Vec<Reply>,
+) -> (HostProc, Vec<TaskEvent>, Vec<support::Seen>, tempfile::TempDir) {
+    let server = ModelServer::start(replies);
+    let dir = tempfile::tempdir().unwrap();
+    support::write_config(dir.path(), config);
+    let base_url = format!("{}{base}", server.addr);
+    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
+    all.extend_from_slice(env);
+    let mut host = HostProc::spawn(dir.path(), &all);
+    host.start("Send the form");
+    let events = host.serve_until_finished();
+    let seen = server.seen();
+    (host, events, seen, dir)
+}
+
+/// The screenshots the step events carried.
+fn step_screenshots(events: &[TaskEvent]) -> Vec<Option<String>> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            TaskEvent::Step(report) => Some(report.screenshot.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every JSON object anywhere in `v` that has the key `key`.
+fn objects_with<'a>(v: &'a serde_json::Value, key: &str, out: &mut Vec<&'a serde_json::Value>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            if map.contains_key(key) {
+                out.push(v);
+            }
+            map.values().for_each(|x| objects_with(x, key, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|x| objects_with(x, key, out)),
+        _ => {}
+    }
+}
+
+const VISION_ON: &str = "[agent]\nvision = true\n";
+
+#[test]
+fn vision_sends_the_screenshot_as_openai_image_url_parts() {
+    let (host, events, seen, _dir) =
+        run_with_config(VISION_ON, "/v1", &[], vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    // Vision draws the marks; each step captured the tab once.
+    assert_eq!(host.observed_marks.lock().unwrap().as_slice(), [true, true]);
+    let captured = host.captured.lock().unwrap().clone();
+    assert_eq!(captured.len(), 2);
+    assert_eq!(seen.len(), 2);
+    for (request, shot) in seen.iter().zip(&captured) {
+        let messages = request.body["messages"].as_array().unwrap();
+        // The system prompt stays a plain string.
+        assert!(messages[0]["content"].is_string(), "{}", messages[0]);
+        let user = messages.last().unwrap();
+        assert_eq!(user["role"], "user");
+        let parts = user["content"].as_array().expect("the step message is sent as parts");
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert_eq!(parts[0]["type"], "text");
+        let text = parts[0]["text"].as_str().unwrap();
+        assert!(text.contains("[1]<button>Submit</button>"), "{text}");
+        assert!(text.contains("# Screenshot") && text.contains("same number"), "{text}");
+        assert_eq!(
+            parts[1],
+            serde_json::json!({"type": "image_url", "image_url": {"url": shot}})
+        );
+        // Exactly one image per request: the step's own.
+        let mut images = Vec::new();
+        objects_with(&request.body, "image_url", &mut images);
+        assert_eq!(images.len(), 1, "{}", request.raw.len());
+    }
+    // The side panel's step events carry the screenshot the model saw.
+    let shots = step_screenshots(&events);
+    assert_eq!(shots, captured.iter().cloned().map(Some).collect::<Vec<_>>());
+}
+
+#[test]
+fn vision_sends_the_screenshot_as_an_anthropic_base64_block() {
+    let (host, events, seen, _dir) = run_with_config(
+        VISION_ON,
+        "/v1",
+        &[("ERRAND_PROVIDER", "anthropic"), ("ERRAND_MODEL", "claude-sonnet-4-5")],
+        vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let captured = host.captured.lock().unwrap().clone();
+    assert_eq!((seen.len(), captured.len()), (2, 2));
+    for (request, shot) in seen.iter().zip(&captured) {
+        assert_eq!(request.path, "/v1/messages");
+        let turns = request.body["messages"].as_array().unwrap();
+        let blocks = turns.last().unwrap()["content"].as_array().unwrap();
+        let data = shot.strip_prefix("data:image/jpeg;base64,").unwrap();
+        assert_eq!(
+            blocks[0],
+            serde_json::json!({"type": "image", "source": {
+                "type": "base64", "media_type": "image/jpeg", "data": data}})
+        );
+        assert_eq!(blocks[1]["type"], "text");
+        assert!(blocks[1]["text"].as_str().unwrap().contains("# Screenshot"));
+        let mut images = Vec::new();
+        objects_with(&request.body, "source", &mut images);
+        assert_eq!(images.len(), 1);
+    }
+    assert_eq!(step_screenshots(&events).len(), 2);
+}
+
+#[test]
+fn vision_sends_the_screenshot_as_gemini_inline_data() {
+    let (host, events, seen, _dir) = run_with_config(
+        VISION_ON,
+        "/v1beta",
+        &[("ERRAND_PROVIDER", "gemini"), ("ERRAND_MODEL", "gemini-2.5-flash")],
+        vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let captured = host.captured.lock().unwrap().clone();
+    assert_eq!((seen.len(), captured.len()), (2, 2));
+    for (request, shot) in seen.iter().zip(&captured) {
+        let contents = request.body["contents"].as_array().unwrap();
+        let parts = contents.last().unwrap()["parts"].as_array().unwrap();
+        let data = shot.strip_prefix("data:image/jpeg;base64,").unwrap();
+        assert_eq!(
+            parts[0],
+            serde_json::json!({"inline_data": {"mime_type": "image/jpeg", "data": data}})
+        );
+        assert!(parts[1]["text"].as_str().unwrap().contains("# Screenshot"));
+        let mut images = Vec::new();
+        objects_with(&request.body, "inline_data", &mut images);
+        assert_eq!(images.len(), 1);
+    }
+}
+
+#[test]
+fn without_vision_nothing_is_captured_or_sent() {
+    for (base, env) in [
+        ("/v1", vec![]),
+        ("/v1", vec![("ERRAND_PROVIDER", "anthropic")]),
+        ("/v1beta", vec![("ERRAND_PROVIDER", "gemini")]),
+    ] {
+        let (host, events, seen, _dir) = run_with_config(
+            "[agent]\nvision = false\n",
+            base,
+            &env,
+            vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+        );
+        assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+        assert!(host.captured.lock().unwrap().is_empty(), "{env:?}: captured");
+        assert_eq!(host.observed_marks.lock().unwrap().as_slice(), [false, false]);
+        for request in &seen {
+            for key in ["image_url", "source", "inline_data", "images"] {
+                let mut found = Vec::new();
+                objects_with(&request.body, key, &mut found);
+                assert!(found.is_empty(), "{env:?}: {key} in {}", request.raw);
+            }
+            assert!(!request.raw.contains("# Screenshot"), "{env:?}");
+        }
+        // OpenAI-compatible: every content a plain string.
+        if env.is_empty() {
+            for m in seen[0].body["messages"].as_array().unwrap() {
+                assert!(m["content"].is_string(), "{m}");
+            }
+        }
+        assert_eq!(step_screenshots(&events), vec![None, None]);
+    }
+}
+
+#[test]
+fn a_model_that_refuses_images_ends_the_task_saying_what_to_do() {
+    let (_host, events, seen, _dir) = run_with_config(
+        VISION_ON,
+        "/v1",
+        &[],
+        vec![Reply::Status(
+            400,
+            None,
+            r#"{"error":{"message":"Invalid content type. image_url is only supported by certain models.","type":"invalid_request_error"}}"#,
+        )],
+    );
+    let error = failed_text(&outcome(&events)).to_owned();
+    assert!(
+        error.starts_with(
+            "the model scripted does not accept images: turn vision off in the settings or pick a vision model"
+        ),
+        "{error}"
+    );
+    // Not retried: asking again cannot help.
+    assert_eq!(seen.len(), 1);
+}

@@ -1,6 +1,8 @@
 //! Anthropic Messages: `POST {base_url}/messages` with `x-api-key` and
 //! `anthropic-version`; the system prompt apart, content blocks, answer in
 //! `content[].text`, tokens in `usage.input_tokens` / `output_tokens`.
+//! An image is a `{"type": "image", "source": {"type": "base64",
+//! "media_type": "image/jpeg", "data": …}}` block before its message's text.
 
 use serde_json::{Value, json};
 
@@ -32,24 +34,35 @@ impl Anthropic {
     }
 
     /// The request body: system messages joined into `system`, the rest as
-    /// alternating turns of text blocks (consecutive turns of one role merged).
-    pub fn body(&self, messages: &[ChatMessage]) -> Value {
+    /// alternating turns of blocks (consecutive turns of one role merged),
+    /// the newest message's images as image blocks before its text; a
+    /// malformed image is an error.
+    pub fn body(&self, messages: &[ChatMessage]) -> Result<Value, LlmError> {
+        let images = super::images_to_send(messages)?;
         let system: Vec<&str> = messages
             .iter()
             .filter(|m| m.role == Role::System)
             .map(|m| m.content.as_str())
             .collect();
         let mut turns: Vec<Value> = Vec::new();
-        for m in messages.iter().filter(|m| m.role != Role::System) {
+        for (m, images) in messages.iter().zip(&images).filter(|(m, _)| m.role != Role::System) {
             let role = if m.role == Role::Assistant { "assistant" } else { "user" };
-            let block = json!({"type": "text", "text": m.content});
+            let mut blocks: Vec<Value> = images
+                .iter()
+                .map(|i| {
+                    json!({"type": "image", "source": {
+                        "type": "base64", "media_type": i.media_type, "data": i.data,
+                    }})
+                })
+                .collect();
+            blocks.push(json!({"type": "text", "text": m.content}));
             match turns.last_mut() {
                 Some(last) if last["role"] == role => {
-                    if let Some(blocks) = last["content"].as_array_mut() {
-                        blocks.push(block);
+                    if let Some(old) = last["content"].as_array_mut() {
+                        old.extend(blocks);
                     }
                 }
-                _ => turns.push(json!({"role": role, "content": [block]})),
+                _ => turns.push(json!({"role": role, "content": blocks})),
             }
         }
         let mut body = json!({
@@ -61,24 +74,22 @@ impl Anthropic {
         if !system.is_empty() {
             body["system"] = Value::String(system.join("\n\n"));
         }
-        body
+        Ok(body)
     }
 
     async fn call(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
         let url = self.endpoint();
-        let mut req = self
-            .http
-            .client
-            .post(&url)
-            .header("anthropic-version", API_VERSION)
-            .json(&self.body(messages));
+        let body = self.body(messages)?;
+        let sent_images = messages.iter().any(|m| !m.images.is_empty());
+        let mut req =
+            self.http.client.post(&url).header("anthropic-version", API_VERSION).json(&body);
         if let Some(key) = &self.http.api_key {
             req = req.header("x-api-key", key);
         }
         let reply = self.http.send(req).await?;
         if !(200..300).contains(&reply.status) {
             // 529 "overloaded" is a 5xx: retried like the others.
-            return Err(self.http.status_error(&reply, &url, NOT_FOUND_HINT));
+            return Err(self.http.status_error(&reply, &url, NOT_FOUND_HINT, sent_images));
         }
         read_reply(&reply.body)
     }
@@ -135,13 +146,15 @@ mod tests {
     #[test]
     fn builds_the_wire_body() {
         let p = provider();
-        let body = p.body(&[
-            ChatMessage::system("be good"),
-            ChatMessage::user("step 1"),
-            ChatMessage::assistant("{bad"),
-            ChatMessage::user("again"),
-            ChatMessage::user("really"),
-        ]);
+        let body = p
+            .body(&[
+                ChatMessage::system("be good"),
+                ChatMessage::user("step 1"),
+                ChatMessage::assistant("{bad"),
+                ChatMessage::user("again"),
+                ChatMessage::user("really"),
+            ])
+            .unwrap();
         assert_eq!(body["system"], "be good");
         assert_eq!(body["model"], "claude-x");
         assert_eq!(body["max_tokens"], MAX_TOKENS);
@@ -150,6 +163,36 @@ mod tests {
         assert_eq!(turns[0]["role"], "user");
         assert_eq!(turns[0]["content"][0], json!({"type": "text", "text": "step 1"}));
         assert_eq!(turns[2]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_newest_image_goes_as_a_base64_block_before_its_text() {
+        let p = provider();
+        let mut old = ChatMessage::user("step 1");
+        old.images.push(crate::llm::test_jpeg(1));
+        let mut step = ChatMessage::user("step 2");
+        step.images.push(crate::llm::test_jpeg(2));
+        let body = p
+            .body(&[ChatMessage::system("sys"), old, ChatMessage::assistant("{}"), step.clone()])
+            .unwrap();
+        let turns = body["messages"].as_array().unwrap();
+        assert_eq!(turns[0]["content"], json!([{"type": "text", "text": "step 1"}]));
+        let data = crate::llm::test_jpeg(2).split_once(',').unwrap().1.to_owned();
+        assert_eq!(
+            turns[2]["content"],
+            json!([
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}},
+                {"type": "text", "text": "step 2"},
+            ])
+        );
+        // An answer asked again keeps the step's image, in the merged turn.
+        let body = p
+            .body(&[step.clone(), ChatMessage::assistant("{bad"), ChatMessage::user("again")])
+            .unwrap();
+        assert_eq!(body["messages"][0]["content"][0]["type"], "image");
+        assert_eq!(body["messages"][2]["content"], json!([{"type": "text", "text": "again"}]));
+        step.images = vec!["data:image/gif;base64,R0lGODlh".into(), "nope".into()];
+        assert!(matches!(p.body(&[step]), Err(LlmError::BadImage(_))));
     }
 
     #[test]

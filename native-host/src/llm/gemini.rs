@@ -1,7 +1,8 @@
 //! Google Gemini: `POST {base_url}/models/{model}:generateContent` with
 //! `x-goog-api-key`; `systemInstruction`, `contents[].parts[].text` with
 //! roles `user` / `model`; answer in `candidates[0].content.parts`, tokens
-//! in `usageMetadata`.
+//! in `usageMetadata`. An image is an `{"inline_data": {"mime_type":
+//! "image/jpeg", "data": …}}` part before its message's text.
 
 use serde_json::{Value, json};
 
@@ -28,24 +29,30 @@ impl Gemini {
         format!("{}/models/{model}:generateContent", self.http.base_url)
     }
 
-    /// The request body.
-    pub fn body(&self, messages: &[ChatMessage]) -> Value {
+    /// The request body: the newest message's images as `inline_data`
+    /// parts before its text; a malformed image is an error.
+    pub fn body(&self, messages: &[ChatMessage]) -> Result<Value, LlmError> {
+        let images = super::images_to_send(messages)?;
         let system: Vec<&str> = messages
             .iter()
             .filter(|m| m.role == Role::System)
             .map(|m| m.content.as_str())
             .collect();
         let mut contents: Vec<Value> = Vec::new();
-        for m in messages.iter().filter(|m| m.role != Role::System) {
+        for (m, images) in messages.iter().zip(&images).filter(|(m, _)| m.role != Role::System) {
             let role = if m.role == Role::Assistant { "model" } else { "user" };
-            let part = json!({"text": m.content});
+            let mut parts: Vec<Value> = images
+                .iter()
+                .map(|i| json!({"inline_data": {"mime_type": i.media_type, "data": i.data}}))
+                .collect();
+            parts.push(json!({"text": m.content}));
             match contents.last_mut() {
                 Some(last) if last["role"] == role => {
-                    if let Some(parts) = last["parts"].as_array_mut() {
-                        parts.push(part);
+                    if let Some(old) = last["parts"].as_array_mut() {
+                        old.extend(parts);
                     }
                 }
-                _ => contents.push(json!({"role": role, "parts": [part]})),
+                _ => contents.push(json!({"role": role, "parts": parts})),
             }
         }
         let mut body = json!({
@@ -55,12 +62,14 @@ impl Gemini {
         if !system.is_empty() {
             body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
         }
-        body
+        Ok(body)
     }
 
     async fn call(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
         let url = self.endpoint();
-        let mut req = self.http.client.post(&url).json(&self.body(messages));
+        let body = self.body(messages)?;
+        let sent_images = messages.iter().any(|m| !m.images.is_empty());
+        let mut req = self.http.client.post(&url).json(&body);
         if let Some(key) = &self.http.api_key {
             req = req.header("x-goog-api-key", key);
         }
@@ -73,7 +82,7 @@ impl Gemini {
             {
                 return Err(LlmError::BadKey { status: 400, excerpt: excerpt(&reply.body) });
             }
-            return Err(self.http.status_error(&reply, &url, NOT_FOUND_HINT));
+            return Err(self.http.status_error(&reply, &url, NOT_FOUND_HINT, sent_images));
         }
         read_reply(&reply.body)
     }
@@ -144,17 +153,43 @@ mod tests {
             p.endpoint(),
             "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
         );
-        let body = p.body(&[
-            ChatMessage::system("be good"),
-            ChatMessage::user("step 1"),
-            ChatMessage::assistant("{bad"),
-            ChatMessage::user("again"),
-        ]);
+        let body = p
+            .body(&[
+                ChatMessage::system("be good"),
+                ChatMessage::user("step 1"),
+                ChatMessage::assistant("{bad"),
+                ChatMessage::user("again"),
+            ])
+            .unwrap();
         assert_eq!(body["systemInstruction"]["parts"][0]["text"], "be good");
         let contents = body["contents"].as_array().unwrap();
         assert_eq!(contents.len(), 3);
         assert_eq!(contents[1]["role"], "model");
         assert_eq!(contents[2]["parts"][0]["text"], "again");
+    }
+
+    #[test]
+    fn the_newest_image_goes_as_inline_data_before_its_text() {
+        let p = provider();
+        let mut old = ChatMessage::user("step 1");
+        old.images.push(crate::llm::test_jpeg(1));
+        let mut step = ChatMessage::user("step 2");
+        step.images.push(crate::llm::test_jpeg(2));
+        let body =
+            p.body(&[ChatMessage::system("sys"), old, ChatMessage::assistant("{}"), step]).unwrap();
+        let contents = body["contents"].as_array().unwrap();
+        assert_eq!(contents[0]["parts"], json!([{"text": "step 1"}]));
+        let data = crate::llm::test_jpeg(2).split_once(',').unwrap().1.to_owned();
+        assert_eq!(
+            contents[2],
+            json!({"role": "user", "parts": [
+                {"inline_data": {"mime_type": "image/jpeg", "data": data}},
+                {"text": "step 2"},
+            ]})
+        );
+        let mut bad = ChatMessage::user("x");
+        bad.images.push("data:image/svg+xml;base64,PHN2Zz4=".into());
+        assert!(matches!(p.body(&[bad]), Err(LlmError::BadImage(_))));
     }
 
     #[test]

@@ -1,12 +1,17 @@
 //! OpenAI-compatible chat completions: `POST {base_url}/chat/completions`
 //! with a bearer key; `choices[0].message.content`, `usage.prompt_tokens` /
 //! `completion_tokens`.
+//!
+//! A message with an image is sent as content parts — the text, then
+//! `{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,…"}}`;
+//! every other message keeps a plain string `content`, which servers
+//! without vision read.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ChatMessage, Completion, Http, LlmError, Reply, Usage, excerpt};
+use super::{ChatMessage, Completion, Http, Image, LlmError, Reply, Role, Usage, excerpt};
 use crate::config::Settings;
 
 /// What a 404 most often means here.
@@ -19,11 +24,61 @@ pub struct OpenAiCompatible {
     http: Http,
 }
 
-#[derive(Serialize)]
-struct ChatRequest<'a> {
+/// The request body.
+#[derive(Debug, Serialize)]
+pub struct ChatRequest<'a> {
     model: &'a str,
-    messages: &'a [ChatMessage],
+    messages: Vec<WireMessage<'a>>,
     temperature: f32,
+}
+
+impl ChatRequest<'_> {
+    /// Whether a message carries an image.
+    pub fn has_images(&self) -> bool {
+        self.messages.iter().any(|m| matches!(m.content, Content::Parts(_)))
+    }
+}
+
+/// One message as sent.
+#[derive(Debug, Serialize)]
+struct WireMessage<'a> {
+    role: Role,
+    content: Content<'a>,
+}
+
+/// A plain string, or parts when there are images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Parts(Vec<Part>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+impl<'a> WireMessage<'a> {
+    fn new(message: &'a ChatMessage, images: &[Image<'_>]) -> Self {
+        let content = if images.is_empty() {
+            Content::Text(&message.content)
+        } else {
+            let mut parts = vec![Part::Text { text: message.content.clone() }];
+            parts.extend(
+                images.iter().map(|i| Part::ImageUrl { image_url: ImageUrl { url: i.data_url() } }),
+            );
+            Content::Parts(parts)
+        };
+        WireMessage { role: message.role, content }
+    }
 }
 
 #[derive(Deserialize)]
@@ -63,12 +118,21 @@ impl OpenAiCompatible {
         }
     }
 
+    /// The request body: only the newest message with images carries them
+    /// (see [`super::images_to_send`]); a malformed image is an error.
+    pub fn body<'a>(&'a self, messages: &'a [ChatMessage]) -> Result<ChatRequest<'a>, LlmError> {
+        let images = super::images_to_send(messages)?;
+        let messages =
+            messages.iter().zip(&images).map(|(m, i)| WireMessage::new(m, i)).collect();
+        Ok(ChatRequest { model: &self.http.model, messages, temperature: 0.0 })
+    }
+
     async fn call(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
         let url = self.endpoint();
-        let body = ChatRequest { model: &self.http.model, messages, temperature: 0.0 };
+        let body = self.body(messages)?;
         let reply = self.http.send(self.authed(self.http.client.post(&url).json(&body))).await?;
         if !(200..300).contains(&reply.status) {
-            return Err(self.status_error(&reply, &url));
+            return Err(self.http.status_error(&reply, &url, NOT_FOUND_HINT, body.has_images()));
         }
         let text = reply.body;
         let parsed: ChatResponse = serde_json::from_str(&text)
@@ -81,7 +145,7 @@ impl OpenAiCompatible {
     }
 
     fn status_error(&self, reply: &Reply, url: &str) -> LlmError {
-        self.http.status_error(reply, url, NOT_FOUND_HINT)
+        self.http.status_error(reply, url, NOT_FOUND_HINT, false)
     }
 }
 
@@ -231,6 +295,71 @@ mod tests {
         let e = p.status_error(&r(503, "overloaded\n  try later"), &url);
         assert_eq!(e.to_string(), "the model server failed (HTTP 503): overloaded try later");
         assert!(!e.is_fatal());
+    }
+
+    #[test]
+    fn a_message_with_an_image_is_sent_as_parts_and_the_rest_as_strings() {
+        let p = OpenAiCompatible::new(&settings(Some("http://x/v1")));
+        let mut step = ChatMessage::user("[1]<button>Go</button>");
+        step.images.push(crate::llm::test_jpeg(7));
+        let mut old = ChatMessage::user("an earlier step");
+        old.images.push(crate::llm::test_jpeg(1));
+        let messages =
+            [ChatMessage::system("sys"), old, ChatMessage::assistant("{}"), step.clone()];
+        let body = p.body(&messages).unwrap();
+        assert!(body.has_images());
+        let v = serde_json::to_value(&body).unwrap();
+        assert_eq!(v["messages"][0], serde_json::json!({"role": "system", "content": "sys"}));
+        // The earlier step's screenshot is not sent again.
+        assert_eq!(v["messages"][1]["content"], "an earlier step");
+        assert_eq!(v["messages"][2], serde_json::json!({"role": "assistant", "content": "{}"}));
+        assert_eq!(
+            v["messages"][3],
+            serde_json::json!({"role": "user", "content": [
+                {"type": "text", "text": "[1]<button>Go</button>"},
+                {"type": "image_url", "image_url": {"url": crate::llm::test_jpeg(7)}},
+            ]})
+        );
+        assert!(v["messages"][3].get("images").is_none());
+        // Without images: every content a string.
+        let hi = [ChatMessage::user("hi")];
+        let plain = p.body(&hi).unwrap();
+        assert!(!plain.has_images());
+        assert_eq!(serde_json::to_value(&plain).unwrap()["messages"][0]["content"], "hi");
+        // A malformed image is refused, not sent.
+        step.images = vec!["data:image/jpeg;base64,!!".into()];
+        assert!(matches!(p.body(&[step]), Err(LlmError::BadImage(_))));
+    }
+
+    #[tokio::test]
+    async fn a_server_without_vision_gets_a_clear_error() {
+        use axum::routing::post;
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            post(|| async {
+                (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    r#"{"error":{"message":"Invalid content type. image_url is only supported by certain models.","type":"invalid_request_error"}}"#,
+                )
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let mut s = settings(Some(&format!("http://{addr}/v1")));
+        s.model = "text-only-1".into();
+        let p = OpenAiCompatible::new(&s);
+        let mut step = ChatMessage::user("look");
+        step.images.push(crate::llm::test_jpeg(1));
+        let err = p.complete(&[step], &CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, LlmError::NoVision { .. }), "{err:?}");
+        assert!(err.is_fatal());
+        assert!(
+            err.to_string().starts_with(
+                "the model text-only-1 does not accept images: turn vision off in the settings or pick a vision model"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

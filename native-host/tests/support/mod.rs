@@ -41,6 +41,11 @@ pub struct HostProc {
     pub page: Arc<Mutex<Observation>>,
     /// Values the page's fields were filled with.
     pub filled: Arc<Mutex<Vec<String>>>,
+    /// The `marks` flag of each `observe` the host asked for.
+    pub observed_marks: Arc<Mutex<Vec<bool>>>,
+    /// The screenshots handed out for `capture`, in order
+    /// ([`screenshot`] of 1, 2, …).
+    pub captured: Arc<Mutex<Vec<String>>>,
     log: PathBuf,
 }
 
@@ -91,6 +96,8 @@ impl HostProc {
             next_id: 1,
             page: Arc::new(Mutex::new(observation())),
             filled: Arc::new(Mutex::new(Vec::new())),
+            observed_marks: Arc::new(Mutex::new(Vec::new())),
+            captured: Arc::new(Mutex::new(Vec::new())),
             log,
         }
     }
@@ -169,8 +176,15 @@ impl HostProc {
             Body::Navigate { tab_id, url } => {
                 Some(Body::TabReady { tab_id: *tab_id, url: url.clone(), title: "A form".into() })
             }
-            Body::Page { tab_id: 42, command: PageCommand::Observe { .. } } => {
+            Body::Page { tab_id: 42, command: PageCommand::Observe { marks } } => {
+                self.observed_marks.lock().unwrap().push(*marks);
                 Some(Body::Observation(self.page.lock().unwrap().clone()))
+            }
+            Body::Capture { tab_id: 42 } => {
+                let mut captured = self.captured.lock().unwrap();
+                let shot = screenshot(u8::try_from(captured.len() + 1).unwrap_or(u8::MAX));
+                captured.push(shot.clone());
+                Some(Body::Captured { data_url: shot })
             }
             Body::Page { tab_id: 42, command: PageCommand::Act { action } } => {
                 // Like the content script, the summary says what was typed.
@@ -233,6 +247,21 @@ impl Drop for HostProc {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Writes `<dir>/config/config.toml` (before [`HostProc::spawn`]: the host
+/// reads it when it starts).
+pub fn write_config(dir: &Path, toml: &str) {
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::write(dir.join("config/config.toml"), toml).unwrap();
+}
+
+/// A JPEG data URL, different for each `n` (the bytes start like a JPEG;
+/// the host checks no more).
+pub fn screenshot(n: u8) -> String {
+    use base64::Engine;
+    let bytes = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, n, 0xFF, 0xD9];
+    format!("data:image/jpeg;base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 pub fn observation() -> Observation {

@@ -1,0 +1,214 @@
+//! The user's control over a running task, through the real `errand`
+//! binary over native-messaging pipes with a scripted model: approvals of
+//! irreversible actions, pause / resume / take over, and the site lists.
+
+mod support;
+
+use std::time::Duration;
+
+use errand_protocol::{Action, Body, ElementInfo, Outcome, PageCommand, TaskEvent};
+use support::{HostProc, ModelServer, Reply, outcome};
+
+const PLACE_ORDER: &str = r#"{"evaluation_previous_goal": "Cart ready", "memory": "", "next_goal": "Order", "actions": [{"click": {"index": 1}}]}"#;
+const DONE: &str = r#"{"evaluation_previous_goal": "Ordered", "memory": "", "next_goal": "Report", "actions": [{"done": {"text": "Ordered.", "success": true}}]}"#;
+
+fn host_with(server: &ModelServer, dir: &std::path::Path, config: &str) -> HostProc {
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::write(dir.join("config").join("config.toml"), config).unwrap();
+    let base_url = format!("{}/v1", server.addr);
+    HostProc::spawn(dir, &[("ERRAND_BASE_URL", base_url.as_str())])
+}
+
+/// A shop page whose button 1 places the order.
+fn shop(host: &HostProc) {
+    let mut page = host.page.lock().unwrap();
+    page.elements[0] = ElementInfo {
+        index: 1,
+        tag: "button".into(),
+        name: "Place order".into(),
+        in_viewport: true,
+        ..Default::default()
+    };
+    page.text = "[1]<button>Place order</button>".into();
+}
+
+fn is_approval(b: &Body) -> bool {
+    matches!(b, Body::TaskEvent { event: TaskEvent::Approval { .. }, .. })
+}
+
+fn acted(bodies: &[Body]) -> Vec<Action> {
+    bodies
+        .iter()
+        .filter_map(|b| match b {
+            Body::Page { command: PageCommand::Act { action }, .. } => Some(action.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn events(bodies: Vec<Body>) -> Vec<TaskEvent> {
+    bodies
+        .into_iter()
+        .filter_map(|b| if let Body::TaskEvent { event, .. } = b { Some(event) } else { None })
+        .collect()
+}
+
+fn finished(b: &Body) -> bool {
+    matches!(b, Body::TaskEvent { event: TaskEvent::Finished { .. }, .. })
+}
+
+#[test]
+fn an_irreversible_click_waits_for_approval_and_runs_once_approved() {
+    let server = ModelServer::start(vec![Reply::Answer(PLACE_ORDER), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "");
+    shop(&host);
+    let task_id = host.start("Order the mug");
+    let before = host.serve_until(is_approval);
+    let Some(Body::TaskEvent {
+        event: TaskEvent::Approval { action, element, summary, reason, .. },
+        ..
+    }) = before.last()
+    else {
+        panic!("{before:?}")
+    };
+    assert!(matches!(action, Action::Click { index: 1, .. }), "{action:?}");
+    assert!(element.contains("Place order"), "{element}");
+    assert!(summary.contains("Place order") && summary.contains("form.test"), "{summary}");
+    assert!(reason.contains("place order"), "{reason}");
+    assert!(acted(&before).is_empty(), "nothing may be clicked before the approval: {before:?}");
+    // The task waits: nothing happens without the user.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.seen().len(), 1);
+    // Approving another task is refused; then the user approves this one.
+    let id = host.send(Body::Approve { task_id: Some("nope".into()), approved: true });
+    let refused = host.recv();
+    assert_eq!(refused.re, Some(id));
+    assert!(matches!(refused.body, Body::Error { .. }), "{refused:?}");
+    host.send(Body::Approve { task_id: Some(task_id), approved: true });
+    let after = host.serve_until(finished);
+    assert!(after.contains(&Body::Ack {}), "{after:?}");
+    assert_eq!(acted(&after).len(), 1, "{after:?}");
+    assert!(matches!(outcome(&events(after)), Outcome::Done { .. }));
+}
+
+#[test]
+fn a_rejected_action_is_not_run_and_the_model_is_told() {
+    let server = ModelServer::start(vec![Reply::Answer(PLACE_ORDER), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "");
+    shop(&host);
+    host.start("Order the mug");
+    host.serve_until(is_approval);
+    host.send(Body::Approve { task_id: None, approved: false });
+    let after = host.serve_until(finished);
+    assert!(acted(&after).is_empty(), "a rejected click ran: {after:?}");
+    let second = &server.seen()[1];
+    let prompt = second.body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("the user rejected this action"), "{prompt}");
+}
+
+#[test]
+fn ask_first_sites_need_approval_even_for_a_fill() {
+    let fill = r#"{"actions": [{"fill": {"index": 2, "text": "ada@example.com"}}]}"#;
+    let server = ModelServer::start(vec![Reply::Answer(fill), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "[sites]\nask_first = [\"form.test\"]\n");
+    host.start("Fill my e-mail");
+    let before = host.serve_until(is_approval);
+    let Some(Body::TaskEvent { event: TaskEvent::Approval { reason, .. }, .. }) = before.last()
+    else {
+        panic!()
+    };
+    assert!(reason.contains("form.test"), "{reason}");
+    host.send(Body::Approve { task_id: None, approved: true });
+    let after = host.serve_until(finished);
+    assert_eq!(host.filled.lock().unwrap().as_slice(), ["ada@example.com"], "{after:?}");
+}
+
+#[test]
+fn pause_holds_the_next_step_and_take_over_is_told_to_the_model() {
+    let click = r#"{"evaluation_previous_goal": "", "memory": "", "next_goal": "Press", "actions": [{"click": {"index": 1}}]}"#;
+    let server = ModelServer::start(vec![
+        Reply::Slow(click, Duration::from_millis(600)),
+        Reply::Answer(DONE),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "");
+    let task_id = host.start("Press the button");
+    host.serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Thinking { .. }, .. }));
+    // Paused (taking over) during the model call.
+    let id = host.send(Body::PauseTask { task_id: Some(task_id.clone()), take_over: true });
+    let seen = host.serve_until(|b| {
+        matches!(b, Body::TaskEvent { event: TaskEvent::Paused { take_over: true }, .. })
+    });
+    assert!(seen.contains(&Body::Ack {}), "{seen:?}");
+    let _ = id;
+    // The step in flight finishes; the next waits while paused.
+    let seen = host.serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Step(_), .. }));
+    assert_eq!(acted(&seen).len(), 1, "{seen:?}");
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(server.seen().len(), 1, "a model call was made while paused");
+    host.send(Body::ResumeTask { task_id: Some(task_id) });
+    let rest = host.serve_until(finished);
+    assert!(
+        rest.iter().any(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Resumed {}, .. })),
+        "{rest:?}"
+    );
+    let second = &server.seen()[1];
+    let prompt = second.body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("acted in the page themselves"), "{prompt}");
+    // Pausing when nothing runs is a clear error.
+    let id = host.send(Body::PauseTask { task_id: None, take_over: false });
+    let refused = host.recv();
+    assert_eq!(refused.re, Some(id));
+    assert!(matches!(refused.body, Body::Error { .. }), "{refused:?}");
+}
+
+#[test]
+fn denied_sites_are_never_opened() {
+    let goto = r#"{"actions": [{"goto": {"url": "https://evil.example/steal"}}]}"#;
+    let server = ModelServer::start(vec![Reply::Answer(goto), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "[sites]\ndeny = [\"evil.example\"]\n");
+    host.start("Go somewhere");
+    let bodies = host.serve_until(finished);
+    assert!(
+        !bodies.iter().any(|b| matches!(b, Body::Navigate { url, .. } if url.contains("evil"))),
+        "{bodies:?}"
+    );
+    let second = &server.seen()[1];
+    let prompt = second.body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("not opened") && prompt.contains("must not use"), "{prompt}");
+
+    // A task may not start on a denied site, nor on the browser's own pages.
+    for url in ["https://evil.example/", "chrome://settings", "javascript:alert(1)"] {
+        let id =
+            host.send(Body::StartTask { task: "x".into(), tab_id: None, url: Some(url.into()) });
+        let accepted = host.recv();
+        assert_eq!(accepted.re, Some(id));
+        let bodies = host.serve_until(finished);
+        assert!(!bodies.iter().any(|b| matches!(b, Body::OpenTab { .. })), "{url}: {bodies:?}");
+        let Outcome::Failed { error } = outcome(&events(bodies)) else { panic!("{url}") };
+        assert!(error.contains("will not open"), "{url}: {error}");
+    }
+}
+
+#[test]
+fn a_page_reached_on_a_site_outside_the_allow_list_is_left() {
+    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "[sites]\nallow = [\"form.test\"]\n");
+    host.start("Read the page");
+    // The page moved to another site (a redirect, a form's target).
+    host.page.lock().unwrap().url = "https://elsewhere.example/landing".into();
+    let first =
+        host.serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Step(_), .. }));
+    assert_eq!(acted(&first), vec![Action::GoBack {}], "{first:?}");
+    assert!(server.seen().is_empty(), "the model must not be asked on a refused page");
+    host.page.lock().unwrap().url = "http://form.test/".into();
+    let rest = host.serve_until(finished);
+    assert!(matches!(outcome(&events(rest)), Outcome::Done { .. }));
+    let prompt = server.seen()[0].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("elsewhere.example"), "{prompt}");
+}
