@@ -70,6 +70,7 @@ async function toHost(msg) {
 }
 
 async function onHostMessage(raw) {
+  if ((raw = reassemble(raw)) === null) return; // a `chunk`: wait for the rest
   await crate;
   let msg;
   try {
@@ -96,6 +97,61 @@ async function onHostMessage(raw) {
   }
   // Task events and replies to panels' requests: every panel gets them.
   for (const p of panels) p.postMessage(msg);
+}
+
+// ---- messages over 1 MiB from the host ----
+// The browser refuses a host → extension message over 1 MiB, so the host
+// sends a longer one as `chunk` envelopes (`Body::Chunk` in
+// shared/src/lib.rs): slices of the message's JSON text, back to back, in
+// order, each with `of` (the message's id), `index` and `count`.
+// `reassemble` returns a non-chunk message unchanged, `null` for a chunk
+// while the message is incomplete (or when its set is bad: logged,
+// dropped), and the joined message, parsed, after the last chunk; the
+// caller then checks it with the crate like any other message. Chunks never
+// reach a panel.
+const CHUNK_TIMEOUT_MS = 30000; // an incomplete set is dropped after this
+const CHUNKED_MAX = 64 * 1024 * 1024; // MAX_CHUNKED (UTF-16 units here)
+let chunkSet = null; // {of, count, parts, size, timer}: one message at a time
+
+function reassemble(raw) {
+  if (raw?.kind !== 'chunk') return raw;
+  const { of, index, count, data } = raw;
+  const drop = (why, which = of) => {
+    if (chunkSet) clearTimeout(chunkSet.timer);
+    chunkSet = null;
+    console.error(`errand: dropped the chunked message ${which} from the host: ${why}`);
+    return null;
+  };
+  if (!Number.isSafeInteger(of) || !Number.isInteger(count) || count < 1 ||
+      !Number.isInteger(index) || index < 0 || index >= count || typeof data !== 'string') {
+    return drop('a malformed chunk');
+  }
+  if (index === 0) {
+    // A new message starts; an unfinished one before it will never end.
+    if (chunkSet) drop(`message ${of} started before it was complete`, chunkSet.of);
+    chunkSet = { of, count, parts: [], size: 0, timer: null };
+  }
+  const set = chunkSet;
+  if (!set || set.of !== of || set.count !== count || set.parts.length !== index) {
+    return drop(`chunk ${index}/${count} is out of order`);
+  }
+  set.size += data.length;
+  if (set.size > CHUNKED_MAX) return drop('it is over 64 MiB');
+  set.parts.push(data);
+  clearTimeout(set.timer);
+  if (set.parts.length < count) {
+    set.timer = setTimeout(() => { if (chunkSet === set) drop('it did not arrive in time'); }, CHUNK_TIMEOUT_MS);
+    return null;
+  }
+  chunkSet = null;
+  let msg;
+  try {
+    msg = JSON.parse(set.parts.join(''));
+  } catch (e) {
+    return drop(`the joined text is not JSON: ${e?.message ?? e}`);
+  }
+  if (msg?.kind === 'chunk' || msg?.id !== of) return drop('the joined text is not the announced message');
+  return msg;
 }
 
 // ---- what the host asks of the browser ----

@@ -5,12 +5,32 @@
 //! dispatcher answers with an `error` envelope, then goes on); a writer
 //! thread writes the envelopes it is given. Nothing else touches the streams,
 //! so no stray byte reaches stdout.
+//!
+//! # Messages over 1 MiB
+//! The browser drops the port (and kills the host) for a host → extension
+//! message over [`MAX_TO_EXTENSION`] bytes. [`write_envelope`] therefore
+//! sends a message whose JSON is longer as a run of `chunk` envelopes
+//! ([`Body::Chunk`]): [`split`] cuts the JSON text on character boundaries
+//! into slices of at most [`CHUNK_DATA_MAX`] bytes *as escaped inside the
+//! chunk*, and every chunk's encoding is checked to stay under the limit.
+//! The chunks of one message are written back to back (the writer thread
+//! writes one message at a time). Up to [`MAX_CHUNKED`] bytes go this way;
+//! a larger message is replaced by an `error` reply, as before.
+//!
+//! The service worker joins them (`reassemble` in `extension/sw.js`);
+//! [`Reassembler`] is the same algorithm in Rust, for tests and tools that
+//! read the host's output: chunks arrive in order (`index` 0 starts a set
+//! and drops any unfinished one), the joined text must be a message whose
+//! `id` is the chunks' `of`, and it is then checked like any message.
 
 use std::io::{self, Read, Write};
 use std::thread;
 
-use errand_protocol::{DecodeError, Envelope, ErrorCode, MAX_FROM_EXTENSION, MAX_TO_EXTENSION};
-use native_messaging::host::{NmError, decode_message_opt, encode_message, send_frame};
+use errand_protocol::{
+    Body, CHUNK_DATA_MAX, DecodeError, Envelope, ErrorCode, MAX_CHUNKED, MAX_FROM_EXTENSION,
+    MAX_TO_EXTENSION,
+};
+use native_messaging::host::{NmError, decode_message_opt, send_frame};
 use tokio::sync::{mpsc, oneshot};
 
 // The crate enforces the same outgoing limit as the protocol.
@@ -87,61 +107,68 @@ pub fn discard<R: Read>(reader: &mut R, len: usize) -> io::Result<bool> {
     Ok(copied == len as u64)
 }
 
+/// Reads frames until the stream ends or fails, handing each item to
+/// `deliver` (which returns false to stop). A frame over `max` is reported,
+/// then skipped. This is the reader thread's loop.
+pub fn read_stream<R: Read>(reader: &mut R, max: usize, mut deliver: impl FnMut(Incoming) -> bool) {
+    loop {
+        let item = match read_frame(reader, max) {
+            Ok(Some(item)) => item,
+            Ok(None) => {
+                tracing::debug!("the other side closed the stream");
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                tracing::warn!("the stream ended inside a frame");
+                return;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                tracing::info!("the other side went away: {e}");
+                return;
+            }
+            Err(e) => {
+                tracing::error!("reading a frame failed: {e}");
+                return;
+            }
+        };
+        let skip = match &item {
+            Err(FrameError::TooLarge { len, .. }) => Some(*len),
+            _ => None,
+        };
+        if let Err(e) = &item {
+            tracing::warn!("bad frame: {e}");
+        }
+        if !deliver(item) {
+            return; // nobody listens any more
+        }
+        if let Some(len) = skip {
+            match discard(reader, len) {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!("the stream ended while skipping an oversized frame");
+                    return;
+                }
+                Err(e) => {
+                    tracing::error!("skipping an oversized frame failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// Starts the reader thread. The channel closes when the stream ends (the
 /// browser disconnected) or fails.
 pub fn spawn_reader<R: Read + Send + 'static>(reader: R, max: usize) -> mpsc::Receiver<Incoming> {
     let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
     let spawned = thread::Builder::new().name("nm-reader".into()).spawn(move || {
         let mut reader = reader;
-        loop {
-            let item = match read_frame(&mut reader, max) {
-                Ok(Some(item)) => item,
-                Ok(None) => {
-                    tracing::debug!("the other side closed the stream");
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    tracing::warn!("the stream ended inside a frame");
-                    break;
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
-                    ) =>
-                {
-                    tracing::info!("the other side went away: {e}");
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!("reading a frame failed: {e}");
-                    break;
-                }
-            };
-            let skip = match &item {
-                Err(FrameError::TooLarge { len, .. }) => Some(*len),
-                _ => None,
-            };
-            if let Err(e) = &item {
-                tracing::warn!("bad frame: {e}");
-            }
-            if tx.blocking_send(item).is_err() {
-                break; // nobody listens any more
-            }
-            if let Some(len) = skip {
-                match discard(&mut reader, len) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!("the stream ended while skipping an oversized frame");
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::error!("skipping an oversized frame failed: {e}");
-                        break;
-                    }
-                }
-            }
-        }
+        read_stream(&mut reader, max, |item| tx.blocking_send(item).is_ok());
     });
     if let Err(e) = spawned {
         tracing::error!("cannot start the reader thread: {e}");
@@ -158,29 +185,194 @@ pub enum Outgoing {
     Close(oneshot::Sender<()>),
 }
 
-/// Writes one envelope as a frame. A message over the browser's 1 MiB limit
-/// is not sent: an `error` envelope replying to the same request goes
-/// instead, so the other side is not left waiting.
-pub fn write_envelope<W: Write>(writer: &mut W, env: &Envelope) -> io::Result<()> {
-    let frame = match encode_message(env) {
-        Ok(frame) => frame,
-        Err(NmError::OutgoingTooLarge { len, max }) => {
-            tracing::error!(
-                id = env.id,
-                "an outgoing message of {len} bytes is over the {max}-byte limit"
-            );
-            let err = Envelope::error(
-                env.id,
-                env.re,
-                ErrorCode::Internal,
-                format!(
-                    "the host's message was {len} bytes, over the browser's {max}-byte limit, and was not sent"
-                ),
-            );
-            encode_message(&err).map_err(|e| io::Error::other(e.to_string()))?
+/// A message too large to send even in chunks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the host's message was {len} bytes, over the {max}-byte limit, and was not sent")]
+pub struct Oversize {
+    pub len: usize,
+    pub max: usize,
+}
+
+/// The JSON texts that carry `env` to the extension, in order, each at most
+/// [`MAX_TO_EXTENSION`] bytes: the message itself when it fits in one
+/// frame, else its `chunk` envelopes (see the module's documentation).
+pub fn to_extension(env: &Envelope) -> Result<Vec<String>, Oversize> {
+    let text = env.encode();
+    if text.len() <= MAX_TO_EXTENSION {
+        return Ok(vec![text]);
+    }
+    if text.len() > MAX_CHUNKED {
+        return Err(Oversize { len: text.len(), max: MAX_CHUNKED });
+    }
+    let chunks: Vec<String> =
+        split(env.id, &text, CHUNK_DATA_MAX).iter().map(Envelope::encode).collect();
+    // `split` keeps every escaped slice within the budget; the chunk's
+    // own fields add about 100 bytes. Checked all the same: a frame over
+    // the limit would cost the connection.
+    match chunks.iter().map(String::len).max() {
+        Some(longest) if longest > MAX_TO_EXTENSION => {
+            Err(Oversize { len: longest, max: MAX_TO_EXTENSION })
         }
-        Err(e) => return Err(io::Error::other(e.to_string())),
+        _ => Ok(chunks),
+    }
+}
+
+/// How many bytes `c` takes inside a JSON string as `serde_json` writes it.
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+        '\0'..='\u{1f}' => 6, // \u00XX
+        c => c.len_utf8(),
+    }
+}
+
+/// Cuts the JSON text `text` of message `of` into `chunk` envelopes whose
+/// `data`, once escaped, takes at most `budget` bytes each (`budget` of at
+/// least 6, the longest escape of one character). Cuts fall on character
+/// boundaries only, so every slice is valid UTF-8 text.
+pub fn split(of: u64, text: &str, budget: usize) -> Vec<Envelope> {
+    let budget = budget.max(6);
+    let mut slices = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, c) in text.char_indices() {
+        let n = escaped_len(c);
+        if size + n > budget && i > start {
+            slices.push(&text[start..i]);
+            (start, size) = (i, 0);
+        }
+        size += n;
+    }
+    if start < text.len() || slices.is_empty() {
+        slices.push(&text[start..]);
+    }
+    let count = u32::try_from(slices.len()).unwrap_or(u32::MAX);
+    slices
+        .into_iter()
+        .enumerate()
+        .map(|(index, data)| {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            Envelope::new(of, Body::Chunk { of, index, count, data: data.to_owned() })
+        })
+        .collect()
+}
+
+/// Why a run of chunks was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChunkError {
+    #[error("chunk {index} of message {of} is out of order or does not fit its set of {count}")]
+    OutOfOrder { of: u64, index: u32, count: u32 },
+    #[error("the chunks of message {of} add up to more than {max} bytes")]
+    TooLarge { of: u64, max: usize },
+    #[error("the joined chunks of message {of} are not a message: {error}")]
+    Joined { of: u64, error: DecodeError },
+    #[error("the joined chunks of message {of} make up message {id:?}, not {of}")]
+    WrongId { of: u64, id: Option<u64> },
+    #[error("the joined chunks of message {of} are a chunk themselves")]
+    Nested { of: u64 },
+}
+
+/// The chunks of one message received so far.
+#[derive(Debug)]
+struct Partial {
+    of: u64,
+    count: u32,
+    parts: Vec<String>,
+    bytes: usize,
+}
+
+/// Joins `chunk` envelopes back into the message they carry, the way the
+/// service worker does; any other envelope passes through.
+#[derive(Debug, Default)]
+pub struct Reassembler {
+    partial: Option<Partial>,
+}
+
+impl Reassembler {
+    pub fn new() -> Reassembler {
+        Reassembler::default()
+    }
+
+    /// Whether a message is partly received.
+    pub fn pending(&self) -> bool {
+        self.partial.is_some()
+    }
+
+    /// Takes one envelope. Returns it unchanged when it is not a chunk,
+    /// `Ok(None)` while a message is incomplete, the joined message once
+    /// its last chunk came, or why the set was dropped.
+    pub fn accept(&mut self, env: Envelope) -> Result<Option<Envelope>, ChunkError> {
+        let Body::Chunk { of, index, count, data } = env.body else {
+            return Ok(Some(env));
+        };
+        if index == 0 {
+            if let Some(old) = self.partial.take() {
+                tracing::warn!(of = old.of, "dropped an unfinished chunked message");
+            }
+            if count == 0 {
+                return Err(ChunkError::OutOfOrder { of, index, count });
+            }
+            self.partial = Some(Partial { of, count, parts: Vec::new(), bytes: 0 });
+        }
+        let Some(partial) = self.partial.as_mut() else {
+            return Err(ChunkError::OutOfOrder { of, index, count });
+        };
+        if partial.of != of || partial.count != count || partial.parts.len() != index as usize {
+            self.partial = None;
+            return Err(ChunkError::OutOfOrder { of, index, count });
+        }
+        partial.bytes = partial.bytes.saturating_add(data.len());
+        if partial.bytes > MAX_CHUNKED {
+            self.partial = None;
+            return Err(ChunkError::TooLarge { of, max: MAX_CHUNKED });
+        }
+        partial.parts.push(data);
+        if partial.parts.len() < count as usize {
+            return Ok(None);
+        }
+        let Some(partial) = self.partial.take() else { return Ok(None) };
+        let text = partial.parts.concat();
+        let joined = Envelope::decode(&text).map_err(|error| ChunkError::Joined { of, error })?;
+        if matches!(joined.body, Body::Chunk { .. }) {
+            return Err(ChunkError::Nested { of });
+        }
+        if joined.id != of {
+            return Err(ChunkError::WrongId { of, id: Some(joined.id) });
+        }
+        Ok(Some(joined))
+    }
+}
+
+/// Writes one envelope: as one frame when it fits, else as its chunks. A
+/// message over [`MAX_CHUNKED`] is not sent: an `error` envelope replying
+/// to the same request goes instead, so the other side is not left waiting.
+pub fn write_envelope<W: Write>(writer: &mut W, env: &Envelope) -> io::Result<()> {
+    let texts = match to_extension(env) {
+        Ok(texts) => texts,
+        Err(e) => {
+            tracing::error!(id = env.id, "an outgoing message is too large: {e}");
+            vec![Envelope::error(env.id, env.re, ErrorCode::Internal, e.to_string()).encode()]
+        }
     };
+    if texts.len() > 1 {
+        tracing::debug!(id = env.id, chunks = texts.len(), "sending a large message in chunks");
+    }
+    for text in &texts {
+        write_text(writer, text)?;
+    }
+    Ok(())
+}
+
+/// Writes one JSON text as a frame; refuses one over the browser's limit.
+fn write_text<W: Write>(writer: &mut W, text: &str) -> io::Result<()> {
+    if text.len() > MAX_TO_EXTENSION {
+        return Err(io::Error::other(format!(
+            "a frame of {} bytes is over the browser's {MAX_TO_EXTENSION}-byte limit",
+            text.len()
+        )));
+    }
+    let mut frame = Vec::with_capacity(4 + text.len());
+    frame.extend_from_slice(&(text.len() as u32).to_ne_bytes());
+    frame.extend_from_slice(text.as_bytes());
     send_frame(writer, &frame).map_err(|e| match e {
         NmError::Io(e) => e,
         other => io::Error::other(other.to_string()),
@@ -213,7 +405,8 @@ pub fn spawn_writer<W: Write + Send + 'static>(writer: W, mut rx: mpsc::Receiver
     }
 }
 
-/// One envelope as a complete frame (for tests and one-off replies).
+/// One envelope as the frames it is sent in: one frame, or its chunks (for
+/// tests and one-off replies).
 pub fn frame(env: &Envelope) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing to a Vec cannot fail.
@@ -312,10 +505,159 @@ pub(crate) mod tests {
         assert!(matches!(items[1], Err(FrameError::TooLarge { len: 2000, .. })));
     }
 
+    /// The frames in `bytes`, each checked against the browser's limit.
+    fn frames_within_the_limit(bytes: &[u8]) -> Vec<Envelope> {
+        let mut rest = bytes;
+        let mut out = Vec::new();
+        while !rest.is_empty() {
+            let len = u32::from_ne_bytes(rest[..4].try_into().unwrap()) as usize;
+            assert!(len <= MAX_TO_EXTENSION, "a frame of {len} bytes");
+            let text = std::str::from_utf8(&rest[4..4 + len]).unwrap();
+            out.push(Envelope::decode(text).unwrap());
+            rest = &rest[4 + len..];
+        }
+        out
+    }
+
+    /// Writes `env`, checks every frame, and joins the chunks again.
+    fn send_and_join(env: &Envelope) -> (Envelope, usize) {
+        let mut out = Vec::new();
+        write_envelope(&mut out, env).unwrap();
+        let frames = frames_within_the_limit(&out);
+        let n = frames.len();
+        let mut joiner = Reassembler::new();
+        let mut joined = Vec::new();
+        for (i, f) in frames.into_iter().enumerate() {
+            if n > 1 {
+                assert!(
+                    matches!(&f.body, Body::Chunk { of, index, count, .. }
+                        if *of == env.id && f.id == env.id && *index as usize == i && *count as usize == n),
+                    "frame {i}: {:?}",
+                    f.body
+                );
+            }
+            joined.extend(joiner.accept(f).unwrap());
+        }
+        assert!(!joiner.pending());
+        assert_eq!(joined.len(), 1);
+        (joined.remove(0), n)
+    }
+
+    /// About `len` bytes of text with every kind of character the escaping
+    /// treats differently: ASCII, 2-, 3- and 4-byte UTF-8, quotes,
+    /// backslashes, newlines, control characters.
+    fn mixed_text(len: usize) -> String {
+        let unit = "Plain ASCII text, é à ü, € ☃ 中文, 𝄞 😀, \"quoted\" \\back\\slash\n\ttab \u{1}\u{1f}\u{7f} </script> \u{2028}. ";
+        let mut s = String::with_capacity(len + unit.len());
+        while s.len() < len {
+            s.push_str(unit);
+        }
+        s
+    }
+
     #[test]
-    fn never_writes_more_than_a_mebibyte() {
-        let huge =
-            Envelope::reply(9, 4, Body::Captured { data_url: "x".repeat(MAX_TO_EXTENSION + 1) });
+    fn a_message_that_fits_goes_whole() {
+        let env = Envelope::new(5, Body::Captured { data_url: String::new() });
+        let pad = MAX_TO_EXTENSION - env.encode().len();
+        let env = Envelope::new(5, Body::Captured { data_url: "x".repeat(pad) });
+        assert_eq!(env.encode().len(), MAX_TO_EXTENSION);
+        let (back, frames) = send_and_join(&env);
+        assert_eq!((back, frames), (env.clone(), 1));
+
+        // One byte more: two chunks.
+        let Body::Captured { data_url } = env.body else { unreachable!() };
+        let env = Envelope::reply(5, 2, Body::Captured { data_url: data_url + "x" });
+        let (back, frames) = send_and_join(&env);
+        assert_eq!((back, frames), (env, 2));
+    }
+
+    #[test]
+    fn a_three_mebibyte_task_event_goes_in_chunks() {
+        let memory = mixed_text(3 * 1_048_576);
+        let env = Envelope::new(
+            41,
+            Body::TaskEvent {
+                task_id: "t-1".into(),
+                event: errand_protocol::TaskEvent::Step(errand_protocol::StepReport {
+                    step: 3,
+                    memory,
+                    next_goal: "go on".into(),
+                    ..Default::default()
+                }),
+            },
+        );
+        let text = env.encode();
+        let (back, frames) = send_and_join(&env);
+        assert_eq!(back, env);
+        assert_eq!(back.encode(), text);
+        // 3 MiB of text, escaped inside the chunks, in 900 KiB pieces.
+        assert!((4..=8).contains(&frames), "{frames} frames");
+    }
+
+    #[test]
+    fn three_mebibytes_of_files_go_in_chunks() {
+        use base64::Engine;
+        let bytes: Vec<u8> = (0..2_400_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let base64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let env = Envelope::new(
+            9,
+            Body::Page {
+                tab_id: 3,
+                command: errand_protocol::PageCommand::SetFiles {
+                    index: 4,
+                    files: vec![errand_protocol::FilePayload {
+                        name: "scan.pdf".into(),
+                        mime: "application/pdf".into(),
+                        base64,
+                    }],
+                },
+            },
+        );
+        assert!(env.encode().len() > 3_000_000);
+        let (back, frames) = send_and_join(&env);
+        assert_eq!(back, env);
+        assert_eq!(frames, 4);
+    }
+
+    #[test]
+    fn escapes_count_against_the_budget() {
+        // Every character doubles when escaped: a chunk's data holds half
+        // as many characters, and its frame still fits.
+        let env = Envelope::new(2, Body::Captured { data_url: "\"\\".repeat(1_000_000) });
+        let (back, frames) = send_and_join(&env);
+        assert_eq!(back, env);
+        assert!(frames >= 4, "{frames}"); // ~4 MB of JSON, ~8 MB escaped
+        // Control characters grow six-fold.
+        let env = Envelope::new(3, Body::Captured { data_url: "\u{1}".repeat(400_000) });
+        let (back, _) = send_and_join(&env);
+        assert_eq!(back, env);
+    }
+
+    #[test]
+    fn splits_only_between_characters() {
+        let raw = mixed_text(600);
+        let json = serde_json::to_string(&raw).unwrap();
+        for (text, budget) in [&raw, &json].into_iter().flat_map(|t| (6..40).map(move |b| (t, b))) {
+            let chunks = split(1, text, budget);
+            let mut joined = String::new();
+            for (i, c) in chunks.iter().enumerate() {
+                let Body::Chunk { of, index, count, data } = &c.body else { unreachable!() };
+                assert_eq!((*of, *index as usize, *count as usize), (1, i, chunks.len()));
+                assert!(!data.is_empty());
+                let escaped = serde_json::to_string(data).unwrap().len() - 2;
+                assert!(escaped <= budget, "budget {budget}: {escaped} bytes in {data:?}");
+                joined.push_str(data);
+            }
+            assert_eq!(&joined, text, "budget {budget}");
+        }
+        // A 4-byte character alone in a 6-byte budget, and an empty text.
+        assert_eq!(split(1, "𝄞𝄞", 6).len(), 2);
+        assert_eq!(split(1, "", 6).len(), 1);
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_sent_even_in_chunks() {
+        let huge = Envelope::reply(9, 4, Body::Captured { data_url: "x".repeat(MAX_CHUNKED) });
         let mut out = Vec::new();
         write_envelope(&mut out, &huge).unwrap();
         assert!(out.len() < 1000);
@@ -323,9 +665,61 @@ pub(crate) mod tests {
         let env = back[0].as_ref().unwrap();
         assert_eq!(env.re, Some(4));
         assert!(
-            matches!(&env.body, Body::Error { code: ErrorCode::Internal, message } if message.contains("limit"))
+            matches!(&env.body, Body::Error { code: ErrorCode::Internal, message } if message.contains("limit")),
+            "{env:?}"
         );
         assert_eq!(env.v, PROTOCOL_VERSION);
+    }
+
+    #[test]
+    fn the_reassembler_refuses_bad_sets() {
+        let chunk = |of, index, count, data: &str| {
+            Envelope::new(of, Body::Chunk { of, index, count, data: data.into() })
+        };
+        let whole = Envelope::new(7, Body::GetStatus {}).encode();
+        let (a, b) = whole.split_at(10);
+
+        // Other messages pass through; a set in order is joined.
+        let mut r = Reassembler::new();
+        let other = Envelope::new(1, Body::Ack {});
+        assert_eq!(r.accept(other.clone()), Ok(Some(other)));
+        assert_eq!(r.accept(chunk(7, 0, 2, a)), Ok(None));
+        assert!(r.pending());
+        assert_eq!(r.accept(chunk(7, 1, 2, b)).unwrap().unwrap().id, 7);
+
+        // Out of order, a changed count, another message's chunk, a
+        // missing start, no parts at all.
+        assert!(matches!(r.accept(chunk(7, 1, 2, b)), Err(ChunkError::OutOfOrder { .. })));
+        r.accept(chunk(7, 0, 2, a)).unwrap();
+        assert!(matches!(r.accept(chunk(7, 1, 3, b)), Err(ChunkError::OutOfOrder { .. })));
+        r.accept(chunk(7, 0, 2, a)).unwrap();
+        assert!(matches!(r.accept(chunk(8, 1, 2, b)), Err(ChunkError::OutOfOrder { .. })));
+        assert!(!r.pending());
+        assert!(matches!(r.accept(chunk(7, 0, 0, "")), Err(ChunkError::OutOfOrder { .. })));
+
+        // A new set drops an unfinished one.
+        r.accept(chunk(6, 0, 2, "{")).unwrap();
+        r.accept(chunk(7, 0, 2, a)).unwrap();
+        assert_eq!(r.accept(chunk(7, 1, 2, b)).unwrap().unwrap().id, 7);
+
+        // The joined text must be a message, with the set's id, not a chunk.
+        assert!(matches!(r.accept(chunk(7, 0, 1, "{nope")), Err(ChunkError::Joined { .. })));
+        assert!(matches!(r.accept(chunk(8, 0, 1, &whole)), Err(ChunkError::WrongId { .. })));
+        let nested = chunk(7, 0, 1, "{}").encode();
+        assert!(matches!(r.accept(chunk(7, 0, 1, &nested)), Err(ChunkError::Nested { .. })));
+
+        // The total is capped.
+        let big = "x".repeat(CHUNK_DATA_MAX);
+        let count = (MAX_CHUNKED / CHUNK_DATA_MAX + 2) as u32;
+        let mut last = Ok(None);
+        for i in 0..count {
+            last = r.accept(chunk(9, i, count, &big));
+            if last.is_err() {
+                break;
+            }
+        }
+        assert!(matches!(last, Err(ChunkError::TooLarge { .. })), "{last:?}");
+        assert!(!r.pending());
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,10 +15,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
-use errand_host::transport::{MAX_INBOUND, frame, raw_frame, read_frame};
+use errand_host::transport::{MAX_INBOUND, Reassembler, frame, raw_frame, read_frame};
 use errand_protocol::{
-    Body, Build, Effect, ElementInfo, Envelope, ErrorCode, Observation, Outcome, PageCommand,
-    TaskEvent,
+    Body, Build, Effect, ElementInfo, Envelope, ErrorCode, MAX_TO_EXTENSION, Observation, Outcome,
+    PageCommand, TaskEvent,
 };
 use serde_json::{Value, json};
 
@@ -29,7 +30,10 @@ const WAIT: Duration = Duration::from_secs(15);
 struct HostProc {
     child: Child,
     stdin: Option<ChildStdin>,
-    frames: mpsc::Receiver<Envelope>,
+    /// The host's messages (chunks joined), or what was wrong with its output.
+    frames: mpsc::Receiver<Result<Envelope, String>>,
+    /// How many `chunk` frames the host wrote.
+    chunks: Arc<AtomicUsize>,
     data_dir: PathBuf,
     next_id: u64,
     _dir: tempfile::TempDir,
@@ -55,16 +59,33 @@ impl HostProc {
             .unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let (tx, frames) = mpsc::channel();
+        let chunks = Arc::new(AtomicUsize::new(0));
+        let counted = chunks.clone();
         std::thread::spawn(move || {
-            while let Ok(Some(item)) = read_frame(&mut stdout, MAX_INBOUND) {
-                let env = item.expect("the host writes only valid envelopes");
-                if tx.send(env).is_err() {
+            // As the browser reads: a frame over its limit would cost the
+            // connection; chunks are joined as the service worker does.
+            let mut joiner = Reassembler::new();
+            while let Ok(Some(item)) = read_frame(&mut stdout, MAX_TO_EXTENSION) {
+                let got = match item {
+                    Ok(env) => {
+                        if matches!(env.body, Body::Chunk { .. }) {
+                            counted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        match joiner.accept(env) {
+                            Ok(None) => continue,
+                            Ok(Some(env)) => Ok(env),
+                            Err(e) => Err(format!("the host's chunks are bad: {e}")),
+                        }
+                    }
+                    Err(e) => Err(format!("the host wrote a bad frame: {e}")),
+                };
+                if tx.send(got).is_err() {
                     break;
                 }
             }
         });
         let stdin = child.stdin.take();
-        HostProc { child, stdin, frames, data_dir, next_id: 1, _dir: dir }
+        HostProc { child, stdin, frames, chunks, data_dir, next_id: 1, _dir: dir }
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
@@ -88,7 +109,10 @@ impl HostProc {
     }
 
     fn recv(&self) -> Envelope {
-        self.frames.recv_timeout(WAIT).expect("a message from the host")
+        self.frames
+            .recv_timeout(WAIT)
+            .expect("a message from the host")
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Plays the service worker and the content script until the task ends;
@@ -592,4 +616,53 @@ fn with_a_control_socket_the_host_only_relays() {
     }
     // No database was created: the relay does no work of its own.
     assert!(!dir.path().join("data/errand.db").exists());
+}
+
+#[test]
+fn a_message_over_a_mebibyte_reaches_the_extension_in_chunks() {
+    // The model's answer is 1.5 MiB: the step event and the finished event
+    // that carry it are each over the browser's 1 MiB limit.
+    let mut answer = String::new();
+    while answer.len() < 1_572_864 {
+        answer.push_str("Große Antwort, \"zitiert\", C:\\Pfad ✓ 𝄞\n");
+    }
+    answer.push_str("THE END");
+    let done = json!({
+        "evaluation_previous_goal": "Read it", "memory": "", "next_goal": "Report",
+        "actions": [{"done": {"text": answer, "success": true}}],
+    })
+    .to_string();
+    let model = ModelServer::start(&[(&done, Duration::ZERO)]);
+    let mut host = HostProc::spawn(ORIGIN, &model.base_url);
+    host.send(Body::StartTask {
+        task: "Read everything".into(),
+        tab_id: None,
+        url: Some("http://form.test/".into()),
+    });
+    assert!(matches!(host.recv().body, Body::TaskAccepted { .. }));
+
+    let events = host.serve_until_finished();
+    assert_eq!(
+        events.last(),
+        Some(&TaskEvent::Finished {
+            outcome: Outcome::Done { answer: answer.clone(), success: true }
+        })
+    );
+    let step = events.iter().find_map(|e| match e {
+        TaskEvent::Step(s) => Some(s),
+        _ => None,
+    });
+    let step = step.expect("a step event");
+    assert!(
+        serde_json::to_string(&step.actions).unwrap().contains("THE END"),
+        "the step event lost the answer's end"
+    );
+    // Two messages of ~1.6 MB (escaped ~1.7 MB) each: at least two chunks
+    // each, none over the limit (the reader checks every frame).
+    let chunks = host.chunks.load(Ordering::SeqCst);
+    assert!(chunks >= 4, "{chunks} chunks");
+
+    // The host goes on as usual afterwards.
+    let id = host.send(Body::GetStatus {});
+    assert_eq!(host.recv().re, Some(id));
 }

@@ -51,6 +51,16 @@ pub const MAX_TO_EXTENSION: usize = 1_048_576;
 /// The largest extension → host message Chromium sends.
 pub const MAX_FROM_EXTENSION: usize = 64 * 1_048_576;
 
+/// The most bytes of a message's JSON text one [`Body::Chunk`] carries,
+/// counted as written inside the chunk (escaped): 900 KiB, leaving room
+/// under [`MAX_TO_EXTENSION`] for the chunk's own fields.
+pub const CHUNK_DATA_MAX: usize = 900 * 1024;
+
+/// The largest host → extension message sent in [`Body::Chunk`]s; the
+/// host refuses to send a larger one (an `error` goes instead) and the
+/// service worker drops a set that grows beyond it.
+pub const MAX_CHUNKED: usize = 64 * 1_048_576;
+
 /// One message on any of Errand's channels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -364,6 +374,38 @@ pub enum Body {
     /// Reply to a command that returns nothing.
     Ack {},
 
+    // ---- Host → service worker: framing ----
+    /// One piece of a host → extension message too large for one native
+    /// messaging frame (the browser drops the port, and kills the host, for
+    /// a message over [`MAX_TO_EXTENSION`] bytes).
+    ///
+    /// The host encodes the message as usual, cuts its JSON text on UTF-8
+    /// character boundaries into `count` slices of at most
+    /// [`CHUNK_DATA_MAX`] bytes each *as written inside the chunk* (JSON
+    /// escaping of quotes and backslashes counted), and sends them in order
+    /// as `{"v":1,"id":N,"kind":"chunk","of":N,"index":i,"count":n,"data":"…"}`,
+    /// back to back: `id` and `of` are both the original message's id, and no
+    /// other message comes between the chunks of one message. Messages that
+    /// fit in one frame are sent unchanged. Nothing is chunked towards the
+    /// host (the browser takes 64 MiB that way).
+    ///
+    /// The service worker (`extension/sw.js`, `reassemble`) collects the
+    /// slices by `of`, checks `index` and `count`, joins the `data` strings
+    /// and handles the joined text exactly as a message received whole
+    /// (checked by this crate, then dispatched); an incomplete set is dropped
+    /// after a timeout, and a set over [`MAX_CHUNKED`] bytes is refused. A
+    /// chunk never reaches a side panel.
+    Chunk {
+        /// The id of the message the slices make up.
+        of: u64,
+        /// This slice's position, from 0.
+        index: u32,
+        /// How many slices make up the message.
+        count: u32,
+        /// The slice of the message's JSON text.
+        data: String,
+    },
+
     // ---- Anywhere ----
     /// Something went wrong; `re` names the request.
     Error { code: ErrorCode, message: String },
@@ -634,5 +676,23 @@ mod tests {
         let text = serde_json::to_string(&e).unwrap();
         assert!(text.contains(r#""status":"done""#), "{text}");
         assert_eq!(Outcome::Stopped {}.status(), "stopped");
+    }
+
+    #[test]
+    fn a_chunk_has_the_documented_shape() {
+        let chunk = Envelope::new(
+            7,
+            Body::Chunk { of: 7, index: 1, count: 3, data: r#"{"v":1,"id":7,"ki"#.into() },
+        );
+        let text = chunk.encode();
+        assert_eq!(
+            text,
+            r#"{"v":1,"id":7,"kind":"chunk","of":7,"index":1,"count":3,"data":"{\"v\":1,\"id\":7,\"ki"}"#
+        );
+        assert_eq!(Envelope::decode(&text).unwrap(), chunk);
+        let bad = Envelope::decode(r#"{"v":1,"id":7,"kind":"chunk","of":7,"index":0,"data":""}"#)
+            .unwrap_err();
+        assert!(bad.to_string().contains("count"), "{bad}");
+        const { assert!(CHUNK_DATA_MAX + 1024 < MAX_TO_EXTENSION) };
     }
 }
