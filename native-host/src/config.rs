@@ -17,7 +17,18 @@
 //! max_cost_usd = 1.50      # priced with prices.toml beside config.toml
 //! planner = true           # plan mini-tasks at the start, every few steps, on stalls
 //! validate = true          # check `done` with a validation call before answering
+//! vision = false           # show the model a marked screenshot each step
+//! marks = false            # draw the numbered marks on the page (default: as vision)
+//!
+//! [sites]
+//! allow = []                               # when not empty, the only sites Errand may use
+//! deny = ["ads.example"]                   # sites Errand never opens or acts on
+//! ask_first = ["*.bank.example", "https://shop.example"]  # every change waits for approval
 //! ```
+//!
+//! The side panel changes the file through [`write_edits`], which keeps the
+//! user's comments, key order and other keys, and writes it owner-only
+//! (it holds the API key) and atomically.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -135,6 +146,10 @@ pub enum ConfigError {
     BadDialect(String),
     #[error("no home folder found: set ERRAND_CONFIG_DIR and ERRAND_DATA_DIR")]
     NoHome,
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("`{key}` in {path} is not a table ([{key}]): fix the file by hand")]
+    NotATable { path: PathBuf, key: String },
 }
 
 /// The file's shape.
@@ -193,7 +208,7 @@ pub struct SitesSection {
 }
 
 /// Values given on the command line; each wins over file and environment.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
     pub base_url: Option<String>,
     pub model: Option<String>,
@@ -263,6 +278,13 @@ pub struct Settings {
     pub base_url_source: Source,
     pub model_source: Source,
     pub api_key_source: Source,
+    /// The command-line flags these settings were loaded with, kept so that
+    /// [`Settings::reload`] applies them again after the file changed.
+    pub flags: Overrides,
+    /// The settings the environment or the flags fix, by their names in the
+    /// side panel's `SettingsView` (`model`, `max_steps`…; `api_key` for the
+    /// key): a value saved in the file does not change them.
+    pub locked: Vec<&'static str>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -291,12 +313,38 @@ impl Settings {
         flags: &Overrides,
     ) -> Result<Settings, ConfigError> {
         let (config_dir, data_dir) = dirs(env)?;
+        Settings::load_from(env, flags, config_dir, data_dir)
+    }
+
+    /// Reads `<config_dir>/config.toml` and resolves it with `env` and
+    /// `flags`.
+    pub fn load_from(
+        env: &dyn Fn(&str) -> Option<String>,
+        flags: &Overrides,
+        config_dir: PathBuf,
+        data_dir: PathBuf,
+    ) -> Result<Settings, ConfigError> {
         let path = config_dir.join(CONFIG_FILE);
         let file = read_file(&path)?;
         let found = file.is_some();
         let mut s = Settings::resolve(file.unwrap_or_default(), env, flags, config_dir, data_dir)?;
         s.config_file_found = found;
         Ok(s)
+    }
+
+    /// The settings as they are now: the file read again, with the process
+    /// environment and the flags these settings were loaded with, in the
+    /// same folders.
+    pub fn reload(&self) -> Result<Settings, ConfigError> {
+        self.reload_with(&|name| std::env::var(name).ok())
+    }
+
+    /// Like [`Settings::reload`] with the environment given as a function.
+    pub fn reload_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
+        Settings::load_from(env, &self.flags, self.config_dir.clone(), self.data_dir.clone())
     }
 
     /// Pure precedence: defaults < file < environment < flags.
@@ -394,7 +442,24 @@ impl Settings {
         let validate = flag(env::VALIDATE, file.agent.validate)?;
         let vision = file.agent.vision.unwrap_or(false);
         let marks = file.agent.marks.unwrap_or(vision);
+        let locked = [
+            ("provider", flags.provider.is_some(), env::PROVIDER),
+            ("model", flags.model.is_some(), env::MODEL),
+            ("base_url", flags.base_url.is_some(), env::BASE_URL),
+            ("api_key", flags.api_key.is_some(), env::API_KEY),
+            ("max_steps", flags.max_steps.is_some(), env::MAX_STEPS),
+            ("max_tokens", false, env::MAX_TOKENS),
+            ("max_cost_usd", false, env::MAX_COST_USD),
+            ("planner", false, env::PLANNER),
+            ("validate", false, env::VALIDATE),
+        ]
+        .into_iter()
+        .filter(|(_, by_flag, var)| *by_flag || env(var).is_some())
+        .map(|(name, _, _)| name)
+        .collect();
         Ok(Settings {
+            flags: flags.clone(),
+            locked,
             planner,
             validate,
             vision,
@@ -478,6 +543,287 @@ fn read_file(path: &Path) -> Result<Option<FileConfig>, ConfigError> {
     toml::from_str(&text)
         .map(Some)
         .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string() })
+}
+
+/// The first lines of a `config.toml` the side panel creates.
+const NEW_FILE_HEADER: &str = "# Errand's settings (`errand doctor` shows what is in effect).\n\
+# The side panel changes the values it sets and keeps everything else as written.\n";
+
+/// One change to `config.toml`: `[section] key = value`, or the key removed.
+#[derive(Debug, Clone)]
+pub struct Edit {
+    pub section: &'static str,
+    pub key: &'static str,
+    /// `None` removes the key.
+    pub value: Option<toml_edit::Value>,
+}
+
+impl Edit {
+    /// Sets `[section] key = value`.
+    pub fn set(
+        section: &'static str,
+        key: &'static str,
+        value: impl Into<toml_edit::Value>,
+    ) -> Edit {
+        Edit { section, key, value: Some(value.into()) }
+    }
+
+    /// Removes `key` from `[section]` (back to the default).
+    pub fn remove(section: &'static str, key: &'static str) -> Edit {
+        Edit { section, key, value: None }
+    }
+
+    /// Sets `[section] key = [items…]`. An empty list is written only over
+    /// a list the file already has (keeping its comments); otherwise the
+    /// key stays absent, which means the same.
+    pub fn list(section: &'static str, key: &'static str, items: &[String]) -> Edit {
+        Edit::set(section, key, toml_edit::Array::from_iter(items.iter().map(String::as_str)))
+    }
+}
+
+impl Settings {
+    /// Applies `edits` to `config.toml` and returns the settings that
+    /// follow from it (file < `env` < the flags these settings were loaded
+    /// with). The file is written only when those settings load: owner-only
+    /// (0600 on Unix, it holds the API key) and atomically (a temporary
+    /// file beside it, then a rename). Comments, key order, formatting and
+    /// keys not edited are kept; a replaced value keeps its end-of-line
+    /// comment.
+    pub fn save_edits(
+        &self,
+        edits: &[Edit],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
+        if edits.is_empty() {
+            return self.reload_with(env);
+        }
+        let path = self.config_file();
+        let old = read_text(&path)?;
+        let text = match old {
+            Some(old) => apply_edits(&old, edits, &path)?,
+            None => format!("{NEW_FILE_HEADER}\n{}", apply_edits("", edits, &path)?),
+        };
+        let file: FileConfig = toml::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+        let mut next = Settings::resolve(
+            file,
+            env,
+            &self.flags,
+            self.config_dir.clone(),
+            self.data_dir.clone(),
+        )?;
+        write_private(&path, &text)?;
+        next.config_file_found = true;
+        Ok(next)
+    }
+}
+
+/// `text` (a TOML document) with `edits` applied, everything else kept.
+pub fn apply_edits(text: &str, edits: &[Edit], path: &Path) -> Result<String, ConfigError> {
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        ConfigError::Parse { path: path.to_owned(), message: e.to_string() }
+    })?;
+    for edit in edits {
+        apply_edit(&mut doc, edit, path)?;
+    }
+    Ok(doc.to_string())
+}
+
+fn apply_edit(
+    doc: &mut toml_edit::DocumentMut,
+    edit: &Edit,
+    path: &Path,
+) -> Result<(), ConfigError> {
+    use toml_edit::Item;
+    let not_a_table = || ConfigError::NotATable { path: path.to_owned(), key: edit.section.into() };
+    let Some(value) = &edit.value else {
+        return match doc.get_mut(edit.section) {
+            None => Ok(()),
+            Some(Item::Table(_)) => {
+                remove_keeping_comments(doc, edit.section, edit.key);
+                Ok(())
+            }
+            Some(item) => {
+                item.as_table_like_mut().ok_or_else(not_a_table)?.remove(edit.key);
+                Ok(())
+            }
+        };
+    };
+    let empty_list = value.as_array().is_some_and(toml_edit::Array::is_empty);
+    let present = doc
+        .get(edit.section)
+        .and_then(Item::as_table_like)
+        .is_some_and(|t| t.contains_key(edit.key));
+    if empty_list && !present {
+        return Ok(());
+    }
+    let table = doc
+        .entry(edit.section)
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
+        .ok_or_else(not_a_table)?;
+    let mut value = value.clone();
+    match table.get_mut(edit.key) {
+        Some(Item::Value(old)) => {
+            // Keep the spacing and the end-of-line comment.
+            *value.decor_mut() = old.decor().clone();
+            *old = value;
+        }
+        Some(other) => *other = Item::Value(value),
+        None => {
+            table.insert(edit.key, Item::Value(value));
+        }
+    }
+    Ok(())
+}
+
+/// Removes `[section] key`; the comment lines above it stay, above the
+/// next key, else above the next table, else at the end of the file.
+fn remove_keeping_comments(doc: &mut toml_edit::DocumentMut, section: &str, key: &str) {
+    let prefix =
+        |d: &toml_edit::Decor| d.prefix().and_then(|p| p.as_str()).unwrap_or_default().to_owned();
+    let Some(table) = doc.get_mut(section).and_then(toml_edit::Item::as_table_mut) else {
+        return;
+    };
+    let comments =
+        table.get_key_value(key).map(|(k, _)| prefix(k.leaf_decor())).filter(|p| p.contains('#'));
+    let keys: Vec<String> = table.iter().map(|(k, _)| k.to_owned()).collect();
+    let next_key = keys.iter().position(|k| k == key).and_then(|i| keys.get(i + 1)).cloned();
+    let position = table.position();
+    table.remove(key);
+    let Some(comments) = comments else { return };
+    if let Some(mut next) = next_key.and_then(|k| table.key_mut(&k)) {
+        let old = prefix(next.leaf_decor());
+        next.leaf_decor_mut().set_prefix(format!("{comments}{old}"));
+        return;
+    }
+    let next_table = doc
+        .iter()
+        .filter_map(|(name, item)| Some((item.as_table()?.position()?, name.to_owned())))
+        .filter(|(p, _)| position.is_some_and(|me| *p > me))
+        .min()
+        .map(|(_, name)| name);
+    match next_table.and_then(|name| doc.get_mut(&name)?.as_table_mut()) {
+        Some(t) => {
+            let old = prefix(t.decor());
+            t.decor_mut().set_prefix(format!("{comments}{old}"));
+        }
+        None => {
+            let old = doc.trailing().as_str().unwrap_or_default().to_owned();
+            doc.set_trailing(format!("{old}{comments}"));
+        }
+    }
+}
+
+fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
+    }
+}
+
+/// Writes `text` to `path` owner-only and atomically: a temporary file in
+/// the same folder, flushed, then renamed over it. A symlinked file is
+/// written where the link points.
+pub fn write_private(path: &Path, text: &str) -> Result<(), ConfigError> {
+    use std::io::Write;
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let target = match is_link {
+        true => std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()),
+        false => path.to_owned(),
+    };
+    let err = |source| ConfigError::Write { path: target.clone(), source };
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".config.toml.")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    }
+    tmp.write_all(text.as_bytes()).map_err(err)?;
+    tmp.as_file().sync_all().map_err(err)?;
+    tmp.persist(&target).map_err(|e| err(e.error))?;
+    // The rename itself survives a crash once the folder is flushed.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Reads one `[sites]` entry as the site lists understand it, normalised:
+/// a host name (`example.com`: that host and its subdomains), a wildcard
+/// (`*.bank.example`: the subdomains only) or an origin
+/// (`https://shop.example:8443`: exactly that scheme, host and port).
+/// Lower case, international names in their ASCII form, no trailing `/`.
+/// The error says what is wrong, for a message naming the entry.
+pub fn normalize_site(entry: &str) -> Result<String, &'static str> {
+    let e = entry.trim();
+    if e.is_empty() {
+        return Err("it is empty");
+    }
+    if e.contains("://") {
+        return normalize_origin(e);
+    }
+    let e = e.strip_suffix('/').unwrap_or(e);
+    let (wild, rest) = match e.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, e),
+    };
+    if rest.contains('*') {
+        return Err("`*` may only begin an entry, as in *.example.com");
+    }
+    if rest.contains(['/', '?', '#']) {
+        return Err("a site is a host name without a path, like example.com");
+    }
+    if rest.contains(':') || rest.contains('@') {
+        return Err(
+            "a host name has no port: for one port, write an origin like http://localhost:8080",
+        );
+    }
+    let host = url::Host::parse(rest).map_err(|_| "it is not a host name")?;
+    match host {
+        url::Host::Domain(d) => {
+            let label_ok = |l: &str| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            };
+            if d.len() > 253 || !d.split('.').all(label_ok) {
+                return Err("it is not a host name");
+            }
+            Ok(if wild { format!("*.{d}") } else { d })
+        }
+        url::Host::Ipv4(ip) if !wild && ip.to_string() == rest => Ok(rest.to_owned()),
+        url::Host::Ipv4(_) if wild => Err("`*.` goes before a domain name, not an IP address"),
+        _ => Err("it is not a host name"),
+    }
+}
+
+/// `scheme://host[:port]` of an http(s) origin, the default port left out.
+fn normalize_origin(e: &str) -> Result<String, &'static str> {
+    let url = url::Url::parse(e).map_err(|_| "it is not a web address")?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("only http and https sites can be listed");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("a site has no user name or password");
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err("a site is a whole origin, without a path: like https://shop.example");
+    }
+    let host = url.host_str().filter(|h| !h.is_empty()).ok_or("it has no host")?;
+    Ok(match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    })
 }
 
 /// Shows enough of a key to recognise it: `sk-…f00d`.
@@ -607,5 +953,242 @@ mod tests {
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("sk-…abcd"), "{shown}");
         assert_eq!(mask_key("short"), "****");
+    }
+
+    const USERS_FILE: &str = r#"# My Errand settings.
+
+[model]
+# the server at work
+base_url = 'http://file/v1/'   # keep this comment
+model = "old"                  # which model
+timeout_secs = 30
+
+[agent]
+dialect = "json"   # answers in JSON
+max_tokens = 1000
+
+# where Errand may go
+[sites]
+deny = ["ads.example"]  # never
+"#;
+
+    #[test]
+    fn edits_keep_comments_order_and_other_keys() {
+        let edits = [
+            Edit::set("model", "model", "new-model"),
+            Edit::remove("model", "base_url"),
+            Edit::set("agent", "vision", true),
+            Edit::set("agent", "max_cost_usd", 1.5),
+            Edit::remove("agent", "max_tokens"),
+            Edit::list("sites", "deny", &["ads.example".into(), "*.track.example".into()]),
+            Edit::list("sites", "allow", &[]),
+        ];
+        let out = apply_edits(USERS_FILE, &edits, Path::new("config.toml")).unwrap();
+        let expected = r#"# My Errand settings.
+
+[model]
+# the server at work
+model = "new-model"                  # which model
+timeout_secs = 30
+
+[agent]
+dialect = "json"   # answers in JSON
+vision = true
+max_cost_usd = 1.5
+
+# where Errand may go
+[sites]
+deny = ["ads.example", "*.track.example"]  # never
+"#;
+        assert_eq!(out, expected);
+        // A section the file lacks is added at its end; an empty list
+        // replaces a list the file has.
+        let out = apply_edits(
+            &out,
+            &[Edit::set("newsection", "k", 1), Edit::list("sites", "deny", &[])],
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        assert!(out.contains("deny = []  # never\n"), "{out}");
+        assert!(out.ends_with("\n[newsection]\nk = 1\n"), "{out}");
+        let err = apply_edits("model = 3\n", &edits, Path::new("/c/config.toml")).unwrap_err();
+        assert!(err.to_string().contains("/c/config.toml"), "{err}");
+    }
+
+    #[test]
+    fn a_removed_keys_comment_stays() {
+        let text = "[model]\nmodel = \"m\"\n# my key, from the vault\napi_key = \"sk-x\"\n\n\
+                    [agent]\nmax_steps = 5\n# no more than this\nmax_cost_usd = 2.0\n";
+        let edits = [Edit::remove("model", "api_key"), Edit::remove("agent", "max_cost_usd")];
+        let out = apply_edits(text, &edits, Path::new("config.toml")).unwrap();
+        assert_eq!(
+            out,
+            "[model]\nmodel = \"m\"\n# my key, from the vault\n\n[agent]\nmax_steps = 5\n\
+             # no more than this\n"
+        );
+        assert!(!out.contains("sk-x"));
+    }
+
+    fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, d) = (dir.path().join("config"), dir.path().join("data"));
+        (dir, c, d)
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn saving_writes_an_owner_only_file_atomically_and_reloads() {
+        let (_dir, c, d) = folders();
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(c.join(CONFIG_FILE), USERS_FILE).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let loose = std::fs::Permissions::from_mode(0o644);
+            std::fs::set_permissions(c.join(CONFIG_FILE), loose).unwrap();
+        }
+        let s =
+            Settings::load_from(&|_| None, &Overrides::default(), c.clone(), d.clone()).unwrap();
+        let next = s
+            .save_edits(
+                &[
+                    Edit::set("model", "model", "m2"),
+                    Edit::set("model", "api_key", "sk-new-0123456789"),
+                ],
+                &|_| None,
+            )
+            .unwrap();
+        assert_eq!(next.model, "m2");
+        assert_eq!(next.api_key.as_deref(), Some("sk-new-0123456789"));
+        assert_eq!(next.timeout, Duration::from_secs(30), "other keys still apply");
+        assert!(next.config_file_found);
+        let text = std::fs::read_to_string(c.join(CONFIG_FILE)).unwrap();
+        assert!(text.starts_with("# My Errand settings.") && text.contains("# keep this comment"));
+        #[cfg(unix)]
+        assert_eq!(mode(&c.join(CONFIG_FILE)), 0o600);
+        let left: Vec<_> = std::fs::read_dir(&c).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [std::ffi::OsString::from(CONFIG_FILE)], "no temporary file is left");
+        // What was written is what a fresh load reads.
+        let again = next.reload_with(&|_| None).unwrap();
+        assert_eq!((again.model, again.api_key), (next.model, next.api_key));
+    }
+
+    #[test]
+    fn saving_creates_the_file_and_its_folder() {
+        let (_dir, c, d) = folders();
+        let s = Settings::load_from(&|_| None, &Overrides::default(), c.clone(), d).unwrap();
+        assert!(!s.config_file_found);
+        let next = s.save_edits(&[Edit::set("agent", "marks", true)], &|_| None).unwrap();
+        assert!(next.marks && !next.vision);
+        let text = std::fs::read_to_string(c.join(CONFIG_FILE)).unwrap();
+        assert!(text.starts_with("# Errand's settings"), "{text}");
+        assert!(text.contains("[agent]\nmarks = true\n"), "{text}");
+        #[cfg(unix)]
+        assert_eq!(mode(&c.join(CONFIG_FILE)), 0o600);
+    }
+
+    #[test]
+    fn settings_that_would_not_load_are_not_written() {
+        let (_dir, c, d) = folders();
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(c.join(CONFIG_FILE), USERS_FILE).unwrap();
+        let s = Settings::load_from(&|_| None, &Overrides::default(), c.clone(), d).unwrap();
+        let bad_env = env_of(&[("ERRAND_MAX_STEPS", "lots")]);
+        let err = s.save_edits(&[Edit::set("model", "model", "m2")], &bad_env).unwrap_err();
+        assert!(err.to_string().contains("ERRAND_MAX_STEPS"), "{err}");
+        let err = s.save_edits(&[Edit::set("model", "provider", "nope")], &|_| None).unwrap_err();
+        assert!(err.to_string().contains("nope"), "{err}");
+        assert_eq!(std::fs::read_to_string(c.join(CONFIG_FILE)).unwrap(), USERS_FILE);
+    }
+
+    #[test]
+    fn the_environment_and_flags_lock_what_they_set_and_a_reload_keeps_them() {
+        let (_dir, c, d) = folders();
+        let env = env_of(&[("ERRAND_MODEL", "env-model"), ("ERRAND_PLANNER", "1")]);
+        let flags = Overrides {
+            max_steps: Some(3),
+            base_url: Some("http://flag/v1".into()),
+            ..Default::default()
+        };
+        let s = Settings::load_from(&env, &flags, c.clone(), d).unwrap();
+        assert_eq!(s.locked, ["model", "base_url", "max_steps", "planner"]);
+        assert_eq!(s.flags, flags);
+        let next = s
+            .save_edits(
+                &[
+                    Edit::set("model", "model", "file-model"),
+                    Edit::set("agent", "max_steps", 9),
+                    Edit::set("agent", "validate", true),
+                ],
+                &env,
+            )
+            .unwrap();
+        // Written, but the environment and the flags still win.
+        assert_eq!(
+            (next.model.as_str(), next.max_steps, next.base_url.as_str()),
+            ("env-model", 3, "http://flag/v1")
+        );
+        assert!(next.validate && next.planner);
+        assert_eq!(next.locked, s.locked);
+        let text = std::fs::read_to_string(c.join(CONFIG_FILE)).unwrap();
+        assert!(
+            text.contains("model = \"file-model\"") && text.contains("max_steps = 9"),
+            "{text}"
+        );
+        // Without the environment the file's values take effect; the flags stay.
+        let later = next.reload_with(&|_| None).unwrap();
+        assert_eq!((later.model.as_str(), later.max_steps), ("file-model", 3));
+        assert_eq!(later.locked, ["base_url", "max_steps"]);
+        // An unset (empty) variable locks nothing; a vendor key is not a lock.
+        let s = resolve(
+            "",
+            &[("ERRAND_MODEL", " "), ("ANTHROPIC_API_KEY", "k")],
+            &Overrides::default(),
+        );
+        assert!(s.locked.is_empty(), "{:?}", s.locked);
+    }
+
+    #[test]
+    fn site_entries_are_normalised_or_refused_with_a_reason() {
+        for (entry, want) in [
+            ("Example.COM", "example.com"),
+            (" shop.example/ ", "shop.example"),
+            ("*.Bank.example", "*.bank.example"),
+            ("localhost", "localhost"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("bücher.example", "xn--bcher-kva.example"),
+            ("https://X.example/", "https://x.example"),
+            ("https://x.example:443", "https://x.example"),
+            ("http://localhost:8080", "http://localhost:8080"),
+            ("http://[::1]:8080", "http://[::1]:8080"),
+        ] {
+            assert_eq!(normalize_site(entry).as_deref(), Ok(want), "{entry}");
+        }
+        for (entry, why) in [
+            ("", "empty"),
+            ("exa mple.com", "not a host name"),
+            ("junk!!", "not a host name"),
+            ("-bad.example", "not a host name"),
+            ("a..b", "not a host name"),
+            ("*", "`*` may only begin"),
+            ("*.*.example", "`*` may only begin"),
+            ("shop.*.example", "`*` may only begin"),
+            ("example.com/path", "without a path"),
+            ("localhost:8080", "no port"),
+            ("*.127.0.0.1", "not an IP address"),
+            ("123", "not a host name"),
+            ("ftp://files.example", "only http and https"),
+            ("https://x.example/admin", "without a path"),
+            ("https://u:p@x.example", "user name"),
+            ("https://", "not a web address"),
+        ] {
+            let got = normalize_site(entry).unwrap_err();
+            assert!(got.contains(why), "{entry}: {got}");
+        }
     }
 }

@@ -1,37 +1,23 @@
 //! `errand doctor`: is everything in place? One line per check.
+//!
+//! The model check ([`model_checks`]) runs on any [`Settings`]: the side
+//! panel's connection check (`test_connection`) uses it with the live
+//! settings.
 
 use std::time::Duration;
 
-use crate::config::{Overrides, Settings, mask_key};
+pub use errand_protocol::{CheckLevel as Level, CheckLine as Check};
+
+use crate::config::{ProviderKind, Settings, mask_key};
 use crate::install::{self, Browser, Registration};
-use crate::llm::{OpenAiCompatible, Probe};
+use crate::llm::{self, ChatMessage, LlmError, OpenAiCompatible, Probe};
 use crate::store::{SCHEMA_VERSION, Store};
 
-/// How a check went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    /// Fine.
-    Ok,
-    /// For information.
-    Info,
-    /// Worth fixing; Errand still works.
-    Warn,
-    /// Errand cannot work until this is fixed.
-    Problem,
-}
+/// The longest the `GET /models` part of the check waits.
+const LIST_MODELS_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One line of the report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    pub level: Level,
-    pub subject: String,
-    pub detail: String,
-}
-
-impl Check {
-    fn new(level: Level, subject: impl Into<String>, detail: impl Into<String>) -> Check {
-        Check { level, subject: subject.into(), detail: detail.into() }
-    }
+fn check(level: Level, subject: impl Into<String>, detail: impl Into<String>) -> Check {
+    Check { level, subject: subject.into(), detail: detail.into() }
 }
 
 /// The whole report.
@@ -43,16 +29,21 @@ pub struct Report {
 impl Report {
     /// Whether something essential is broken (the command then exits 1).
     pub fn has_problems(&self) -> bool {
-        self.checks.iter().any(|c| c.level == Level::Problem)
+        has_problems(&self.checks)
     }
 
     fn push(&mut self, level: Level, subject: impl Into<String>, detail: impl Into<String>) {
-        self.checks.push(Check::new(level, subject, detail));
+        self.checks.push(check(level, subject, detail));
     }
 }
 
+/// Whether any line is a problem.
+pub fn has_problems(checks: &[Check]) -> bool {
+    checks.iter().any(|c| c.level == Level::Problem)
+}
+
 /// Runs every check.
-pub async fn run(flags: &Overrides) -> Report {
+pub async fn run(flags: &crate::config::Overrides) -> Report {
     let mut r = Report::default();
     match install::own_path() {
         Ok(p) => r.push(
@@ -73,7 +64,7 @@ pub async fn run(flags: &Overrides) -> Report {
     };
     config(&mut r, &settings);
     database(&mut r, &settings);
-    model(&mut r, &settings).await;
+    r.checks.extend(model_checks(&settings).await);
     r
 }
 
@@ -127,17 +118,49 @@ fn config(r: &mut Report, s: &Settings) {
     } else {
         r.push(Level::Info, "config file", format!("{} (absent: defaults apply)", file.display()));
     }
-    r.push(Level::Info, "model server", format!("{} ({})", s.base_url, s.base_url_source));
-    r.push(Level::Info, "model", format!("{} ({})", s.model, s.model_source));
-    let key = match &s.api_key {
-        Some(k) => format!("{} ({})", mask_key(k), s.api_key_source),
-        None => "none".to_owned(),
-    };
-    r.push(Level::Info, "api key", key);
+    if !s.locked.is_empty() {
+        r.push(
+            Level::Info,
+            "fixed settings",
+            format!(
+                "{} (set by the environment or the command line: the side panel cannot change them)",
+                s.locked.join(", ")
+            ),
+        );
+    }
     r.push(
         Level::Info,
         "limits",
-        format!("{} steps, {} s per model call", s.max_steps, s.timeout.as_secs()),
+        format!(
+            "{} steps, {} s per model call, tokens: {}, cost: {}",
+            s.max_steps,
+            s.timeout.as_secs(),
+            s.max_tokens.map_or("no limit".to_owned(), |n| n.to_string()),
+            s.max_cost_usd.map_or("no limit".to_owned(), |c| format!("${c:.2}")),
+        ),
+    );
+    let on = |b: bool| if b { "on" } else { "off" };
+    r.push(
+        Level::Info,
+        "agent",
+        format!(
+            "vision {}, marks {}, planner {}, validate {}",
+            on(s.vision),
+            on(s.marks),
+            on(s.planner),
+            on(s.validate)
+        ),
+    );
+    let list = |l: &[String]| if l.is_empty() { "—".to_owned() } else { l.join(", ") };
+    r.push(
+        Level::Info,
+        "sites",
+        format!(
+            "allow: {}; deny: {}; ask first: {}",
+            list(&s.sites.allow),
+            list(&s.sites.deny),
+            list(&s.sites.ask_first)
+        ),
     );
 }
 
@@ -153,40 +176,168 @@ fn database(r: &mut Report, s: &Settings) {
     }
 }
 
-async fn model(r: &mut Report, s: &Settings) {
-    if s.provider != crate::config::ProviderKind::OpenAi {
-        // Anthropic and Gemini: the smallest real call.
-        let provider = crate::llm::build(s);
-        let cancel = tokio_util::sync::CancellationToken::new();
-        let msgs = [crate::llm::ChatMessage::user("Say OK.")];
-        match provider.complete(&msgs, &cancel).await {
-            Ok(_) => r.push(
-                Level::Ok,
-                "model answers",
-                format!("{} ({}) answered a test call", s.model, s.provider.name()),
-            ),
-            Err(e) => r.push(Level::Problem, "model answers", e.to_string()),
+/// Checks the model with `s`: does the server answer, is the key accepted,
+/// does the model exist. Three lines, `model server`, `api key` and
+/// `model`, each saying where its setting came from. Never takes longer
+/// than the settings' timeout (`timeout_secs`): a server that does not
+/// answer by then is a problem line. No retries.
+pub async fn model_checks(s: &Settings) -> Vec<Check> {
+    let probed = match tokio::time::timeout(s.timeout, probe(s)).await {
+        Ok(result) => result,
+        Err(_) => {
+            Err(LlmError::Timeout { base_url: s.base_url.clone(), secs: s.timeout.as_secs() })
         }
-        return;
+    };
+    verdict(s, probed)
+}
+
+/// Asks the server: OpenAI-compatible servers are asked for their model
+/// list (else a one-token call); Anthropic and Gemini get the smallest
+/// real call.
+async fn probe(s: &Settings) -> Result<Probe, LlmError> {
+    if s.provider == ProviderKind::OpenAi {
+        return OpenAiCompatible::new(s).probe(LIST_MODELS_TIMEOUT.min(s.timeout)).await;
     }
-    let provider = OpenAiCompatible::new(s);
-    match provider.probe(Duration::from_secs(5)).await {
+    let mut once = s.clone();
+    once.max_retries = 0;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    llm::build(&once).complete(&[ChatMessage::user("Say OK.")], &cancel).await?;
+    Ok(Probe::Answered)
+}
+
+/// What the server's answer says about the server, the key and the model.
+fn verdict(s: &Settings, probed: Result<Probe, LlmError>) -> Vec<Check> {
+    let server = format!("{} ({}, {})", s.base_url, s.provider.name(), s.base_url_source);
+    let model = format!("{} ({})", s.model, s.model_source);
+    let key = match &s.api_key {
+        Some(k) => format!("{} ({})", mask_key(k), s.api_key_source),
+        None => "none".to_owned(),
+    };
+    let key_fine = || match s.api_key {
+        Some(_) => check(Level::Ok, "api key", format!("{key}: accepted")),
+        None => check(Level::Info, "api key", "none (the server asked for none)"),
+    };
+    let answers = || check(Level::Ok, "model server", format!("{server}: answers"));
+    let unchecked = |subject: &str, what: &str| {
+        check(Level::Info, subject, format!("{what}: not checked (see the line above)"))
+    };
+    match probed {
         Ok(Probe::Listed) => {
-            r.push(Level::Ok, "model answers", format!("{} lists {}", s.base_url, s.model))
+            vec![answers(), key_fine(), check(Level::Ok, "model", format!("{model}: listed"))]
         }
-        Ok(Probe::Answered) => {
-            r.push(Level::Ok, "model answers", format!("{} answered a test call", s.model))
-        }
-        Ok(Probe::NotListed(ids)) => r.push(
-            Level::Problem,
-            "model answers",
-            format!(
-                "the server answers but does not list `{}`; it has: {}. To use another model: {}",
-                s.model,
-                ids.join(", "),
-                s.how_to_configure()
+        Ok(Probe::Answered) => vec![
+            answers(),
+            key_fine(),
+            check(Level::Ok, "model", format!("{model}: answered a test call")),
+        ],
+        Ok(Probe::NotListed(ids)) => vec![
+            answers(),
+            key_fine(),
+            check(
+                Level::Problem,
+                "model",
+                format!(
+                    "the server does not list `{}`; it has: {}. To use another model: {}",
+                    s.model,
+                    ids.join(", "),
+                    s.how_to_configure()
+                ),
             ),
-        ),
-        Err(e) => r.push(Level::Problem, "model answers", e.to_string()),
+        ],
+        Err(LlmError::GaveUp { last, .. }) => verdict(s, Err(*last)),
+        Err(e @ (LlmError::Unreachable { .. } | LlmError::Timeout { .. })) => vec![
+            check(Level::Problem, "model server", e.to_string()),
+            unchecked("api key", &key),
+            unchecked("model", &model),
+        ],
+        Err(e @ LlmError::BadKey { .. }) => vec![
+            answers(),
+            check(Level::Problem, "api key", format!("{key}: {e}")),
+            unchecked("model", &model),
+        ],
+        Err(e @ LlmError::NotFound { .. }) => {
+            vec![answers(), key_fine(), check(Level::Problem, "model", e.to_string())]
+        }
+        Err(e @ LlmError::RateLimited { .. }) => vec![
+            answers(),
+            key_fine(),
+            check(Level::Warn, "model", format!("{model}: {e}; try again in a while")),
+        ],
+        Err(e) => vec![
+            check(Level::Problem, "model server", format!("{server}: {e}")),
+            unchecked("api key", &key),
+            unchecked("model", &model),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+
+    fn settings(base_url: &str, timeout_secs: u64) -> Settings {
+        let flags = Overrides {
+            base_url: Some(base_url.into()),
+            api_key: Some("sk-test-0123456789abcd".into()),
+            timeout_secs: Some(timeout_secs),
+            ..Default::default()
+        };
+        Settings::resolve(Default::default(), &|_| None, &flags, "/c".into(), "/d".into()).unwrap()
+    }
+
+    fn levels(checks: &[Check]) -> Vec<(&str, Level)> {
+        checks.iter().map(|c| (c.subject.as_str(), c.level)).collect()
+    }
+
+    #[tokio::test]
+    async fn a_dead_server_is_a_problem_at_once() {
+        let checks = model_checks(&settings("http://127.0.0.1:9/v1", 30)).await;
+        assert_eq!(levels(&checks)[0], ("model server", Level::Problem), "{checks:?}");
+        assert!(has_problems(&checks));
+        assert!(!format!("{checks:?}").contains("0123456789"), "the key is masked");
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_is_a_problem_within_the_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accepts connections and never answers.
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((sock, _)) = listener.accept().await {
+                open.push(sock);
+            }
+        });
+        let started = std::time::Instant::now();
+        let checks = model_checks(&settings(&format!("http://{addr}/v1"), 1)).await;
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        assert_eq!(levels(&checks)[0], ("model server", Level::Problem), "{checks:?}");
+        assert!(checks[0].detail.contains("did not answer within 1 s"), "{checks:?}");
+        held.abort();
+    }
+
+    #[test]
+    fn each_answer_names_what_is_wrong() {
+        let s = settings("http://x.test/v1", 5);
+        let bad_key = verdict(&s, Err(LlmError::BadKey { status: 401, excerpt: "no".into() }));
+        assert_eq!(
+            levels(&bad_key),
+            [("model server", Level::Ok), ("api key", Level::Problem), ("model", Level::Info)]
+        );
+        let unlisted = verdict(&s, Ok(Probe::NotListed(vec!["a".into(), "b".into()])));
+        assert_eq!(unlisted[2].level, Level::Problem);
+        assert!(unlisted[2].detail.contains("it has: a, b"), "{unlisted:?}");
+        let fine = verdict(&s, Ok(Probe::Listed));
+        assert!(!has_problems(&fine), "{fine:?}");
+        assert!(fine[0].detail.contains("http://x.test/v1 (openai, command line)"), "{fine:?}");
+        let gave_up = verdict(
+            &s,
+            Err(LlmError::GaveUp {
+                attempts: 2,
+                last: Box::new(LlmError::RateLimited { excerpt: "slow".into(), retry_after: None }),
+            }),
+        );
+        assert_eq!(gave_up[2].level, Level::Warn);
     }
 }

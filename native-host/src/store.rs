@@ -441,6 +441,45 @@ impl Store {
         Ok(rows)
     }
 
+    /// Past tasks, newest first, at most `limit`. With a `query`, only
+    /// those whose task text or answer holds every word of it (a substring,
+    /// ignoring ASCII case; `%`, `_`, quotes and FTS operators are plain
+    /// characters). Unlike [`Store::recall`] (the FTS5 index of *successful*
+    /// tasks, for the model) this searches every task.
+    pub fn search_tasks(
+        &self,
+        query: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        let words: Vec<String> = query
+            .unwrap_or("")
+            .split_whitespace()
+            .take(MAX_SEARCH_WORDS)
+            .map(|w| format!("%{}%", like_escape(w)))
+            .collect();
+        let filter: Vec<String> = (1..=words.len())
+            .map(|i| {
+                format!("(task LIKE ?{i} ESCAPE '\\' OR IFNULL(answer, '') LIKE ?{i} ESCAPE '\\')")
+            })
+            .collect();
+        let where_clause = if filter.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", filter.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT id, task, url, tab_id, status, answer, error, steps, tokens_in,
+                    tokens_out, host_pid, started_at, ended_at, cost_usd
+             FROM tasks {where_clause} ORDER BY started_at DESC, rowid DESC LIMIT {limit}"
+        );
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(words.iter()), task_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// A task's steps, in order.
     pub fn steps(&self, task_id: &str) -> Result<Vec<StepRow>, StoreError> {
         let conn = self.conn();
@@ -520,6 +559,21 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> {
         ended_at: r.get(12)?,
         cost_usd: r.get(13)?,
     })
+}
+
+/// The most words of a history search that are used.
+const MAX_SEARCH_WORDS: usize = 16;
+
+/// `text` with `LIKE`'s wildcards (and the escape character) escaped by `\`.
+fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn clamp_i64(v: u64) -> i64 {
@@ -652,6 +706,44 @@ mod tests {
         assert_eq!(store.recall("plate", None, 5).unwrap().len(), 1);
         assert!(store.recall("\"; DROP", None, 5).unwrap().is_empty());
         assert_eq!(site_of("https://u@Shop.example:8443/x"), "shop.example");
+    }
+
+    #[test]
+    fn searches_every_task_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in(dir.path()).unwrap();
+        for (id, task) in [
+            ("a", "Order a blue mug"),
+            ("b", "Find 100% cotton shirts"),
+            ("c", "Order a red plate"),
+            ("d", "snake_case AND \"quotes\" (NEAR"),
+        ] {
+            store.create_task(id, task, None, None).unwrap();
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        store
+            .finish_task(
+                "c",
+                &Outcome::Done { answer: "Plate ordered: MUG-less".into(), success: false },
+            )
+            .unwrap();
+        store.finish_task("a", &Outcome::Failed { error: "no mugs".into() }).unwrap();
+        let ids = |q: Option<&str>, limit| {
+            store.search_tasks(q, limit).unwrap().into_iter().map(|t| t.id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(None, 10), ["d", "c", "b", "a"]);
+        assert_eq!(ids(None, 2), ["d", "c"]);
+        // Task text or answer, every word, any case.
+        assert_eq!(ids(Some("mug"), 10), ["c", "a"]);
+        assert_eq!(ids(Some("ORDER mug"), 10), ["c", "a"]);
+        assert_eq!(ids(Some("order blue"), 10), ["a"]);
+        // Wildcards and FTS syntax are plain text.
+        assert_eq!(ids(Some("100%"), 10), ["b"]);
+        assert_eq!(ids(Some("%"), 10), ["b"]);
+        assert_eq!(ids(Some("e_c"), 10), ["d"]);
+        assert_eq!(ids(Some("\"quotes\" (NEAR"), 10), ["d"]);
+        assert!(ids(Some("\\"), 10).is_empty());
+        assert_eq!(ids(Some("   "), 10).len(), 4);
     }
 
     #[test]
