@@ -5,11 +5,12 @@
 // Every message is built and checked by the Rust protocol crate
 // (`envelope`, `check`); no message shape is written here.
 import init, { envelope, check } from './pkg/wasm/errand_page.js';
+import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
 
 const HOST = 'errand.host';
 const INSTALL_HINT =
-  'Errand\'s native host is not installed or failed to start. Run the install command from ' +
-  'Errand\'s README (it runs `errand install`), then reopen this panel.';
+  'Errand\'s native host is not installed or failed to start. In the Errand folder, run ' +
+  'scripts/install.sh (it runs `errand install`), then reopen this panel.';
 const LOAD_TIMEOUT_MS = 30000;
 
 const crate = init({ module_or_path: new URL('./pkg/wasm/errand_page_bg.wasm', import.meta.url) });
@@ -18,9 +19,27 @@ let nextId = Math.floor(Math.random() * 2 ** 40);
 let host = null; // the native port
 let hostError = null; // why the host is unavailable
 let retryMs = 1000;
+let retryTimer = null;
 const panels = new Set();
 
+// The toolbar button and its keyboard shortcut (`_execute_action`) open the panel.
 chrome.sidePanel?.setPanelBehavior?.({ openPanelOnActionClick: true }).catch(() => {});
+
+// Right-click on a form field: "Fill this form with Errand" opens the panel
+// for that tab and leaves it the task to start (the panel takes it from
+// chrome.storage.session).
+chrome.runtime.onInstalled.addListener(() => {
+  chrome.contextMenus?.create(
+    { id: MENU_FILL, title: 'Fill this form with Errand', contexts: ['editable'] },
+    () => void chrome.runtime.lastError,
+  );
+});
+chrome.contextMenus?.onClicked.addListener((info, tab) => {
+  if (info.menuItemId !== MENU_FILL || tab?.id == null) return;
+  // sidePanel.open must run in the click's user gesture: call it first.
+  chrome.sidePanel.open({ tabId: tab.id }).catch((e) => console.error('errand: cannot open the panel:', e));
+  chrome.storage.session.set({ [PENDING_KEY]: { tabId: tab.id, task: FILL_TASK, at: Date.now() } });
+});
 
 /** Builds an envelope through the protocol crate; returns it as an object. */
 async function make(kind, fields = {}, re = undefined) {
@@ -55,7 +74,11 @@ function connectHost() {
 function hostDown(why) {
   hostError = why;
   broadcastHostDown();
-  setTimeout(connectHost, retryMs);
+  clearTimeout(retryTimer);
+  retryTimer = setTimeout(() => {
+    retryTimer = null;
+    connectHost();
+  }, retryMs);
   retryMs = Math.min(retryMs * 2, 30000);
 }
 
@@ -288,7 +311,12 @@ async function loaded(tabId) {
 
 // ---- the side panels ----
 
-const PANEL_KINDS = new Set(['start_task', 'stop_task', 'get_status', 'answer', 'follow_up']);
+const PANEL_KINDS = new Set([
+  'start_task', 'stop_task', 'get_status', 'answer', 'follow_up',
+  'pause_task', 'resume_task', 'approve',
+  'list_tasks', 'get_task', 'get_settings', 'save_settings', 'test_connection',
+  'get_profile', 'set_fact', 'set_secret', 'forget',
+]);
 
 chrome.runtime.onConnect.addListener((port) => {
   if (port.name !== 'panel' || port.sender?.id !== chrome.runtime.id || port.sender?.tab?.url?.startsWith('http')) {
@@ -309,6 +337,12 @@ chrome.runtime.onConnect.addListener((port) => {
     if (!PANEL_KINDS.has(msg.kind)) {
       port.postMessage(await errorTo(msg.id, 'not_allowed', `a side panel may not send \`${msg.kind}\``));
       return;
+    }
+    if (!host && msg.kind === 'get_status' && retryTimer) {
+      // The user asked again (the panel's "Try again"): do not wait for the backoff.
+      clearTimeout(retryTimer);
+      retryTimer = null;
+      connectHost();
     }
     if (!host) {
       port.postMessage(await errorTo(msg.id, 'host_unavailable', `${INSTALL_HINT} (${hostError ?? 'not connected'})`));

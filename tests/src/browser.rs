@@ -50,6 +50,13 @@ pub struct LaunchOptions {
     pub startup_timeout: Duration,
     /// The unpacked extension to load; the repository root when `None`.
     pub extension_dir: Option<PathBuf>,
+    /// How the host learns about the model (the environment by default).
+    pub model_setup: ModelSetup,
+    /// More TOML appended to `<config>/config.toml` (e.g. a `[sites]` table).
+    pub config_extra: String,
+    /// Register the host in the profile (the default). `false`: the
+    /// browser starts as for a user who has not installed the host.
+    pub register_host: bool,
 }
 
 impl LaunchOptions {
@@ -63,8 +70,43 @@ impl LaunchOptions {
             args: Vec::new(),
             startup_timeout: Duration::from_secs(20),
             extension_dir: None,
+            model_setup: ModelSetup::Env,
+            config_extra: String::new(),
+            register_host: true,
         }
     }
+}
+
+/// Where the host finds the model's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ModelSetup {
+    /// `ERRAND_BASE_URL`, `ERRAND_MODEL`, `ERRAND_API_KEY` on Chromium's
+    /// command (the host inherits them). They win over the config file and
+    /// lock those settings.
+    #[default]
+    Env,
+    /// `[model]` `base_url`, `model`, `api_key` in `<config>/config.toml`,
+    /// none of those variables set: settings saved from the side panel
+    /// take effect.
+    ConfigFile,
+    /// No model configured at all, as on a first run (the host falls back
+    /// to a local Ollama).
+    Unconfigured,
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A running Chromium with Errand loaded. Killed on drop.
@@ -161,8 +203,23 @@ impl TestBrowser {
         for d in [&profile, &data, &config] {
             std::fs::create_dir_all(d)?;
         }
-        errand_host::browser::register_in_profile(&profile, &host)
-            .context("registering the host in the profile")?;
+        if opts.register_host {
+            errand_host::browser::register_in_profile(&profile, &host)
+                .context("registering the host in the profile")?;
+        }
+        let mut config_toml = String::new();
+        if opts.model_setup == ModelSetup::ConfigFile {
+            config_toml.push_str(&format!(
+                "[model]\nbase_url = {}\nmodel = {}\napi_key = \"test-key\"\n",
+                toml_string(&opts.model_base_url),
+                toml_string(&opts.model)
+            ));
+        }
+        config_toml.push_str(&opts.config_extra);
+        if !config_toml.is_empty() {
+            std::fs::write(config.join("config.toml"), config_toml)
+                .context("writing config.toml")?;
+        }
 
         let log = File::create(dir.join("chromium.log"))?;
         let mut cmd =
@@ -171,10 +228,18 @@ impl TestBrowser {
             .args(&opts.args)
             .arg("about:blank")
             .env("ERRAND_DATA_DIR", &data)
-            .env("ERRAND_CONFIG_DIR", &config)
-            .env("ERRAND_BASE_URL", &opts.model_base_url)
-            .env("ERRAND_MODEL", &opts.model)
-            .env("ERRAND_API_KEY", "test-key")
+            .env("ERRAND_CONFIG_DIR", &config);
+        if opts.model_setup == ModelSetup::Env {
+            cmd.env("ERRAND_BASE_URL", &opts.model_base_url)
+                .env("ERRAND_MODEL", &opts.model)
+                .env("ERRAND_API_KEY", "test-key");
+        } else {
+            cmd.env_remove("ERRAND_BASE_URL")
+                .env_remove("ERRAND_MODEL")
+                .env_remove("ERRAND_API_KEY")
+                .env_remove("ERRAND_PROVIDER");
+        }
+        cmd
             // The host logs to <data>/errand.log and to stderr (Chromium's log),
             // there without colours.
             .env("NO_COLOR", "1")

@@ -9,6 +9,7 @@
 //! ordinary tab with `?tab=<chrome tab id>`, which the panel honours. The
 //! returned [`Panel::how`] says which one it got.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -148,48 +149,228 @@ pub fn chrome_tab_id(browser: &TestBrowser, tab: &Page) -> Result<i64> {
     }
 }
 
+/// The states of `#status` in which a task has ended.
+pub const ENDED: &[&str] = &["done", "stopped", "failed", "step_limit", "interrupted", "error"];
+
 impl Panel {
-    /// What the panel shows: host and task state, steps, answer.
+    /// What the panel shows: host and task state, the current turn's steps
+    /// and answer, which controls are enabled.
     pub fn view(&self) -> Result<serde_json::Value> {
         self.page.eval(
-            "(() => { const q = (s) => document.querySelector(s); return {
+            "(() => { const q = (s) => document.querySelector(s);
+                const turn = [...document.querySelectorAll('#thread .turn')].pop();
+                return {
                 host: q('#host')?.dataset.state, host_text: q('#host')?.textContent,
                 status: q('#status')?.dataset.state, status_text: q('#status')?.textContent,
-                steps: document.querySelectorAll('#steps li.step').length,
-                steps_text: q('#steps')?.innerText ?? '',
-                answer: q('#answer')?.textContent ?? '',
+                steps: turn ? turn.querySelectorAll('li.step').length : 0,
+                steps_text: turn?.querySelector('.steps')?.innerText ?? '',
+                answer: turn?.querySelector('.answer-text')?.textContent ?? '',
+                problem: turn?.querySelector('.problem')?.innerText ?? '',
+                meter: q('#meter')?.textContent ?? '',
                 run_disabled: q('#run')?.disabled, stop_disabled: q('#stop')?.disabled,
+                pause_hidden: q('#pause')?.hidden, resume_hidden: q('#resume')?.hidden,
+                followup: !q('#followup')?.hidden,
+                tab: document.body.dataset.tab,
             }; })()",
         )
     }
 
-    /// Waits until the panel is connected to the host, types `task` into
-    /// `#task` and clicks `#run`, as a user does.
-    pub fn start_task(&self, task: &str) -> Result<()> {
+    /// Waits until the panel is connected to the host.
+    pub fn wait_connected(&self) -> Result<()> {
         if let Err(e) = self.page.wait_for(
             "document.querySelector('#host')?.dataset.state === 'connected'",
             Duration::from_secs(15),
         ) {
             bail!("the panel never connected to the host: {e:#}\npanel: {}", self.view()?);
         }
-        self.page.eval(&format!(
-            "(() => {{ const t = document.querySelector('#task'); t.value = {task};
-               t.dispatchEvent(new Event('input', {{bubbles: true}}));
-               document.querySelector('#run').click(); return true; }})()",
-            task = json!(task)
-        ))?;
         Ok(())
     }
 
-    /// Waits until `#status` leaves `idle`/`running`; returns [`Panel::view`].
+    /// Waits until the panel is connected to the host, types `task` into
+    /// `#task` and clicks `#run`, as a user does.
+    pub fn start_task(&self, task: &str) -> Result<()> {
+        self.wait_connected()?;
+        self.page.wait_for("!document.querySelector('#run').disabled", Duration::from_secs(5))
+            .with_context(|| format!("#run stays disabled; panel: {}", self.view().unwrap_or_default()))?;
+        self.fill("#task", task)?;
+        self.click("#run")
+    }
+
+    /// Waits until `#status` says the task ended (one of [`ENDED`]);
+    /// returns [`Panel::view`].
     pub fn wait_finished(&self, timeout: Duration) -> Result<serde_json::Value> {
         let settled = self.page.wait_for(
-            "(() => { const s = document.querySelector('#status')?.dataset.state;
-                      return s && s !== 'idle' && s !== 'running'; })()",
+            &format!(
+                "{}.includes(document.querySelector('#status')?.dataset.state)",
+                json!(ENDED)
+            ),
             timeout,
         );
         let view = self.view()?;
         settled.with_context(|| format!("the task did not finish; panel: {view:#}"))?;
         Ok(view)
     }
+
+    /// Waits until `#status` is in `state` (`running`, `waiting`, `paused`…).
+    pub fn wait_status(&self, state: &str, timeout: Duration) -> Result<serde_json::Value> {
+        let reached = self.page.wait_for(
+            &format!("document.querySelector('#status')?.dataset.state === {}", json!(state)),
+            timeout,
+        );
+        let view = self.view()?;
+        reached.with_context(|| format!("the panel's status never became {state:?}; panel: {view:#}"))?;
+        Ok(view)
+    }
+
+    /// Waits until the element `selector` exists and is visible.
+    pub fn wait_visible(&self, selector: &str, timeout: Duration) -> Result<()> {
+        let shown = self.page.wait_for(
+            &format!(
+                "(() => {{ const e = document.querySelector({s}); return !!e && !e.closest('[hidden]') && e.getClientRects().length > 0; }})()",
+                s = json!(selector)
+            ),
+            timeout,
+        );
+        shown.with_context(|| {
+            format!("{selector} never showed; panel: {}", self.view().unwrap_or_default())
+        })?;
+        Ok(())
+    }
+
+    /// The `innerText` of `selector` ("" when absent).
+    pub fn text(&self, selector: &str) -> Result<String> {
+        let v = self.page.eval(&format!(
+            "document.querySelector({s})?.innerText ?? ''",
+            s = json!(selector)
+        ))?;
+        Ok(v.as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Waits until the `innerText` of `selector` contains `needle`.
+    pub fn wait_text(&self, selector: &str, needle: &str, timeout: Duration) -> Result<String> {
+        let found = self.page.wait_for(
+            &format!(
+                "(document.querySelector({s})?.innerText ?? '').includes({n})",
+                s = json!(selector),
+                n = json!(needle)
+            ),
+            timeout,
+        );
+        let text = self.text(selector)?;
+        found.with_context(|| format!("{selector} never said {needle:?}; it says {text:?}"))?;
+        Ok(text)
+    }
+
+    /// Clicks the element `selector`, as a user does (it must exist, be
+    /// visible and enabled).
+    pub fn click(&self, selector: &str) -> Result<()> {
+        let r = self.page.eval(&format!(
+            "(() => {{ const e = document.querySelector({s});
+                if (!e) return 'missing';
+                if (e.disabled) return 'disabled';
+                if (e.closest('[hidden]') || !e.getClientRects().length) return 'hidden';
+                e.focus(); e.click(); return 'ok'; }})()",
+            s = json!(selector)
+        ))?;
+        if r != "ok" {
+            bail!("cannot click {selector}: it is {r}; panel: {}", self.view()?);
+        }
+        Ok(())
+    }
+
+    /// Types `value` into the field `selector` (sets it and fires `input`
+    /// and `change`, as typing does).
+    pub fn fill(&self, selector: &str, value: &str) -> Result<()> {
+        let r = self.page.eval(&format!(
+            "(() => {{ const e = document.querySelector({s});
+                if (!e) return 'missing';
+                if (e.disabled) return 'disabled';
+                e.focus(); e.value = {v};
+                e.dispatchEvent(new Event('input', {{bubbles: true}}));
+                e.dispatchEvent(new Event('change', {{bubbles: true}}));
+                return 'ok'; }})()",
+            s = json!(selector),
+            v = json!(value)
+        ))?;
+        if r != "ok" {
+            bail!("cannot fill {selector}: it is {r}");
+        }
+        Ok(())
+    }
+
+    /// Switches to the tab `name` (`task`, `history`, `settings`, `profile`).
+    pub fn open_tab(&self, name: &str) -> Result<()> {
+        self.click(&format!("#tab-{name}"))?;
+        self.page.wait_for(
+            &format!("!document.querySelector('#view-{name}').hidden"),
+            Duration::from_secs(2),
+        )?;
+        Ok(())
+    }
+
+    /// Takes PNG screenshots of the panel in light and dark mode, `width`
+    /// CSS pixels wide, into `target/panel-shots/<name>-light.png` and
+    /// `<name>-dark.png`; returns their paths.
+    pub fn screenshots(&self, name: &str, width: u32) -> Result<Vec<PathBuf>> {
+        let dir = shots_dir();
+        std::fs::create_dir_all(&dir)?;
+        self.page.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": 720, "deviceScaleFactor": 1, "mobile": false}),
+        )?;
+        let mut paths = Vec::new();
+        for scheme in ["light", "dark"] {
+            self.page.call(
+                "Emulation.setEmulatedMedia",
+                json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+            )?;
+            // Let the page lay out and paint in the new scheme.
+            self.page.eval(
+                "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))",
+            )?;
+            let shot = self.page.call("Page.captureScreenshot", json!({"format": "png"}))?;
+            let data = shot["data"].as_str().context("Page.captureScreenshot returned no data")?;
+            let path = dir.join(format!("{name}-{scheme}.png"));
+            std::fs::write(&path, base64_decode(data)?)?;
+            paths.push(path);
+        }
+        self.page.call("Emulation.setEmulatedMedia", json!({"features": []}))?;
+        self.page.call("Emulation.clearDeviceMetricsOverride", json!({}))?;
+        eprintln!("screenshots: {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        Ok(paths)
+    }
+}
+
+/// Where the panel screenshots go: `<target dir>/panel-shots/`.
+pub fn shots_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::browser::repo_root().join("target"));
+    target.join("panel-shots")
+}
+
+/// Standard base64 (what DevTools sends) to bytes.
+fn base64_decode(text: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' | b'\n' | b'\r' => continue,
+            _ => bail!("not base64: {:?}", c as char),
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Ok(out)
 }
