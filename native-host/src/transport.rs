@@ -354,7 +354,7 @@ pub fn write_envelope<W: Write>(writer: &mut W, env: &Envelope) -> io::Result<()
         }
     };
     if texts.len() > 1 {
-        tracing::debug!(id = env.id, chunks = texts.len(), "sending a large message in chunks");
+        tracing::info!(id = env.id, chunks = texts.len(), "sending a large message in chunks");
     }
     for text in &texts {
         write_text(writer, text)?;
