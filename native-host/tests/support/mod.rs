@@ -467,3 +467,35 @@ async fn gemini(
         .into_response(),
     }
 }
+
+// ---- Side-panel requests (native-host/tests/panel_api.rs) ----
+
+impl HostProc {
+    /// Sends a frame holding `json` as it is (to send what `Body` cannot
+    /// express: wrong field types, missing fields); returns nothing, the
+    /// caller knows the id it wrote.
+    pub fn send_raw(&mut self, json: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(&errand_host::transport::raw_frame(json.as_bytes())).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message that answers request `id` (task events before it
+    /// are skipped; any other message is a test failure).
+    pub fn reply_to(&self, id: u64) -> Envelope {
+        loop {
+            let env = self.recv();
+            match &env.body {
+                _ if env.re == Some(id) => return env,
+                Body::TaskEvent { .. } => {}
+                other => panic!("expected the reply to {id}, got {other:?}"),
+            }
+        }
+    }
+
+    /// Sends a side-panel request and waits for its reply.
+    pub fn request(&mut self, body: Body) -> Envelope {
+        let id = self.send(body);
+        self.reply_to(id)
+    }
+}
