@@ -664,6 +664,7 @@ impl Walk {
         if tag == "a" {
             seen.href = attr(el, "href").and_then(|h| text::shown_href(&h, &self.origin));
         }
+        seen.target = navigation_target(el, tag, input_type.as_deref());
         let field = matches!(tag, "input" | "select" | "textarea");
         if field {
             seen.required = el.has_attribute("required");
@@ -739,6 +740,38 @@ fn read_select(el: &Element, seen: &mut Seen) {
 }
 
 /// The text of the elements named by `aria-labelledby`.
+/// Where activating `el` navigates: a link's resolved address; for a
+/// submit button (its `formaction`, else its form's `action`) or a text
+/// field whose Enter submits its form, the form's resolved address.
+fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Option<String> {
+    let form_action = |form: Option<web_sys::HtmlFormElement>| form.map(|f| f.action());
+    let url = match (tag, input_type) {
+        ("a", _) => {
+            el.has_attribute("href").then(|| el.unchecked_ref::<web_sys::HtmlAnchorElement>().href())
+        }
+        ("button", _) => {
+            let b = el.unchecked_ref::<web_sys::HtmlButtonElement>();
+            if b.type_() != "submit" {
+                None
+            } else if el.has_attribute("formaction") {
+                Some(b.form_action())
+            } else {
+                form_action(b.form())
+            }
+        }
+        ("input", Some("submit" | "image")) => {
+            let i = el.unchecked_ref::<HtmlInputElement>();
+            if el.has_attribute("formaction") { Some(i.form_action()) } else { form_action(i.form()) }
+        }
+        ("input", Some(t)) if !matches!(t, "checkbox" | "radio" | "file" | "button" | "reset" | "hidden" | "range" | "color") => {
+            form_action(el.unchecked_ref::<HtmlInputElement>().form())
+        }
+        _ => None,
+    }?;
+    let url = url.trim();
+    (url.starts_with("http://") || url.starts_with("https://")).then(|| url.to_owned())
+}
+
 fn labelled_by(el: &Element, ids: &str) -> Option<String> {
     let doc: Document = el.owner_document()?;
     let text: Vec<String> = ids

@@ -32,6 +32,8 @@ pub struct Seen {
     pub title: Option<String>,
     /// The raw `href` attribute of a link.
     pub href: Option<String>,
+    /// Where activating it navigates (resolved link or form address).
+    pub target: Option<String>,
     /// Current value of a form field; `None` for passwords.
     pub value: Option<String>,
     /// The label a person reads for a field (from `<label>` or `aria-labelledby`).
@@ -455,6 +457,13 @@ pub fn info(seen: &Seen) -> ElementInfo {
         .map(|s| collapse(s))
         .find(|s| !s.is_empty())
         .or_else(|| (!text.is_empty()).then_some(text))
+        // A button made of an input shows its value.
+        .or_else(|| {
+            matches!(seen.input_type.as_deref(), Some("submit" | "button" | "reset"))
+                .then(|| seen.value.as_deref().map(collapse))
+                .flatten()
+                .filter(|v| !v.is_empty())
+        })
         .or_else(|| seen.placeholder.clone())
         .or_else(|| seen.title.clone())
         .unwrap_or_default();
@@ -469,6 +478,7 @@ pub fn info(seen: &Seen) -> ElementInfo {
         rect: seen.rect,
         in_viewport: seen.in_viewport,
         disabled: seen.disabled,
+        target: seen.target.clone(),
     }
 }
 

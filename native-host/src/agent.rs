@@ -337,6 +337,22 @@ impl Agent<'_> {
         StepEnd::Next { ok: false, error: Some(error) }
     }
 
+    /// Why `action` may not run because it would navigate (a link, a
+    /// form's submission) to a page the site lists refuse, if it would.
+    fn leads_off_limits(&self, action: &Action, obs: &Observation) -> Option<String> {
+        let presses = match action {
+            Action::Click { .. } | Action::DblClick { .. } => true,
+            Action::Press { key, .. } => key.rsplit('+').next().is_some_and(|k| {
+                k.eq_ignore_ascii_case("enter") || k.eq_ignore_ascii_case("space") || k == " "
+            }),
+            _ => false,
+        };
+        let index = action.element().filter(|_| presses)?;
+        let target = obs.elements.iter().find(|e| e.index == index)?.target.as_deref()?;
+        let refused = self.sites().check(target).err()?;
+        Some(format!("not done: it would open {}: {refused}", prompt::cut(target, 120)))
+    }
+
     /// Asks the user to approve `action` when the host classes it as
     /// irreversible (or the site is one to ask first on). `None`: go on;
     /// `Some(detail)`: the user rejected it, or the task stopped.
@@ -451,7 +467,7 @@ impl Agent<'_> {
             let tab_id = self.tab.load(Ordering::SeqCst);
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
-                None => self.host.observe(tab_id, self.host.settings().marks).await,
+                None => self.host.observe(tab_id, marks_wanted(&self.host.settings())).await,
             };
             let end = match obs {
                 Ok(obs) if self.sites().check(&obs.url).is_err() => {
@@ -500,7 +516,7 @@ impl Agent<'_> {
                 Ok((tab.tab_id, tab.url, None))
             }
             (None, Some(tab_id)) => {
-                let obs = host.observe(tab_id, false).await?;
+                let obs = host.observe(tab_id, marks_wanted(&host.settings())).await?;
                 Ok((tab_id, obs.url.clone(), Some(obs)))
             }
             (None, None) => {
@@ -758,9 +774,12 @@ impl Agent<'_> {
                     ),
                     true,
                 ),
-                _ => match self.approval(action, obs).await {
+                _ => match self.leads_off_limits(action, obs) {
                     Some(refused) => (false, refused, true),
-                    None => self.run_action(tab_id, &obs.url, action, &mut finish).await,
+                    None => match self.approval(action, obs).await {
+                        Some(refused) => (false, refused, true),
+                        None => self.run_action(tab_id, &obs.url, action, &mut finish).await,
+                    },
                 },
             };
             records.push(ActionRecord { action: action.clone(), ok, detail });
@@ -911,6 +930,13 @@ impl Agent<'_> {
             ..Default::default()
         });
     }
+}
+
+/// Whether an observation draws the marks: when the settings ask, and
+/// always with vision on — the overlay is what blanks the secret fields in
+/// the screenshot taken after it.
+fn marks_wanted(settings: &crate::config::Settings) -> bool {
+    settings.marks || settings.vision
 }
 
 fn add_usage(asked: &mut Asked, completion: &Completion, cost: Option<f64>) {

@@ -279,3 +279,28 @@ fn a_prompt_injection_obeyed_by_the_model_changes_nothing_the_host_allows() {
     let db = std::fs::read(dir.path().join("data").join("errand.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains(SECRET), "the database holds the secret");
 }
+
+#[test]
+fn a_link_or_form_leading_to_a_denied_site_is_not_clicked() {
+    let click = r#"{"actions": [{"click": {"index": 1}}]}"#;
+    let enter = r#"{"actions": [{"press": {"key": "Enter", "index": 2}}]}"#;
+    let server =
+        ModelServer::start(vec![Reply::Answer(click), Reply::Answer(enter), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "[sites]\ndeny = [\"evil.example\"]\n");
+    {
+        let mut page = host.page.lock().unwrap();
+        page.elements[0].name = "Claim your prize".into();
+        page.elements[0].tag = "a".into();
+        page.elements[0].target = Some("https://evil.example/prize".into());
+        page.elements[1].target = Some("https://www.evil.example/collect".into());
+    }
+    host.start("Look around");
+    let bodies = host.serve_until(finished);
+    assert!(acted(&bodies).is_empty(), "{bodies:?}");
+    let seen = server.seen();
+    for (i, want) in [(1, "evil.example/prize"), (2, "www.evil.example/collect")] {
+        let prompt = seen[i].body["messages"][1]["content"].as_str().unwrap();
+        assert!(prompt.contains("not done: it would open") && prompt.contains(want), "{prompt}");
+    }
+}

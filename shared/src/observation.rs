@@ -44,6 +44,11 @@ pub struct ElementInfo {
     pub in_viewport: bool,
     #[serde(default)]
     pub disabled: bool,
+    /// Where activating it navigates: a link's address, or the address a
+    /// form is sent to by its submit button (or by Enter in its fields).
+    /// The host checks it against the site lists before a click.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// A rectangle in CSS pixels.

@@ -374,3 +374,30 @@ fn the_js_build_draws_the_marks_too() {
     let shot = tab.call("Page.captureScreenshot", json!({"format": "png"})).unwrap();
     let _ = shot;
 }
+
+#[test]
+fn links_and_forms_say_where_they_lead() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/targets.html");
+    let o = observe(&cs, false);
+    let target = |name: &str| {
+        o.elements
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("{name} not listed: {:?}", names(&o)))
+            .target
+            .clone()
+    };
+    let base = rig.fixtures.url("/");
+    let base = base.trim_end_matches('/');
+    assert_eq!(target("relative-link"), Some(format!("{base}/observe/next.html")));
+    assert_eq!(target("absolute-link").as_deref(), Some("https://elsewhere.example/offer?x=1"));
+    assert_eq!(target("script-link"), None, "script addresses are the page's own business");
+    for name in ["form-field", "default-submit", "input-submit"] {
+        assert_eq!(target(name).as_deref(), Some("https://collect.example/post"), "{name}");
+    }
+    assert_eq!(target("formaction-submit"), Some(format!("{base}/other")));
+    assert_eq!(target("plain-button"), None);
+    assert_eq!(target("form-checkbox"), None);
+    assert_eq!(target("actionless-field"), Some(format!("{base}/observe/targets.html")));
+}
