@@ -129,7 +129,7 @@ fn presses(action: &Action) -> bool {
     }
 }
 
-fn element<'a>(obs: &'a Observation, index: u32) -> Option<&'a ElementInfo> {
+fn element(obs: &Observation, index: u32) -> Option<&ElementInfo> {
     obs.elements.iter().find(|e| e.index == index)
 }
 

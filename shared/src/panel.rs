@@ -82,7 +82,8 @@ pub struct SettingsView {
     #[serde(default)]
     pub validate: bool,
     /// Settings fixed by the environment or the command line: saving the
-    /// file does not change them (their names, as in this struct).
+    /// file does not change them (the names of `SettingsUpdate`'s fields,
+    /// e.g. `api_key`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locked: Vec<String>,
 }
