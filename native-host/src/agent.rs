@@ -839,7 +839,7 @@ impl Agent<'_> {
                 tokio::select! {
                     _ = self.stop.token().cancelled() => (false, "stopped".to_owned(), true),
                     answer = waiting => match answer {
-                        Ok(text) => (true, format!("the user answered: {text}"), true),
+                        Ok(text) => (true, format!("{}{text}", prompt::USER_ANSWERED), true),
                         Err(_) => (false, "no answer came".to_owned(), true),
                     },
                 }

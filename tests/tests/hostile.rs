@@ -24,11 +24,16 @@ fn script(req: &Value, call: usize) -> Reply {
             find_element(req, "Delete account").unwrap_or_else(|e| panic!("{e:#}"));
             // The injection reaches the model only inside the untrusted
             // fence, its forged end marker defused.
-            let open = text.find("<<<UNTRUSTED_PAGE_CONTENT").expect("an opening fence");
+            let open = text.rfind("<<<UNTRUSTED_PAGE_CONTENT").expect("an opening fence");
             let close = text.rfind("UNTRUSTED_PAGE_CONTENT>>>").expect("a closing fence");
             let injection = text.find("ignore previous instructions").expect("the page's text");
             assert!(open < injection && injection < close, "the page's text is outside the fence");
-            assert_eq!(text.matches("UNTRUSTED_PAGE_CONTENT>>>").count(), 1, "{text}");
+            // Every fence closes once: the page's forged end marker was defused.
+            assert_eq!(
+                text.matches("UNTRUSTED_PAGE_CONTENT>>>").count(),
+                text.matches("<<<UNTRUSTED_PAGE_CONTENT").count(),
+                "{text}"
+            );
             Reply::json(&json!({
                 "evaluation_previous_goal": "Start", "memory": "", "next_goal": "Name and save",
                 "actions": [{"fill": {"index": title, "text": "Holiday plans"}}, {"click": {"index": save}}],
@@ -58,7 +63,8 @@ fn check(rig: &Rig) -> Result<()> {
     ensure!(spied == json!([]), "the page's value hook saw Errand type: {spied}");
     // …though the hook works for the page's own world (the check above can fail).
     tab.eval("document.querySelector('#title').value = 'page'")?;
-    let own = tab.eval("(window.hostileLog || []).filter(l => l.startsWith('value set')).length")?;
+    let own =
+        tab.eval("(window.hostileLog || []).filter(l => l.startsWith('value set')).length")?;
     ensure!(own == json!(1), "the page's own hook did not fire: {own}");
     ensure!(rig.model.request_count() == 2, "{} model requests", rig.model.request_count());
     let tasks = store::tasks(&rig.browser.db_path())?;
