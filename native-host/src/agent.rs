@@ -39,6 +39,8 @@ pub struct TaskSpec {
     pub max_steps: u32,
     /// For a follow-up: the earlier task and its answer, told to the model.
     pub context: Option<String>,
+    /// This task may only go to these sites (on top of the global lists).
+    pub allow_sites: Vec<String>,
 }
 
 /// Runs a task to its end: records the outcome, tells the host, and sends
@@ -313,7 +315,7 @@ impl Agent<'_> {
 
     /// The user's site lists, as the settings say now.
     fn sites(&self) -> SitePolicy {
-        SitePolicy::new(&self.host.settings().sites)
+        SitePolicy::new(&self.host.settings().sites).only(&self.spec.allow_sites)
     }
 
     /// The tab ended up on a page the site lists refuse (a link, a form, a

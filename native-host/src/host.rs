@@ -348,6 +348,7 @@ impl Host {
             url: url.map(str::to_owned),
             max_steps: self.settings().max_steps,
             context: None,
+            allow_sites: Vec::new(),
         };
         Ok(Prepared { spec, stop, pause })
     }
@@ -639,9 +640,10 @@ impl Host {
                 tracing::info!(%extension_version, "the extension said hello");
                 self.reply(id, Body::Welcome { host_version: HOST_VERSION.to_owned() }).await;
             }
-            Body::StartTask { task, tab_id, url } => {
+            Body::StartTask { task, tab_id, url, allow_sites } => {
                 match self.prepare_task(&task, tab_id, url.as_deref()) {
-                    Ok(prepared) => {
+                    Ok(mut prepared) => {
+                        prepared.spec.allow_sites = allow_sites;
                         let task_id = prepared.spec.id.clone();
                         self.reply(id, Body::TaskAccepted { task_id }).await;
                         self.launch(prepared);

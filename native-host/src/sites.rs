@@ -35,6 +35,8 @@ pub enum SiteRefusal {
          ([sites] allow in config.toml) to let Errand go there"
     )]
     NotAllowed { host: String },
+    #[error("this task may only use {allowed}, not {host}")]
+    NotForThisTask { host: String, allowed: String },
 }
 
 /// One list entry, read.
@@ -90,6 +92,8 @@ fn origin(url: &Url) -> Option<String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SitePolicy {
     allow: Vec<(String, Pattern)>,
+    /// One task's own allow list, on top of the user's lists.
+    task_allow: Vec<(String, Pattern)>,
     deny: Vec<(String, Pattern)>,
     ask_first: Vec<(String, Pattern)>,
 }
@@ -104,7 +108,15 @@ impl SitePolicy {
             allow: read(&sites.allow),
             deny: read(&sites.deny),
             ask_first: read(&sites.ask_first),
+            task_allow: Vec::new(),
         }
+    }
+
+    /// Restricts the policy further to `sites` (one task's own list; empty:
+    /// no further restriction).
+    pub fn only(mut self, sites: &[String]) -> SitePolicy {
+        self.task_allow = read(sites);
+        self
     }
 
     /// Whether Errand may open or act on `url`.
@@ -122,6 +134,10 @@ impl SitePolicy {
         }
         if !self.allow.is_empty() && !self.allow.iter().any(|(_, p)| p.matches(&parsed)) {
             return Err(SiteRefusal::NotAllowed { host });
+        }
+        if !self.task_allow.is_empty() && !self.task_allow.iter().any(|(_, p)| p.matches(&parsed)) {
+            let allowed = self.task_allow.iter().map(|(e, _)| e.as_str()).collect::<Vec<_>>();
+            return Err(SiteRefusal::NotForThisTask { host, allowed: allowed.join(", ") });
         }
         Ok(())
     }
@@ -209,6 +225,15 @@ mod tests {
         ));
         // Look-alikes are not subdomains.
         assert!(p.check("https://notshop.example/").is_err());
+    }
+
+    #[test]
+    fn a_task_can_be_kept_to_its_own_sites() {
+        let p = policy(&[], &["ads.shop.example"], &[]).only(&["shop.example".into()]);
+        assert_eq!(p.check("https://www.shop.example/"), Ok(()));
+        assert!(matches!(p.check("https://ads.shop.example/"), Err(SiteRefusal::Denied { .. })));
+        let e = p.check("https://news.example/").unwrap_err();
+        assert!(e.to_string().contains("this task may only use shop.example"), "{e}");
     }
 
     #[test]

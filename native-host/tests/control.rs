@@ -183,8 +183,12 @@ fn denied_sites_are_never_opened() {
 
     // A task may not start on a denied site, nor on the browser's own pages.
     for url in ["https://evil.example/", "chrome://settings", "javascript:alert(1)"] {
-        let id =
-            host.send(Body::StartTask { task: "x".into(), tab_id: None, url: Some(url.into()) });
+        let id = host.send(Body::StartTask {
+            task: "x".into(),
+            tab_id: None,
+            url: Some(url.into()),
+            allow_sites: vec![],
+        });
         let accepted = host.recv();
         assert_eq!(accepted.re, Some(id));
         let bodies = host.serve_until(finished);
@@ -303,4 +307,23 @@ fn a_link_or_form_leading_to_a_denied_site_is_not_clicked() {
         let prompt = seen[i].body["messages"][1]["content"].as_str().unwrap();
         assert!(prompt.contains("not done: it would open") && prompt.contains(want), "{prompt}");
     }
+}
+
+#[test]
+fn a_task_kept_to_its_site_opens_nothing_else() {
+    let goto = r#"{"actions": [{"goto": {"url": "https://news.example/"}}]}"#;
+    let server = ModelServer::start(vec![Reply::Answer(goto), Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "");
+    let id = host.send(Body::StartTask {
+        task: "Stay here".into(),
+        tab_id: None,
+        url: Some("http://form.test/".into()),
+        allow_sites: vec!["form.test".into()],
+    });
+    assert_eq!(host.recv().re, Some(id));
+    let bodies = host.serve_until(finished);
+    assert!(!bodies.iter().any(|b| matches!(b, Body::Navigate { .. })), "{bodies:?}");
+    let prompt = server.seen()[1].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("this task may only use form.test"), "{prompt}");
 }

@@ -239,6 +239,10 @@ pub enum Body {
         tab_id: Option<i64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         url: Option<String>,
+        /// This task may only go to these sites (entries as in the
+        /// settings' site lists), on top of the user's global lists.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        allow_sites: Vec<String>,
     },
     /// Stop a task (the running one if `task_id` is absent).
     StopTask {

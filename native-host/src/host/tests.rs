@@ -409,7 +409,12 @@ async fn stop_ends_a_task_during_the_model_call() {
     let (mut ext, _served) = FakeExtension::start(&host);
     ext.send(Envelope::new(
         1,
-        Body::StartTask { task: "t".into(), tab_id: None, url: Some("https://form.test/".into()) },
+        Body::StartTask {
+            task: "t".into(),
+            tab_id: None,
+            url: Some("https://form.test/".into()),
+            allow_sites: vec![],
+        },
     ));
     // Wait until the model is being asked.
     loop {

@@ -129,6 +129,7 @@ impl HostProc {
             task: task.into(),
             tab_id: None,
             url: Some("http://form.test/".into()),
+            allow_sites: vec![],
         });
         let accepted = self.recv();
         assert_eq!(accepted.re, Some(id));
