@@ -46,6 +46,7 @@ function render(tasks, query) {
   list.replaceChildren(...tasks.map((t) => h('li', { class: 'past', dataset: { task: t.task_id } },
     h('button', { type: 'button', class: 'open', onclick: () => openTask(t.task_id) },
       h('span', { class: 'title' }, t.task),
+      t.answer || t.error ? h('span', { class: 'snippet' }, t.answer || t.error) : null,
       h('span', { class: 'meta' },
         h('span', { class: `badge ${t.status}` }, STATUS_TEXT[t.status] ?? t.status),
         ` ${when(t.started_at)}`,

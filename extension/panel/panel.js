@@ -56,7 +56,9 @@ on('host', (state, detail) => {
   if (state === 'unavailable') {
     setHost('unavailable', 'Not connected');
     $('notice-host').hidden = false;
-    $('notice-host-detail').textContent = detail ? `Details: ${detail}` : '';
+    // The service worker's message ends with the browser's reason in brackets.
+    const reason = /\(([^()]*)\)\s*$/.exec(detail ?? '')?.[1] ?? detail;
+    $('notice-host-detail').textContent = reason ? `The browser says: ${reason}` : '';
   } else if (state === 'connected') {
     $('notice-host').hidden = true;
   }

@@ -164,9 +164,9 @@ async function testConnection() {
       h('p', { class: `verdict ${reply.ok ? 'ok' : 'bad'}` },
         reply.ok ? 'The model answers.' : 'The model cannot be used yet:'),
       h('ul', { class: 'checks' },
-        (reply.checks ?? []).map((c) => h('li', { class: `check ${c.level}` },
+        (reply.checks ?? []).map((c) => h('li', { class: `check level-${c.level}` },
           h('span', { class: 'level' }, LEVEL_TEXT[c.level] ?? c.level),
-          h('b', {}, c.subject), ' ', c.detail))),
+          h('span', {}, h('b', {}, c.subject), ' ', c.detail)))),
     );
   } catch (e) {
     out.replaceChildren(h('p', { class: 'verdict bad' }, `The check did not run: ${e.message}`));

@@ -40,7 +40,10 @@ function refresh() {
   $('pause').hidden = s.paused != null;
   $('resume').hidden = s.paused == null;
   $('resume').disabled = !live;
+  $('takeover').hidden = s.paused != null;
   $('controls').dataset.active = String(active);
+  // While a task runs the dock holds its status and controls only.
+  $('dock').dataset.active = String(active);
   const blocked = hostState() === 'unavailable' || !!s.restricted;
   $('run').disabled = active || blocked;
   $('fill').disabled = active || blocked;
@@ -79,9 +82,27 @@ function turn() {
   return s.turn ?? newTurn('A task started elsewhere', { fresh: true });
 }
 
+// The thread follows the newest step while the user has not scrolled up.
+let atEnd = true;
+
 function scrollToEnd() {
   const main = document.querySelector('main');
   main.scrollTop = main.scrollHeight;
+  atEnd = true;
+}
+
+function followTheEnd() {
+  const main = document.querySelector('main');
+  main.addEventListener('scroll', () => {
+    atEnd = main.scrollTop + main.clientHeight >= main.scrollHeight - 40;
+  }, { passive: true });
+  // The panel resized, or the dock grew: keep the newest content in view.
+  const keep = () => {
+    if (atEnd && !$('view-task').hidden) main.scrollTop = main.scrollHeight;
+  };
+  const observer = new ResizeObserver(keep);
+  observer.observe(main);
+  observer.observe($('dock'));
 }
 
 /** Plain words for an error reply. */
@@ -417,6 +438,7 @@ export function initTask() {
     if (area === 'session' && changes[PENDING_KEY]?.newValue) takePending();
   });
   watchTarget(onTarget);
+  followTheEnd();
   refresh();
 }
 

@@ -170,7 +170,7 @@ impl Panel {
                 run_disabled: q('#run')?.disabled, stop_disabled: q('#stop')?.disabled,
                 pause_hidden: q('#pause')?.hidden, resume_hidden: q('#resume')?.hidden,
                 followup: !q('#followup')?.hidden,
-                tab: document.body.dataset.tab,
+                tab: document.body?.dataset.tab,
             }; })()",
         )
     }
@@ -190,8 +190,11 @@ impl Panel {
     /// `#task` and clicks `#run`, as a user does.
     pub fn start_task(&self, task: &str) -> Result<()> {
         self.wait_connected()?;
-        self.page.wait_for("!document.querySelector('#run').disabled", Duration::from_secs(5))
-            .with_context(|| format!("#run stays disabled; panel: {}", self.view().unwrap_or_default()))?;
+        self.page
+            .wait_for("!document.querySelector('#run').disabled", Duration::from_secs(5))
+            .with_context(|| {
+                format!("#run stays disabled; panel: {}", self.view().unwrap_or_default())
+            })?;
         self.fill("#task", task)?;
         self.click("#run")
     }
@@ -200,10 +203,7 @@ impl Panel {
     /// returns [`Panel::view`].
     pub fn wait_finished(&self, timeout: Duration) -> Result<serde_json::Value> {
         let settled = self.page.wait_for(
-            &format!(
-                "{}.includes(document.querySelector('#status')?.dataset.state)",
-                json!(ENDED)
-            ),
+            &format!("{}.includes(document.querySelector('#status')?.dataset.state)", json!(ENDED)),
             timeout,
         );
         let view = self.view()?;
@@ -218,7 +218,9 @@ impl Panel {
             timeout,
         );
         let view = self.view()?;
-        reached.with_context(|| format!("the panel's status never became {state:?}; panel: {view:#}"))?;
+        reached.with_context(|| {
+            format!("the panel's status never became {state:?}; panel: {view:#}")
+        })?;
         Ok(view)
     }
 
@@ -239,10 +241,9 @@ impl Panel {
 
     /// The `innerText` of `selector` ("" when absent).
     pub fn text(&self, selector: &str) -> Result<String> {
-        let v = self.page.eval(&format!(
-            "document.querySelector({s})?.innerText ?? ''",
-            s = json!(selector)
-        ))?;
+        let v = self
+            .page
+            .eval(&format!("document.querySelector({s})?.innerText ?? ''", s = json!(selector)))?;
         Ok(v.as_str().unwrap_or_default().to_owned())
     }
 
@@ -269,7 +270,7 @@ impl Panel {
                 if (!e) return 'missing';
                 if (e.disabled) return 'disabled';
                 if (e.closest('[hidden]') || !e.getClientRects().length) return 'hidden';
-                e.focus(); e.click(); return 'ok'; }})()",
+                e.click(); return 'ok'; }})()",
             s = json!(selector)
         ))?;
         if r != "ok" {
@@ -336,7 +337,10 @@ impl Panel {
         }
         self.page.call("Emulation.setEmulatedMedia", json!({"features": []}))?;
         self.page.call("Emulation.clearDeviceMetricsOverride", json!({}))?;
-        eprintln!("screenshots: {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "screenshots: {}",
+            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
         Ok(paths)
     }
 }
