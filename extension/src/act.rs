@@ -27,11 +27,35 @@ use crate::{Fail, keys, registry};
 
 /// Carries out one page action, watching the page from just before it
 /// until the page is still again, and reports what it did and what changed.
-pub async fn act(action: Action) -> Result<Effect, Fail> {
+///
+/// With `only_on`, the action runs only when the element's document has
+/// that origin (the host filled in a secret checked against it).
+pub async fn act(action: Action, only_on: Option<&str>) -> Result<Effect, Fail> {
     let target = action.element().and_then(|i| registry::element(i).ok());
+    if let Some(origin) = only_on {
+        check_origin(target.as_ref(), origin)?;
+    }
     let watch = Watch::start(target.as_ref());
     let done = run(action, &watch).await;
     effect_of(watch, target.as_ref(), done).await
+}
+
+/// Refuses unless `el` lives in a document of `origin`.
+fn check_origin(el: Option<&Element>, origin: &str) -> Result<(), Fail> {
+    let found = el
+        .and_then(|e| e.owner_document())
+        .and_then(|d| d.location())
+        .and_then(|l| l.origin().ok());
+    match found {
+        Some(o) if o.eq_ignore_ascii_case(origin) => Ok(()),
+        other => Err(Fail {
+            code: ErrorCode::ActionFailed,
+            message: format!(
+                "not done: the field is on {}, not on {origin}, the only site this value may go to",
+                other.as_deref().unwrap_or("no page")
+            ),
+        }),
+    }
 }
 
 /// Waits for the page to settle and adds what changed to what the action

@@ -71,7 +71,7 @@ async fn answer(message: &str) -> Envelope {
                 message: why,
             },
         },
-        PageCommand::Act { action } => match act::act(action).await {
+        PageCommand::Act { action, only_on } => match act::act(action, only_on.as_deref()).await {
             Ok(effect) => Body::ActionDone { effect },
             Err(Fail { code, message }) => Body::Error { code, message },
         },

@@ -863,7 +863,11 @@ impl Agent<'_> {
                     Ok(s) => s,
                     Err(e) => return (false, e.to_string(), true),
                 };
-                match crate::browser_actions::act(self.host, tab_id, &to_send).await {
+                // A secret goes only into a field of the origin it was
+                // checked against, even if the page moved on since.
+                let only_on =
+                    if used.is_empty() { None } else { crate::secrets::origin_of(page_url) };
+                match crate::browser_actions::act(self.host, tab_id, &to_send, only_on).await {
                     // Later actions of the answer were planned on the page as
                     // it was: stop when it changed in a way the model could
                     // not see.

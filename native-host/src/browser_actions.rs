@@ -54,14 +54,19 @@ pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcom
             }
         }
         Action::SwitchTab { tab_id } => {
-            match host.request(Body::ActivateTab { tab_id: *tab_id }).await.and_then(|b| tab_info("activate_tab", b)) {
+            match host
+                .request(Body::ActivateTab { tab_id: *tab_id })
+                .await
+                .and_then(|b| tab_info("activate_tab", b))
+            {
                 Ok(tab) => TabOutcome {
                     ok: true,
                     detail: format!("switched to tab {} ({})", tab.tab_id, tab.url),
                     tab_id: tab.tab_id,
                 },
                 Err(e) => {
-                    let open = list_tabs(host).await.map(|t| describe(&t, current)).unwrap_or_default();
+                    let open =
+                        list_tabs(host).await.map(|t| describe(&t, current)).unwrap_or_default();
                     fail(format!("could not switch to tab {tab_id}: {e}; open tabs: {open}"))
                 }
             }
@@ -82,7 +87,10 @@ pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcom
             match host.active_tab().await {
                 Ok(tab) => TabOutcome {
                     ok: true,
-                    detail: format!("closed tab {closing}; working in tab {} ({}) now", tab.tab_id, tab.url),
+                    detail: format!(
+                        "closed tab {closing}; working in tab {} ({}) now",
+                        tab.tab_id, tab.url
+                    ),
                     tab_id: tab.tab_id,
                 },
                 Err(e) => fail(format!("closed tab {closing}, and no tab is left to work in: {e}")),
@@ -99,9 +107,10 @@ pub async fn act(
     host: &Host,
     tab_id: i64,
     action: &Action,
+    only_on: Option<String>,
 ) -> Result<errand_protocol::Effect, RequestError> {
     let started = std::time::Instant::now();
-    let effect = act_inner(host, tab_id, action).await;
+    let effect = act_inner(host, tab_id, action, only_on).await;
     tracing::info!(
         action = action.name(),
         ok = effect.is_ok(),
@@ -115,13 +124,15 @@ async fn act_inner(
     host: &Host,
     tab_id: i64,
     action: &Action,
+    only_on: Option<String>,
 ) -> Result<errand_protocol::Effect, RequestError> {
     if let Action::UploadFile { index, files } = action {
         return upload(host, tab_id, *index, files).await;
     }
-    let may_open = matches!(action, Action::Click { .. } | Action::DblClick { .. } | Action::Press { .. });
+    let may_open =
+        matches!(action, Action::Click { .. } | Action::DblClick { .. } | Action::Press { .. });
     let before = if may_open { list_tabs(host).await.ok() } else { None };
-    let mut effect = host.act(tab_id, action.clone()).await?;
+    let mut effect = host.act_only_on(tab_id, action.clone(), only_on).await?;
     if let Some(before) = before {
         // A tab opened by the page may still be starting: look twice.
         for attempt in 0..2 {
@@ -165,7 +176,9 @@ fn read_allowed(dir: &Path, name: &str) -> Result<FilePayload, String> {
     let listed = || {
         std::fs::read_dir(dir)
             .map(|d| {
-                d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect::<Vec<_>>().join(", ")
+                d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             })
             .unwrap_or_default()
     };
@@ -178,18 +191,20 @@ fn read_allowed(dir: &Path, name: &str) -> Result<FilePayload, String> {
         return Err(format!("`{name}` is not a file the user allowed"));
     }
     let bytes = std::fs::read(&real).map_err(|e| format!("cannot read `{name}`: {e}"))?;
-    let mime = match real.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase().as_str() {
-        "txt" => "text/plain",
-        "pdf" => "application/pdf",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "csv" => "text/csv",
-        "json" => "application/json",
-        "doc" => "application/msword",
-        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        _ => "application/octet-stream",
-    }
-    .to_owned();
+    let mime =
+        match real.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase().as_str()
+        {
+            "txt" => "text/plain",
+            "pdf" => "application/pdf",
+            "png" => "image/png",
+            "jpg" | "jpeg" => "image/jpeg",
+            "csv" => "text/csv",
+            "json" => "application/json",
+            "doc" => "application/msword",
+            "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            _ => "application/octet-stream",
+        }
+        .to_owned();
     Ok(FilePayload {
         name: name.to_owned(),
         mime,
@@ -241,7 +256,11 @@ mod tests {
         let f = read_allowed(dir.path(), "cv.txt").unwrap();
         assert_eq!(f.mime, "text/plain");
         assert_eq!(f.base64, "aGVsbG8=");
-        assert!(read_allowed(dir.path(), "../errand-secret.txt").unwrap_err().contains("plain file name"));
+        assert!(
+            read_allowed(dir.path(), "../errand-secret.txt")
+                .unwrap_err()
+                .contains("plain file name")
+        );
         assert!(read_allowed(dir.path(), "/etc/passwd").unwrap_err().contains("plain file name"));
         assert!(read_allowed(dir.path(), "missing.txt").unwrap_err().contains("cv.txt"));
         #[cfg(unix)]

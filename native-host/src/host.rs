@@ -499,7 +499,7 @@ impl Host {
             Body::Page { tab_id, command } => {
                 let op = match command {
                     PageCommand::Observe { .. } => "observe".to_owned(),
-                    PageCommand::Act { action } => format!("act: {}", action.name()),
+                    PageCommand::Act { action, .. } => format!("act: {}", action.name()),
                     PageCommand::Cleanup {} => "cleanup".to_owned(),
                     PageCommand::SetFiles { .. } => "set_files".to_owned(),
                 };
@@ -556,7 +556,18 @@ impl Host {
 
     /// `page {act}` → what the action did.
     pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, RequestError> {
-        let body = Body::Page { tab_id, command: PageCommand::Act { action } };
+        self.act_only_on(tab_id, action, None).await
+    }
+
+    /// `page {act}` that the page carries out only when the element's
+    /// document has the origin `only_on` (see [`PageCommand::Act`]).
+    pub async fn act_only_on(
+        &self,
+        tab_id: i64,
+        action: Action,
+        only_on: Option<String>,
+    ) -> Result<Effect, RequestError> {
+        let body = Body::Page { tab_id, command: PageCommand::Act { action, only_on } };
         match self.request(body).await? {
             Body::ActionDone { effect } => Ok(effect),
             other => Err(unexpected("page act", &other)),

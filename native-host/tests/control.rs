@@ -40,7 +40,7 @@ fn acted(bodies: &[Body]) -> Vec<Action> {
     bodies
         .iter()
         .filter_map(|b| match b {
-            Body::Page { command: PageCommand::Act { action }, .. } => Some(action.clone()),
+            Body::Page { command: PageCommand::Act { action, .. }, .. } => Some(action.clone()),
             _ => None,
         })
         .collect()
@@ -326,4 +326,27 @@ fn a_task_kept_to_its_site_opens_nothing_else() {
     assert!(!bodies.iter().any(|b| matches!(b, Body::Navigate { .. })), "{bodies:?}");
     let prompt = server.seen()[1].body["messages"][1]["content"].as_str().unwrap().to_owned();
     assert!(prompt.contains("this task may only use form.test"), "{prompt}");
+}
+
+#[test]
+fn a_secret_goes_to_the_page_only_for_its_own_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    HostProc::cli(
+        dir.path(),
+        &["memory", "secret", "pw", "--origin", "http://form.test"],
+        "Form-Secret-77\n",
+    );
+    let fills = r#"{"actions": [{"fill": {"index": 2, "text": "{{secret:pw}}"}}, {"fill": {"index": 2, "text": "plain"}}]}"#;
+    let server = ModelServer::start(vec![Reply::Answer(fills), Reply::Answer(DONE)]);
+    let mut host = host_with(&server, dir.path(), "");
+    host.start("Log in");
+    let bodies = host.serve_until(finished);
+    let only_on: Vec<Option<String>> = bodies
+        .iter()
+        .filter_map(|b| match b {
+            Body::Page { command: PageCommand::Act { only_on, .. }, .. } => Some(only_on.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(only_on, vec![Some("http://form.test".to_owned()), None], "{bodies:?}");
 }

@@ -435,8 +435,16 @@ pub enum PageCommand {
         #[serde(default)]
         marks: bool,
     },
-    /// Carry out one page action and report its effect.
-    Act { action: Action },
+    /// Carry out one page action and report its effect. With `only_on`,
+    /// only when the element's document has that origin
+    /// (`https://bank.example`): the host sets it when it filled in a
+    /// secret, so the value never lands on another site, whatever happened
+    /// to the page since it was observed.
+    Act {
+        action: Action,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only_on: Option<String>,
+    },
     /// Remove everything Errand added to the page.
     Cleanup {},
     /// Put files into the file input numbered `index` (the host's half of
@@ -648,7 +656,7 @@ mod tests {
     fn actions_use_the_model_facing_shape() {
         let a: Action = serde_json::from_str(r#"{"click":{"index":12}}"#).unwrap();
         assert_eq!(a, Action::Click { index: 12, button: ClickButton::Left, modifiers: vec![] });
-        let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a } });
+        let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a, only_on: None } });
         assert_eq!(Envelope::decode(&cmd.encode()).unwrap(), cmd);
     }
 

@@ -401,3 +401,25 @@ fn links_and_forms_say_where_they_lead() {
     assert_eq!(target("form-checkbox"), None);
     assert_eq!(target("actionless-field"), Some(format!("{base}/observe/targets.html")));
 }
+
+#[test]
+fn a_value_meant_for_one_origin_is_never_filled_on_another() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/targets.html");
+    let o = observe(&cs, false);
+    let field = o.elements.iter().find(|e| e.name == "form-field").unwrap().index;
+    let fill = json!({"fill": {"index": field, "text": "hunter2"}});
+    let refused = cs
+        .command(json!({"op": "act", "action": fill, "only_on": "https://bank.example"}))
+        .unwrap();
+    assert_eq!(refused["kind"], "error", "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("not on https://bank.example"), "{refused}");
+    let value = tab.eval("document.querySelector('[aria-label=form-field]').value").unwrap();
+    assert_eq!(value, "", "the value landed on the wrong origin");
+    let origin = rig.fixtures.url("/");
+    let origin = origin.trim_end_matches('/');
+    let done = cs.command(json!({"op": "act", "action": fill, "only_on": origin})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    let value = tab.eval("document.querySelector('[aria-label=form-field]').value").unwrap();
+    assert_eq!(value, "hunter2");
+}

@@ -131,7 +131,7 @@ impl FakeExtension {
                     Body::Page { command: PageCommand::Observe { .. }, .. } => {
                         Some(Body::Observation(observation("https://form.test/")))
                     }
-                    Body::Page { command: PageCommand::Act { action }, .. } => {
+                    Body::Page { command: PageCommand::Act { action, .. }, .. } => {
                         Some(Body::ActionDone {
                             effect: Effect {
                                 summary: format!("did {}", action.name()),

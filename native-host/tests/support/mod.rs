@@ -187,7 +187,7 @@ impl HostProc {
                 captured.push(shot.clone());
                 Some(Body::Captured { data_url: shot })
             }
-            Body::Page { tab_id: 42, command: PageCommand::Act { action } } => {
+            Body::Page { tab_id: 42, command: PageCommand::Act { action, .. } } => {
                 // Like the content script, the summary says what was typed.
                 let mut summary = format!("did {}", action.name());
                 if let errand_protocol::Action::Fill { text, .. } = action {
