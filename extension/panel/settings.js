@@ -172,5 +172,6 @@ async function testConnection() {
     out.replaceChildren(h('p', { class: 'verdict bad' }, `The check did not run: ${e.message}`));
   } finally {
     button.disabled = false;
+    out.scrollIntoView({ block: 'nearest' });
   }
 }

@@ -250,7 +250,8 @@ function finish(t, outcome) {
   } else if (outcome.status === 'failed') {
     const error = outcome.error ?? 'unknown error';
     t.result.append(problem(`Failed: ${error}`, { settingsHint: MODEL_TROUBLE.test(error) }));
-    setStatus('failed', `Failed: ${error}`);
+    // The details are in the thread (an alert); the status line stays short.
+    setStatus('failed', 'Failed: see why above.');
   } else {
     t.result.append(h('p', { class: 'ended muted' }, OUTCOME_TEXT[outcome.status] ?? outcome.status));
     setStatus(outcome.status, OUTCOME_TEXT[outcome.status] ?? outcome.status);

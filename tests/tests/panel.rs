@@ -779,7 +779,30 @@ fn first_run(rig: &PanelRig) -> Result<()> {
     panel.screenshots("no-model", WIDTH)?;
     panel.click("#open-settings")?;
     ensure!(panel.view()?["tab"] == "settings", "Open Settings did not open the settings");
+    // Nothing listens where the local Ollama would: the check says so.
+    panel.click("#test-connection")?;
+    panel.page.wait_for(
+        "document.querySelector('#connection .verdict')?.textContent.includes('cannot')",
+        LONG,
+    )?;
+    let verdict = panel.text("#connection")?;
+    ensure!(
+        verdict.contains("11434"),
+        "the connection check does not name the server: {verdict:?}"
+    );
+    panel.screenshots("no-model-connection", WIDTH)?;
+
+    // A task fails in plain words and points to the settings.
     panel.open_tab("task")?;
+    panel.start_task("Press the Submit button")?;
+    let view = panel.wait_finished(LONG)?;
+    ensure!(view["status"] == "failed", "a task without a model ended as {view:#}");
+    ensure!(
+        panel.text(".turn .problem")?.contains("Open Settings"),
+        "the failure does not offer the settings: {view:#}"
+    );
+    panel.screenshots("model-unreachable", WIDTH)?;
+    panel.click("#new-task")?;
 
     for (url, what) in [
         ("chrome://version/", "a browser page"),
