@@ -11,13 +11,37 @@
 //! `requestAnimationFrame` that re-reads the marked elements' rectangles
 //! and moves the boxes (reads first, then writes). [`clear`] removes the
 //! overlay and both listeners, leaving nothing behind.
+//!
+//! **Secrets are blanked.** The screenshot for a vision model is taken with
+//! the marks drawn, so the overlay also covers every secret field — password
+//! inputs and inputs whose `autocomplete` names a password, a card number,
+//! security code or expiry, or a one-time code ([`is_secret_field`]) — with
+//! an opaque box over its visible rectangle, beneath the marks (so the
+//! field's number still shows), moved by the same follower, removed with the
+//! marks. The fields are looked for in the document, in same-origin iframes
+//! and in the open shadow roots that hold marked elements ([`secret_fields`]).
+//!
+//! **The overlay is drawn in the top layer** (a `popover="manual"` element
+//! inside the closed shadow root, shown with `showPopover()`), above
+//! everything the page paints — even a modal `<dialog>` or a fullscreen
+//! element that was open when the marks were drawn — and out of reach of a
+//! `transform` or `filter` on the page's root element. Where `showPopover`
+//! is missing the same boxes are drawn in the fixed host as before. Nothing
+//! of this reaches the page: the popover's toggle events do not leave the
+//! closed shadow root, it takes no focus, closes none of the page's
+//! popovers, and nothing in it takes pointer events.
 
 use std::cell::RefCell;
 
 use errand_protocol::Rect;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Document, Element, HtmlElement, ShadowRootInit, ShadowRootMode, Window};
+use web_sys::{
+    Document, DocumentFragment, Element, HtmlElement, Node, ShadowRoot, ShadowRootInit,
+    ShadowRootMode, Window,
+};
+
+use crate::dom::{DOCUMENT_NODE, FRAGMENT_NODE};
 
 /// A label's size: 11 px monospace digits, 3 px padding each side.
 const LABEL_H: f64 = 13.0;
@@ -33,11 +57,18 @@ struct Mark {
     label: HtmlElement,
 }
 
+/// One secret field and the opaque box over it.
+struct Blank {
+    el: Element,
+    cover: HtmlElement,
+}
+
 /// The overlay and what keeps it in place.
 struct Overlay {
     host: Element,
     window: Window,
     marks: Vec<Mark>,
+    blanks: Vec<Blank>,
     /// The scroll/resize listener, kept to be removed.
     on_change: Closure<dyn FnMut()>,
     /// The frame callback, kept alive while the overlay lives.
@@ -54,6 +85,48 @@ thread_local! {
 const HOST_STYLE: &str = "all: initial !important; display: block !important; \
     position: fixed !important; inset: 0 !important; pointer-events: none !important; \
     z-index: 2147483647 !important; contain: strict !important;";
+
+/// The style of the element holding the boxes inside the shadow root: the
+/// whole viewport, transparent, nothing of the popover's default look.
+const LAYER_STYLE: &str = "all: initial; display: block; position: fixed; inset: 0; \
+    margin: 0; padding: 0; border: 0; width: auto; height: auto; max-width: none; \
+    max-height: none; overflow: visible; background: transparent; pointer-events: none;";
+
+/// The colour of the box over a secret field.
+pub const BLANK_COLOUR: &str = "#707070";
+
+/// How far a blank reaches beyond the field's box on each side (anti-aliased
+/// edges, focus rings drawn just outside).
+const BLANK_MARGIN: f64 = 2.0;
+
+/// `autocomplete` tokens of fields whose value never goes into a screenshot.
+pub const SECRET_AUTOCOMPLETE: &[&str] = &[
+    "current-password",
+    "new-password",
+    "one-time-code",
+    "cc-number",
+    "cc-csc",
+    "cc-exp",
+    "cc-exp-month",
+    "cc-exp-year",
+];
+
+/// The inputs that may be secret fields ([`is_secret_field`] decides).
+const SECRET_CANDIDATES: &str = "input[type=password i], input[autocomplete]";
+
+/// Whether an `<input>` with this `type` and `autocomplete` attribute holds
+/// a secret: a password input (whatever its autocomplete), or any input
+/// whose autocomplete tokens (`section-x billing cc-number`, `current-password
+/// webauthn`) include one of [`SECRET_AUTOCOMPLETE`], in any case.
+pub fn is_secret_field(input_type: Option<&str>, autocomplete: Option<&str>) -> bool {
+    if input_type.is_some_and(|t| t.trim().eq_ignore_ascii_case("password")) {
+        return true;
+    }
+    autocomplete.is_some_and(|a| {
+        a.split_ascii_whitespace()
+            .any(|token| SECRET_AUTOCOMPLETE.iter().any(|s| token.eq_ignore_ascii_case(s)))
+    })
+}
 
 /// Box colours, cycled by number.
 const COLOURS: &[&str] = &[
@@ -77,6 +150,138 @@ pub fn clear() {
         }
         old.host.remove();
         drop(old.on_frame);
+    }
+}
+
+/// The secret fields ([`is_secret_field`]) of the page: in the document, in
+/// its same-origin iframes (nested), and in the shadow roots (and iframe
+/// documents) that hold any of `marked` — a secret field in view is itself
+/// marked unless disabled, so its root is searched.
+pub fn secret_fields(document: &Document, marked: &[(u32, Element)]) -> Vec<Element> {
+    let mut roots: Vec<Node> = vec![document.clone().unchecked_into()];
+    for (_, el) in marked {
+        let mut root = el.get_root_node();
+        // The shadow roots around the element, innermost first, and the
+        // document holding them.
+        loop {
+            if !roots.contains(&root) {
+                roots.push(root.clone());
+            }
+            if root.node_type() != FRAGMENT_NODE {
+                break;
+            }
+            root = root.unchecked_ref::<ShadowRoot>().host().get_root_node();
+        }
+    }
+    let mut fields: Vec<Element> = Vec::new();
+    let mut i = 0;
+    while i < roots.len() {
+        let root = roots[i].clone();
+        i += 1;
+        // Same-origin iframes: their documents are searched too.
+        for frame in query_all(&root, "iframe, frame") {
+            let doc = js_sys::Reflect::get(&frame, &JsValue::from_str("contentDocument"))
+                .ok()
+                .filter(|d| !d.is_null() && !d.is_undefined());
+            if let Some(doc) = doc {
+                let doc: Node = doc.unchecked_into();
+                if !roots.contains(&doc) {
+                    roots.push(doc);
+                }
+            }
+        }
+        for el in query_all(&root, SECRET_CANDIDATES) {
+            let secret = is_secret_field(
+                el.get_attribute("type").as_deref(),
+                el.get_attribute("autocomplete").as_deref(),
+            );
+            if secret && el.local_name() == "input" && !fields.contains(&el) {
+                fields.push(el);
+            }
+        }
+    }
+    fields
+}
+
+/// `querySelectorAll` on a document or a shadow root.
+fn query_all(root: &Node, selector: &str) -> Vec<Element> {
+    let list = match root.node_type() {
+        DOCUMENT_NODE => root.unchecked_ref::<Document>().query_selector_all(selector),
+        FRAGMENT_NODE => root.unchecked_ref::<DocumentFragment>().query_selector_all(selector),
+        _ => return Vec::new(),
+    };
+    let Ok(list) = list else { return Vec::new() };
+    (0..list.length())
+        .filter_map(|i| list.item(i))
+        .map(|n| n.unchecked_into::<Element>())
+        .collect()
+}
+
+/// Where a secret field shows in the top window's viewport: its box
+/// (widened by [`BLANK_MARGIN`]) cut to the viewport of each document on the
+/// way up (an iframe shows only its own viewport); `None` when nothing of it
+/// shows: not rendered (`display: none`, `visibility: hidden`, zero size), or
+/// outside every viewport.
+pub fn visible_rect_in_top(el: &Element) -> Option<Rect> {
+    let r = el.get_bounding_client_rect();
+    if r.width() <= 0.0 || r.height() <= 0.0 || !check_visibility(el) {
+        return None;
+    }
+    let m = BLANK_MARGIN;
+    let mut rect = Rect {
+        x: r.x() - m,
+        y: r.y() - m,
+        width: r.width() + 2.0 * m,
+        height: r.height() + 2.0 * m,
+    };
+    let mut win = crate::dom::window_of(el);
+    loop {
+        let w = win.as_ref()?;
+        let vw = w.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(f64::INFINITY);
+        let vh = w.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(f64::INFINITY);
+        rect = intersect(&rect, &Rect { x: 0.0, y: 0.0, width: vw, height: vh })?;
+        let Some(frame) = w.frame_element().ok().flatten() else {
+            return Some(rect);
+        };
+        let fr = frame.get_bounding_client_rect();
+        rect.x += fr.x() + f64::from(frame.client_left());
+        rect.y += fr.y() + f64::from(frame.client_top());
+        win = crate::dom::window_of(&frame);
+    }
+}
+
+/// `el.checkVisibility({visibilityProperty: true})`: false for an element
+/// not rendered or `visibility: hidden`; true where the method is missing.
+fn check_visibility(el: &Element) -> bool {
+    let Ok(f) = js_sys::Reflect::get(el, &JsValue::from_str("checkVisibility")) else {
+        return true;
+    };
+    let Some(f) = f.dyn_ref::<js_sys::Function>() else {
+        return true;
+    };
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"visibilityProperty".into(), &JsValue::TRUE);
+    f.call1(el, &options).map(|v| v.as_bool() != Some(false)).unwrap_or(true)
+}
+
+/// The overlap of two rectangles, if they overlap.
+pub fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
+    let x = a.x.max(b.x);
+    let y = a.y.max(b.y);
+    let right = (a.x + a.width).min(b.x + b.width);
+    let bottom = (a.y + a.height).min(b.y + b.height);
+    (right > x && bottom > y).then_some(Rect { x, y, width: right - x, height: bottom - y })
+}
+
+/// The style of the box over a secret field; hidden when nothing shows.
+fn blank_style(r: Option<&Rect>) -> String {
+    match r {
+        Some(r) => format!(
+            "position:fixed;box-sizing:border-box;left:{:.1}px;top:{:.1}px;width:{:.1}px;\
+             height:{:.1}px;background:{BLANK_COLOUR};opacity:1;",
+            r.x, r.y, r.width, r.height
+        ),
+        None => "display:none;".to_owned(),
     }
 }
 
@@ -145,7 +350,15 @@ fn follow() {
         let o = o.borrow();
         let Some(o) = o.as_ref() else { return };
         let boxes: Vec<(u32, Rect)> = o.marks.iter().map(|m| (m.number, rect_in_top(&m.el))).collect();
+        let covers: Vec<Option<Rect>> = o
+            .blanks
+            .iter()
+            .map(|b| if b.el.is_connected() { visible_rect_in_top(&b.el) } else { None })
+            .collect();
         let labels = place_labels(&boxes);
+        for (b, r) in o.blanks.iter().zip(&covers) {
+            let _ = b.cover.set_attribute("style", &blank_style(r.as_ref()));
+        }
         for ((m, (_, r)), (lx, ly)) in o.marks.iter().zip(&boxes).zip(labels) {
             let colour = COLOURS[m.number as usize % COLOURS.len()];
             let gone = !m.el.is_connected() || r.width <= 0.0;
@@ -167,10 +380,24 @@ pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValu
     // Reads first.
     let boxes: Vec<(u32, Rect)> = marked.iter().map(|(n, el)| (*n, rect_in_top(el))).collect();
     let labels = place_labels(&boxes);
+    let secrets = secret_fields(document, marked);
+    let covers: Vec<Option<Rect>> = secrets.iter().map(visible_rect_in_top).collect();
 
     let host = document.create_element("div")?;
     host.set_attribute("style", HOST_STYLE)?;
     let shadow = host.attach_shadow(&ShadowRootInit::new(ShadowRootMode::Closed))?;
+    // Everything is drawn in one layer: the popover shown in the top layer.
+    let layer: HtmlElement = document.create_element("div")?.unchecked_into();
+    layer.set_attribute("style", LAYER_STYLE)?;
+    shadow.append_child(&layer)?;
+    // The blanks first: the marks' boxes and numbers are drawn over them.
+    let mut blanks = Vec::with_capacity(secrets.len());
+    for (el, r) in secrets.into_iter().zip(&covers) {
+        let cover: HtmlElement = document.create_element("div")?.unchecked_into();
+        cover.set_attribute("style", &blank_style(r.as_ref()))?;
+        layer.append_child(&cover)?;
+        blanks.push(Blank { el, cover });
+    }
     let mut marks = Vec::with_capacity(marked.len());
     for (((n, el), (_, r)), (lx, ly)) in marked.iter().zip(&boxes).zip(labels) {
         let colour = COLOURS[*n as usize % COLOURS.len()];
@@ -179,8 +406,8 @@ pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValu
         let label: HtmlElement = document.create_element("span")?.unchecked_into();
         label.set_attribute("style", &label_style(lx, ly, colour))?;
         label.set_text_content(Some(&n.to_string()));
-        shadow.append_child(&frame)?;
-        shadow.append_child(&label)?;
+        layer.append_child(&frame)?;
+        layer.append_child(&label)?;
         marks.push(Mark { el: el.clone(), number: *n, frame, label });
     }
     clear();
@@ -188,6 +415,7 @@ pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValu
         .document_element()
         .ok_or_else(|| JsValue::from_str("no root element"))?;
     root.append_child(&host)?;
+    show_in_top_layer(&layer);
 
     let on_frame = Closure::<dyn FnMut()>::new(follow);
     let frame_fn: js_sys::Function = on_frame.as_ref().unchecked_ref::<js_sys::Function>().clone();
@@ -203,9 +431,23 @@ pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValu
     window.add_event_listener_with_callback_and_bool("scroll", f, true)?;
     window.add_event_listener_with_callback_and_bool("resize", f, false)?;
     OVERLAY.with(|o| {
-        *o.borrow_mut() = Some(Overlay { host, window, marks, on_change, on_frame });
+        *o.borrow_mut() = Some(Overlay { host, window, marks, blanks, on_change, on_frame });
     });
     Ok(())
+}
+
+/// Puts the layer in the top layer: `popover="manual"`, then
+/// `showPopover()`. Where that fails the attribute goes again (a popover not
+/// shown is `display: none`) and the layer stays in the fixed host.
+fn show_in_top_layer(layer: &HtmlElement) {
+    let has_popover = js_sys::Reflect::get(layer, &JsValue::from_str("showPopover"))
+        .is_ok_and(|f| f.is_function());
+    if !has_popover || layer.set_attribute("popover", "manual").is_err() {
+        return;
+    }
+    if layer.show_popover().is_err() {
+        let _ = layer.remove_attribute("popover");
+    }
 }
 
 #[cfg(test)]
@@ -227,5 +469,42 @@ mod tests {
         // Apart, each keeps its own corner.
         let apart = place_labels(&[(1, r(0.0, 0.0, 50.0, 20.0)), (2, r(100.0, 0.0, 50.0, 20.0))]);
         assert_eq!(apart, vec![(0.0, 0.0), (100.0, 0.0)]);
+    }
+
+    #[test]
+    fn knows_secret_fields() {
+        assert!(is_secret_field(Some("password"), None));
+        assert!(is_secret_field(Some(" PassWord "), Some("username")));
+        for token in SECRET_AUTOCOMPLETE {
+            assert!(is_secret_field(Some("text"), Some(token)), "{token}");
+            assert!(is_secret_field(None, Some(&token.to_uppercase())), "{token}");
+        }
+        assert!(is_secret_field(Some("tel"), Some("section-pay billing cc-number")));
+        assert!(is_secret_field(Some("text"), Some("current-password webauthn")));
+        assert!(is_secret_field(Some("text"), Some("one-time-code")));
+        // Not secret: names, e-mail, other card parts a person reads aloud.
+        assert!(!is_secret_field(Some("text"), None));
+        assert!(!is_secret_field(Some("email"), Some("email")));
+        assert!(!is_secret_field(Some("text"), Some("cc-name")));
+        assert!(!is_secret_field(Some("text"), Some("username")));
+        assert!(!is_secret_field(None, Some("off")));
+        assert!(!is_secret_field(Some("text"), Some("cc-numbers")));
+    }
+
+    #[test]
+    fn intersects_rectangles() {
+        let a = r(0.0, 0.0, 100.0, 50.0);
+        assert_eq!(intersect(&a, &r(50.0, 25.0, 100.0, 100.0)), Some(r(50.0, 25.0, 50.0, 25.0)));
+        assert_eq!(intersect(&a, &r(-10.0, -10.0, 20.0, 20.0)), Some(r(0.0, 0.0, 10.0, 10.0)));
+        assert_eq!(intersect(&a, &r(100.0, 0.0, 10.0, 10.0)), None);
+        assert_eq!(intersect(&a, &r(0.0, 60.0, 10.0, 10.0)), None);
+    }
+
+    #[test]
+    fn a_blank_is_opaque_or_hidden() {
+        let s = blank_style(Some(&r(10.0, 20.0, 30.0, 40.0)));
+        assert!(s.contains(&format!("background:{BLANK_COLOUR}")) && s.contains("opacity:1"), "{s}");
+        assert!(s.contains("left:10.0px;top:20.0px;width:30.0px;height:40.0px"), "{s}");
+        assert_eq!(blank_style(None), "display:none;");
     }
 }

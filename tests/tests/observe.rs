@@ -348,7 +348,10 @@ fn mark_tops(tab: &Page) -> Vec<f64> {
     let host = html["children"].as_array().unwrap().last().unwrap().clone();
     let shadow = &host["shadowRoots"][0];
     assert_eq!(shadow["shadowRootType"], "closed", "{host}");
-    shadow["children"]
+    // The boxes are in one element (shown in the top layer), after the
+    // grey blanks over secret fields.
+    let layer = &shadow["children"][0];
+    layer["children"]
         .as_array()
         .unwrap()
         .iter()
@@ -356,6 +359,9 @@ fn mark_tops(tab: &Page) -> Vec<f64> {
         .filter_map(|n| {
             let attrs = n["attributes"].as_array()?;
             let style = attrs.chunks(2).find(|kv| kv[0] == "style")?[1].as_str()?.to_owned();
+            if style.contains("background:#707070") {
+                return None;
+            }
             let top = style.split("top:").nth(1)?.split("px").next()?.parse().ok()?;
             Some(top)
         })
