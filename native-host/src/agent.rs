@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use errand_protocol::{
-    Action, ActionRecord, Body, Build, Observation, Outcome, PageCommand, StepReport, TaskEvent,
+    Action, ActionRecord, Body, Build, ErrorCode, Observation, Outcome, PageCommand, StepReport,
+    TaskEvent,
 };
 
 use crate::approval;
@@ -480,6 +481,13 @@ impl Agent<'_> {
                         self.plan(step, why, &obs, &history).await;
                     }
                     self.step(step, tab_id, &obs, &mut history).await
+                }
+                // The tab is gone (closed by the user) or became a page no
+                // extension may touch: nothing more can be done there.
+                Err(RequestError::Refused { code: ErrorCode::TabUnavailable, message }) => {
+                    let error = format!("the task's tab is gone or unusable: {message}");
+                    self.record_failed_step(step, None, &error, &mut history).await;
+                    StepEnd::Finish(Outcome::Failed { error })
                 }
                 Err(e) => {
                     let error = format!("could not read the page: {e}");

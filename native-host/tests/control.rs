@@ -350,3 +350,41 @@ fn a_secret_goes_to_the_page_only_for_its_own_origin() {
         .collect();
     assert_eq!(only_on, vec![Some("http://form.test".to_owned()), None], "{bodies:?}");
 }
+
+#[test]
+fn a_closed_tab_ends_the_task_at_once_with_its_steps_kept() {
+    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "");
+    let task_id = host.start("Read the page");
+    let outcome = loop {
+        let env = host.recv();
+        match env.body {
+            Body::OpenTab { url } => {
+                host.reply(env.id, Body::TabReady { tab_id: 42, url, title: "A form".into() })
+            }
+            // The user closed the tab: the service worker says so.
+            Body::Page { command: PageCommand::Observe { .. }, .. } => host.reply(
+                env.id,
+                Body::Error {
+                    code: errand_protocol::ErrorCode::TabUnavailable,
+                    message: "tab 42 was closed".into(),
+                },
+            ),
+            Body::TaskEvent { event: TaskEvent::Finished { outcome }, .. } => break outcome,
+            _ => {}
+        }
+    };
+    let Outcome::Failed { error } = outcome else { panic!("{outcome:?}") };
+    assert!(error.contains("tab 42 was closed"), "{error}");
+    assert!(server.seen().is_empty(), "no model call for a closed tab");
+    let db = host.db();
+    let (status, steps): (String, i64) = db
+        .query_row(
+            "SELECT status, (SELECT count(*) FROM steps WHERE task_id = ?1) FROM tasks WHERE id = ?1",
+            [&task_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((status.as_str(), steps), ("failed", 1));
+}
