@@ -799,3 +799,43 @@ fn a_model_that_refuses_images_ends_the_task_saying_what_to_do() {
     // Not retried: asking again cannot help.
     assert_eq!(seen.len(), 1);
 }
+
+#[test]
+fn vision_draws_the_marks_even_when_they_are_turned_off() {
+    // The overlay is what blanks the password fields in the screenshot.
+    let (host, events, seen, _dir) = run_with_config(
+        "[agent]\nvision = true\nmarks = false\n",
+        "/v1",
+        &[],
+        vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+    );
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    assert_eq!(host.observed_marks.lock().unwrap().as_slice(), [true, true]);
+    assert_eq!(host.captured.lock().unwrap().len(), 2);
+    assert_eq!(seen.len(), 2);
+}
+
+#[test]
+fn a_task_in_the_current_tab_shows_the_model_a_marked_first_screenshot() {
+    // Started from the side panel in its tab (no URL): the observation that
+    // learns the tab's URL is step 1's, so it draws the marks (and blanks).
+    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let dir = tempfile::tempdir().unwrap();
+    support::write_config(dir.path(), VISION_ON);
+    let base_url = format!("{}/v1", server.addr);
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
+    let id = host.send(Body::StartTask {
+        task: "Send the form".into(),
+        tab_id: Some(42),
+        url: None,
+        allow_sites: Vec::new(),
+    });
+    assert_eq!(host.recv().re, Some(id));
+    let events = host.serve_until_finished();
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    assert_eq!(host.observed_marks.lock().unwrap().as_slice(), [true]);
+    let captured = host.captured.lock().unwrap().clone();
+    assert_eq!(captured.len(), 1);
+    let parts = server.seen()[0].body["messages"][1]["content"].clone();
+    assert_eq!(parts[1]["image_url"]["url"], captured[0].as_str());
+}
