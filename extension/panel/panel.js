@@ -14,7 +14,12 @@ import { initProfile, showProfile } from './profile.js';
 const TABS = ['task', 'history', 'settings', 'profile'];
 const ON_SHOW = { history: showHistory, settings: showSettings, profile: showProfile };
 
+const scrolled = {}; // each tab's scroll position, kept while another is shown
+
 function openTab(name, { focus = false } = {}) {
+  const main = document.querySelector('main');
+  const before = document.body.dataset.tab;
+  if (before) scrolled[before] = main.scrollTop;
   for (const t of TABS) {
     const tab = $(`tab-${t}`);
     const selected = t === name;
@@ -23,6 +28,7 @@ function openTab(name, { focus = false } = {}) {
     $(`view-${t}`).hidden = !selected;
   }
   document.body.dataset.tab = name;
+  if (before !== name) main.scrollTop = scrolled[name] ?? 0;
   if (focus) $(`tab-${name}`).focus();
   ON_SHOW[name]?.();
 }

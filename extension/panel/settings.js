@@ -5,6 +5,7 @@ import { $, h, lines } from './dom.js';
 import { request } from './host.js';
 
 let current = null; // the last SettingsView the host sent
+let dirty = false; // the form holds changes not saved yet
 const listeners = [];
 
 /** Calls `fn(settings)` whenever the host tells the settings. */
@@ -38,7 +39,25 @@ const LISTS = ['allow_sites', 'deny_sites', 'ask_first_sites'];
 const isLocked = (s, name) =>
   (s.locked ?? []).includes(name) || (name === 'api_key' && (s.locked ?? []).includes('api_key_set'));
 
+function fillKey(s) {
+  $('s-api_key').placeholder = s.api_key_set ? 'Leave empty to keep the key' : 'Paste your API key';
+  $('s-api_key-hint').textContent = s.api_key_set
+    ? `A key is set (${s.api_key_hint ?? 'hidden'}).${isLocked(s, 'api_key') ? '' : ' Type a new one to replace it.'}`
+    : 'No key set. Local servers (Ollama) need none.';
+  $('remove-key').hidden = !s.api_key_set || isLocked(s, 'api_key');
+}
+
+/** Shows `s` in the form, unless the user is editing it. */
+function show(s) {
+  if (dirty) {
+    fillKey(s);
+    return;
+  }
+  fill(s);
+}
+
 function fill(s) {
+  dirty = false;
   $('s-provider').value = s.provider || 'openai';
   for (const name of TEXT) $(`s-${name}`).value = s[name] ?? '';
   for (const name of SWITCHES) $(`s-${name}`).checked = !!s[name];
@@ -47,11 +66,7 @@ function fill(s) {
   $('s-max_tokens').value = s.max_tokens ?? '';
   $('s-max_cost_usd').value = s.max_cost_usd ?? '';
   $('s-api_key').value = '';
-  $('s-api_key').placeholder = s.api_key_set ? 'Leave empty to keep the key' : 'Paste your API key';
-  $('s-api_key-hint').textContent = s.api_key_set
-    ? `A key is set (${s.api_key_hint ?? 'hidden'}). Type a new one to replace it.`
-    : 'No key set. Local servers (Ollama) need none.';
-  $('remove-key').hidden = !s.api_key_set || isLocked(s, 'api_key');
+  fillKey(s);
 
   for (const field of document.querySelectorAll('#settings-form [data-setting]')) {
     const name = field.dataset.setting;
@@ -101,6 +116,7 @@ function say(text, state = '') {
 
 /** Loads the settings into the form (when the tab is shown). */
 export async function showSettings() {
+  if (dirty) return; // keep what the user is typing
   say('Loading…');
   try {
     await loadSettings();
@@ -111,7 +127,10 @@ export async function showSettings() {
 }
 
 export function initSettings() {
-  onSettings(fill);
+  onSettings(show);
+  for (const kind of ['input', 'change']) {
+    $('settings-form').addEventListener(kind, () => { dirty = true; });
+  }
   $('settings-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!current) {
@@ -120,15 +139,18 @@ export function initSettings() {
     }
     const update = changes(current);
     if (!Object.keys(update).length) {
+      dirty = false;
       say('Nothing changed.');
       return;
     }
     $('save-settings').disabled = true;
     say('Saving…');
     try {
+      dirty = false;
       await saveSettings(update);
       say('Saved. The next step uses them.', 'ok');
     } catch (err) {
+      dirty = true;
       say(`Not saved: ${err.message}`, 'error');
     } finally {
       $('save-settings').disabled = false;
@@ -157,7 +179,10 @@ async function testConnection() {
     // Unsaved changes would not be tested: save them first.
     if (current) {
       const update = changes(current);
-      if (Object.keys(update).length) await saveSettings(update);
+      if (Object.keys(update).length) {
+        dirty = false;
+        await saveSettings(update);
+      }
     }
     const reply = await request('test_connection');
     out.replaceChildren(

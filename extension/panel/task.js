@@ -54,7 +54,6 @@ function refresh() {
   $('task-label').textContent = following
     ? 'What next? Errand goes on from this task.'
     : 'What should Errand do in this tab?';
-  $('fill').hidden = following;
 }
 
 function setMeter(tokens, cost) {
@@ -98,7 +97,7 @@ function followTheEnd() {
   }, { passive: true });
   // The panel resized, or the dock grew: keep the newest content in view.
   const keep = () => {
-    if (atEnd && !$('view-task').hidden) main.scrollTop = main.scrollHeight;
+    if (atEnd && s.turn && !$('view-task').hidden) main.scrollTop = main.scrollHeight;
   };
   const observer = new ResizeObserver(keep);
   observer.observe(main);
@@ -434,7 +433,11 @@ export function initTask() {
 
   on('event', onEvent);
   on('status', onStatus);
-  on('host', () => refresh());
+  on('host', (state) => {
+    const idle = !s.starting && s.task == null && $('status').dataset.state === 'idle';
+    if (idle) setStatus('idle', state === 'unavailable' ? 'Not connected to the helper program.' : 'Ready.');
+    else refresh();
+  });
   chrome.storage.onChanged.addListener((changes, area) => {
     if (area === 'session' && changes[PENDING_KEY]?.newValue) takePending();
   });

@@ -283,6 +283,19 @@ fn question(rig: &PanelRig) -> Result<()> {
     let turns = panel.page.eval("document.querySelectorAll('#thread .turn').length")?;
     ensure!(turns == 2, "the conversation should show both tasks, shows {turns}");
     rig.stored_tasks(2)?;
+
+    // The model comes from ERRAND_* variables here: read-only in Settings.
+    panel.open_tab("settings")?;
+    panel.page.wait_for("document.querySelector('#s-model').value === 'scripted'", SHORT)?;
+    for name in ["model", "base_url", "api_key"] {
+        let locked = panel.page.eval(&format!(
+            "(() => {{ const f = document.querySelector('[data-setting={name}]');
+                return f.classList.contains('locked') && f.querySelector('input').disabled
+                  && f.innerText.includes('set by the environment'); }})()"
+        ))?;
+        ensure!(locked == true, "the {name} setting is not shown as set by the environment");
+    }
+    panel.screenshots("settings-locked", WIDTH)?;
     Ok(())
 }
 
