@@ -87,8 +87,9 @@ const CLEANUP_TIMEOUT: Duration = Duration::from_millis(500);
 pub type Pause = tokio::sync::watch::Receiver<Option<bool>>;
 
 /// Told to the model after the user took over the page.
-const TOOK_OVER: &str = "The user paused you and acted in the page themselves; it may have \
-changed. The page below is as it is now: check what they did before you go on.";
+const TOOK_OVER: &str = "The user took over: they paused you and acted in the page \
+themselves, so it may have changed, and the rest of your last answer was not run. The page below \
+is as it is now: check what they did before you go on.";
 
 struct Agent<'a> {
     host: &'a Host,
@@ -768,10 +769,11 @@ impl Agent<'_> {
         let mut records = Vec::new();
         let mut labels = Vec::new();
         let mut finish = None;
-        for (i, action) in actions.iter().enumerate() {
-            // A pause between two actions: after a take-over the rest of
+        for action in actions {
+            // A pause (pressed while the model thought, or between two
+            // actions) holds the next action; after a take-over the rest of
             // the answer was planned on a page that may be gone.
-            if i > 0 && self.wait_if_paused().await {
+            if self.wait_if_paused().await {
                 break;
             }
             let label = action.element().and_then(|i| prompt::label_in(obs, i));
