@@ -57,6 +57,9 @@ pub struct LaunchOptions {
     /// Register the host in the profile (the default). `false`: the
     /// browser starts as for a user who has not installed the host.
     pub register_host: bool,
+    /// Let the host's planner run (off by default here: most tests script
+    /// every model call, and the planner adds its own).
+    pub planner: bool,
 }
 
 impl LaunchOptions {
@@ -73,6 +76,7 @@ impl LaunchOptions {
             model_setup: ModelSetup::Env,
             config_extra: String::new(),
             register_host: true,
+            planner: false,
         }
     }
 }
@@ -92,6 +96,25 @@ pub enum ModelSetup {
     /// No model configured at all, as on a first run (the host falls back
     /// to a local Ollama).
     Unconfigured,
+}
+
+/// `toml` with `line` under its `[agent]` table (added when missing).
+fn with_agent_key(toml: &str, line: &str) -> String {
+    let mut out = String::new();
+    let mut done = false;
+    for l in toml.lines() {
+        out.push_str(l);
+        out.push('\n');
+        if !done && l.trim() == "[agent]" {
+            out.push_str(line);
+            out.push('\n');
+            done = true;
+        }
+    }
+    if !done {
+        out.push_str(&format!("\n[agent]\n{line}\n"));
+    }
+    out
 }
 
 /// `s` as a TOML basic string.
@@ -216,6 +239,13 @@ impl TestBrowser {
             ));
         }
         config_toml.push_str(&opts.config_extra);
+        // The planner off: in the file when the test edits settings there
+        // (a variable would lock it), else by the environment (a file would
+        // make an unconfigured host look configured).
+        let planner_in_file = opts.model_setup == ModelSetup::ConfigFile;
+        if !opts.planner && planner_in_file {
+            config_toml = with_agent_key(&config_toml, "planner = false");
+        }
         if !config_toml.is_empty() {
             std::fs::write(config.join("config.toml"), config_toml)
                 .context("writing config.toml")?;
@@ -229,6 +259,11 @@ impl TestBrowser {
             .arg("about:blank")
             .env("ERRAND_DATA_DIR", &data)
             .env("ERRAND_CONFIG_DIR", &config);
+        if !opts.planner && !planner_in_file {
+            cmd.env("ERRAND_PLANNER", "0");
+        } else {
+            cmd.env_remove("ERRAND_PLANNER");
+        }
         if opts.model_setup == ModelSetup::Env {
             cmd.env("ERRAND_BASE_URL", &opts.model_base_url)
                 .env("ERRAND_MODEL", &opts.model)
