@@ -119,6 +119,8 @@ struct Progress {
     loops: LoopDetector,
     /// Said to the model in the next prompt.
     warning: Option<String>,
+    /// Why a step could not be recorded: the task ends.
+    unsaved: Option<String>,
 }
 
 /// How one step went.
@@ -497,6 +499,10 @@ impl Agent<'_> {
                 }
             };
             match end {
+                _ if self.progress().unsaved.is_some() => {
+                    let error = self.progress().unsaved.take().unwrap_or_default();
+                    return Outcome::Failed { error };
+                }
                 StepEnd::Finish(outcome) => return outcome,
                 StepEnd::Next { ok: true, .. } => failures = 0,
                 StepEnd::Next { ok: false, error } => {
@@ -588,6 +594,10 @@ impl Agent<'_> {
                 return StepEnd::Next { ok: false, error: Some(error) };
             }
         };
+        // The model's call could not be recorded: act on nothing unrecorded.
+        if let Some(error) = self.progress().unsaved.take() {
+            return StepEnd::Finish(Outcome::Failed { error });
+        }
         let answer = match asked.answer {
             Ok(a) => a,
             Err(error) => {
@@ -753,6 +763,7 @@ impl Agent<'_> {
         };
         if let Err(e) = self.host.store().record_model_call(&row) {
             tracing::error!(task_id = %self.spec.id, step, "cannot record the model call: {e}");
+            self.progress().unsaved.get_or_insert_with(|| unsaved(step, &e));
         }
     }
 
@@ -902,9 +913,13 @@ impl Agent<'_> {
         }
     }
 
+    /// Records a step. A step that cannot be recorded (a full disk, a
+    /// locked or broken database) ends the task after this step: going on
+    /// would do things nobody could look up afterwards.
     fn save(&self, row: &StepRow) {
         if let Err(e) = self.host.store().record_step(row) {
             tracing::error!(task_id = %self.spec.id, step = row.step, "cannot record the step: {e}");
+            self.progress().unsaved.get_or_insert_with(|| unsaved(row.step, &e));
         }
     }
 
@@ -953,6 +968,14 @@ impl Agent<'_> {
 /// the screenshot taken after it.
 fn marks_wanted(settings: &crate::config::Settings) -> bool {
     settings.marks || settings.vision
+}
+
+/// Why the task ends when step `step` could not be recorded.
+fn unsaved(step: u32, e: &crate::store::StoreError) -> String {
+    format!(
+        "Errand could not save step {step} ({e}), so it stopped rather than act unrecorded; what \
+         was saved before is kept. Is the disk full?"
+    )
 }
 
 fn add_usage(asked: &mut Asked, completion: &Completion, cost: Option<f64>) {

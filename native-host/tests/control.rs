@@ -16,7 +16,8 @@ fn host_with(server: &ModelServer, dir: &std::path::Path, config: &str) -> HostP
     std::fs::create_dir_all(dir.join("config")).unwrap();
     std::fs::write(dir.join("config").join("config.toml"), config).unwrap();
     let base_url = format!("{}/v1", server.addr);
-    HostProc::spawn(dir, &[("ERRAND_BASE_URL", base_url.as_str())])
+    // The planner's extra model call is not part of these scripts.
+    HostProc::spawn(dir, &[("ERRAND_BASE_URL", base_url.as_str()), ("ERRAND_PLANNER", "0")])
 }
 
 /// A shop page whose button 1 places the order.
@@ -388,4 +389,40 @@ fn a_closed_tab_ends_the_task_at_once_with_its_steps_kept() {
         )
         .unwrap();
     assert_eq!((status.as_str(), steps), ("failed", 1));
+}
+
+#[test]
+fn a_step_that_cannot_be_saved_ends_the_task_clearly() {
+    let click = r#"{"actions": [{"click": {"index": 1}}]}"#;
+    let server = ModelServer::start(vec![
+        Reply::Slow(click, Duration::from_millis(300)),
+        Reply::Answer(DONE),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = host_with(&server, dir.path(), "");
+    let task_id = host.start("Press it");
+    host.serve_until(|b| matches!(b, Body::TaskEvent { event: TaskEvent::Thinking { .. }, .. }));
+    // The database cannot be written (as on a full disk): another process
+    // holds it longer than the host's busy timeout.
+    let db = host.db();
+    db.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(7));
+        db.execute_batch("COMMIT").unwrap();
+    });
+    let bodies_all = host.serve_until(finished);
+    release.join().unwrap();
+    let end = outcome(&events(bodies_all.clone()));
+    let Outcome::Failed { error } = end else { panic!("{end:?}\n{}", host.log()) };
+    assert!(error.contains("could not save step 1") && error.contains("disk"), "{error}");
+    assert_eq!(server.seen().len(), 1, "no step after one that could not be saved");
+    assert!(acted(&bodies_all).is_empty(), "nothing is done unrecorded: {bodies_all:?}");
+    let (status, stored_error): (String, String) = host
+        .db()
+        .query_row("SELECT status, error FROM tasks WHERE id = ?1", [&task_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(status, "failed");
+    assert!(stored_error.contains("could not save step 1"), "{stored_error}");
 }
