@@ -13,7 +13,7 @@ use crate::approval;
 use crate::budget::{Budget, Prices};
 use crate::dialect::Dialect;
 use crate::host::{Host, RequestError, Stopper};
-use crate::llm::{ChatMessage, Completion, LlmError};
+use crate::llm::{ChatMessage, Completion, Expect, LlmError};
 use crate::loop_detect::{self, LoopDetector, Verdict};
 use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
@@ -109,6 +109,10 @@ struct Progress {
     recalled: Option<String>,
     /// The planner's latest plan, shown in each prompt.
     plan: Option<String>,
+    /// The plan's loop being run, item by item.
+    looping: Option<crate::planner::LoopRun>,
+    /// The profile's facts, to answer `ask_user` from.
+    facts: Vec<(String, String)>,
     /// `done` answers the validator refused so far.
     rejections: u32,
     /// The user's secrets (values never leave the host but into a field).
@@ -158,6 +162,9 @@ impl Agent<'_> {
         }
         if let Some(plan) = self.progress().plan.clone() {
             text = format!("{text}\n\n{plan}");
+        }
+        if let Some(looping) = self.progress().looping.as_ref().map(|l| l.prompt_text()) {
+            text = format!("{text}\n\n{looping}");
         }
         let profile = self.progress().profile.clone();
         if !profile.is_empty() {
@@ -229,7 +236,12 @@ impl Agent<'_> {
         match crate::planner::parse_plan(&answer) {
             Ok(plan) => {
                 tracing::info!(task_id = %self.spec.id, step, tasks = plan.tasks.len(), "new plan");
-                self.progress().plan = Some(crate::planner::plan_text(&plan));
+                let mut p = self.progress();
+                p.plan = Some(crate::planner::plan_text(&plan));
+                p.looping = crate::planner::LoopRun::from_plan(&plan, p.looping.as_ref());
+                if let Some(l) = &p.looping {
+                    tracing::info!(task_id = %self.spec.id, step, items = l.items.len(), goal = %l.goal, "loop over the plan's items");
+                }
             }
             Err(e) => tracing::warn!(task_id = %self.spec.id, step, "unreadable plan: {e}"),
         }
@@ -434,6 +446,7 @@ impl Agent<'_> {
         {
             let mut p = self.progress();
             p.profile = prompt::profile_section(&facts, &secrets.prompt_lines());
+            p.facts = facts;
             p.secrets = secrets;
         }
         if let Some(url) = &self.spec.url {
@@ -708,9 +721,12 @@ impl Agent<'_> {
             cost_usd: None,
         };
         let dialect = self.dialect();
+        // The JSON dialect's answer can be constrained to its schema.
+        let expect = if dialect == Dialect::Json { Expect::Answer } else { Expect::Text };
         for attempt in 0..2 {
             let call_started = Instant::now();
-            let result = self.host.provider().complete(&messages, self.stop.token()).await;
+            let result =
+                self.host.provider().complete_as(&messages, expect, self.stop.token()).await;
             let ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let completion = match result {
                 Ok(c) => c,
@@ -824,6 +840,13 @@ impl Agent<'_> {
     ) -> (bool, String, bool) {
         match action {
             Action::Done { text, success } => {
+                // In a loop, `done` finishes the current item.
+                let item =
+                    self.progress().looping.as_mut().and_then(|l| l.finish_current(*success, text));
+                if let Some(detail) = item {
+                    tracing::info!(task_id = %self.spec.id, "{detail}");
+                    return (true, detail, true);
+                }
                 *finish = Some(Outcome::Done { answer: text.clone(), success: *success });
                 (true, "finished".to_owned(), true)
             }
@@ -854,6 +877,13 @@ impl Agent<'_> {
                 (false, format!("`{}` is not available yet", action.name()), true)
             }
             Action::AskUser { question } => {
+                // A question the profile clearly answers does not bother the user.
+                let known = crate::facts::answer(question, &self.progress().facts).cloned();
+                if let Some((name, value)) = known {
+                    tracing::info!(task_id = %self.spec.id, fact = %name, "ask_user answered from the profile");
+                    let detail = format!("{}{value} (fact `{name}`)", prompt::PROFILE_ANSWERED);
+                    return (true, detail, true);
+                }
                 let waiting = self.host.await_answer(&self.spec.id);
                 let event =
                     TaskEvent::Question { step: self.step_now(), question: question.clone() };

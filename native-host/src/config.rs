@@ -9,16 +9,19 @@
 //! timeout_secs = 120
 //! provider = "openai"      # or "anthropic", "gemini"
 //! max_retries = 3          # on HTTP 429 and 5xx, honouring Retry-After
+//! structured = "auto"      # the answer's JSON Schema sent to the provider: "on", "off"
+//! stream = true            # OpenAI-compatible answers streamed (default: on for openai)
 //!
 //! [agent]
 //! max_steps = 25
 //! dialect = "json"         # or "glm", "browsergym"; default: glm for GLM models
 //! max_tokens = 500000      # the task ends when its calls used more
 //! max_cost_usd = 1.50      # priced with prices.toml beside config.toml
-//! planner = true           # plan mini-tasks at the start, every few steps, on stalls
+//! planner = true           # plan mini-tasks at the start, every few steps, on stalls (default)
 //! validate = true          # check `done` with a validation call before answering
 //! vision = false           # show the model a marked screenshot each step
 //! marks = false            # draw the numbered marks on the page (default: as vision)
+//! secrets_store = "auto"   # the OS keychain, else the 0600 file; "keychain", "file"
 //!
 //! [sites]
 //! allow = []                               # when not empty, the only sites Errand may use
@@ -69,6 +72,73 @@ pub mod env {
     pub const MAX_COST_USD: &str = "ERRAND_MAX_COST_USD";
     pub const PLANNER: &str = "ERRAND_PLANNER";
     pub const VALIDATE: &str = "ERRAND_VALIDATE";
+    pub const STRUCTURED: &str = "ERRAND_STRUCTURED";
+    pub const STREAM: &str = "ERRAND_STREAM";
+    pub const SECRETS_STORE: &str = "ERRAND_SECRETS_STORE";
+}
+
+/// `auto`, `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Switch {
+    /// On where it is known to work.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Switch {
+    /// Reads `auto`, `on`/`true`/`yes`/`1`, `off`/`false`/`no`/`0`.
+    pub fn parse(s: &str) -> Option<Switch> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(Switch::Auto),
+            "on" | "true" | "yes" | "1" => Some(Switch::On),
+            "off" | "false" | "no" | "0" => Some(Switch::Off),
+            _ => None,
+        }
+    }
+
+    /// The name used in settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Switch::Auto => "auto",
+            Switch::On => "on",
+            Switch::Off => "off",
+        }
+    }
+}
+
+/// Where secrets are kept (`secrets_store`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SecretsStore {
+    /// The OS keychain when it answers, else the owner-only file.
+    #[default]
+    Auto,
+    /// Only the OS keychain: an error when it is not there.
+    Keychain,
+    /// Only the owner-only file.
+    File,
+}
+
+impl SecretsStore {
+    /// Reads `auto`, `keychain`, `file`.
+    pub fn parse(s: &str) -> Option<SecretsStore> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(SecretsStore::Auto),
+            "keychain" | "keyring" | "os" => Some(SecretsStore::Keychain),
+            "file" => Some(SecretsStore::File),
+            _ => None,
+        }
+    }
+
+    /// The name used in settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecretsStore::Auto => "auto",
+            SecretsStore::Keychain => "keychain",
+            SecretsStore::File => "file",
+        }
+    }
 }
 
 /// Which wire format the model server speaks.
@@ -144,6 +214,8 @@ pub enum ConfigError {
     BadProvider(String),
     #[error("unknown answer dialect `{0}`: use json, glm or browsergym")]
     BadDialect(String),
+    #[error("{name} must be one of {choices}, not `{value}`")]
+    BadChoice { name: &'static str, value: String, choices: &'static str },
     #[error("no home folder found: set ERRAND_CONFIG_DIR and ERRAND_DATA_DIR")]
     NoHome,
     #[error("cannot write {path}: {source}")]
@@ -174,6 +246,10 @@ pub struct ModelSection {
     pub timeout_secs: Option<u64>,
     pub provider: Option<String>,
     pub max_retries: Option<u32>,
+    /// The answer's JSON Schema sent to the provider: `auto`, `on`, `off`.
+    pub structured: Option<String>,
+    /// Stream OpenAI-compatible answers (server-sent events).
+    pub stream: Option<bool>,
 }
 
 /// `[agent]`.
@@ -190,6 +266,8 @@ pub struct AgentSection {
     pub vision: Option<bool>,
     /// Draw the numbered marks on the page.
     pub marks: Option<bool>,
+    /// Where secrets are kept: `auto`, `keychain`, `file`.
+    pub secrets_store: Option<String>,
 }
 
 /// `[sites]`: where Errand may go.
@@ -268,6 +346,13 @@ pub struct Settings {
     pub vision: bool,
     /// Whether the numbered marks are drawn on the page.
     pub marks: bool,
+    /// Whether the answer's JSON Schema goes to the provider (`auto`: where
+    /// known to work, see [`crate::llm::structured_known`]).
+    pub structured: Switch,
+    /// Whether OpenAI-compatible answers are streamed.
+    pub stream: bool,
+    /// Where secrets are kept.
+    pub secrets_store: SecretsStore,
     /// Where Errand may go (`[sites]`).
     pub sites: SitesSection,
     pub config_dir: PathBuf,
@@ -428,18 +513,38 @@ impl Settings {
             Duration::from_millis(number(env::RETRY_BASE_MS)?.unwrap_or(DEFAULT_RETRY_BASE_MS));
         let max_tokens = number(env::MAX_TOKENS)?.or(file.agent.max_tokens);
         let max_cost_usd = decimal(env::MAX_COST_USD)?.or(file.agent.max_cost_usd);
-        let flag = |name: &str, file: Option<bool>| -> Result<bool, ConfigError> {
-            match env(name) {
-                None => Ok(file.unwrap_or(false)),
-                Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => Ok(true),
-                    "0" | "false" | "no" | "off" => Ok(false),
-                    _ => Err(ConfigError::BadFlag { name: name.to_owned(), value: v }),
-                },
-            }
-        };
-        let planner = flag(env::PLANNER, file.agent.planner)?;
+        let flag_or =
+            |name: &str, file: Option<bool>, default: bool| -> Result<bool, ConfigError> {
+                match env(name) {
+                    None => Ok(file.unwrap_or(default)),
+                    Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                        "1" | "true" | "yes" | "on" => Ok(true),
+                        "0" | "false" | "no" | "off" => Ok(false),
+                        _ => Err(ConfigError::BadFlag { name: name.to_owned(), value: v }),
+                    },
+                }
+            };
+        let flag = |name: &str, file: Option<bool>| flag_or(name, file, false);
+        // The planner is on unless turned off.
+        let planner = flag_or(env::PLANNER, file.agent.planner, true)?;
         let validate = flag(env::VALIDATE, file.agent.validate)?;
+        let structured = match pick(&None, env::STRUCTURED, &file.model.structured) {
+            None => Switch::Auto,
+            Some((v, _)) => Switch::parse(&v).ok_or(ConfigError::BadChoice {
+                name: "structured",
+                value: v,
+                choices: "auto, on, off",
+            })?,
+        };
+        let stream = flag_or(env::STREAM, file.model.stream, provider == ProviderKind::OpenAi)?;
+        let secrets_store = match pick(&None, env::SECRETS_STORE, &file.agent.secrets_store) {
+            None => SecretsStore::Auto,
+            Some((v, _)) => SecretsStore::parse(&v).ok_or(ConfigError::BadChoice {
+                name: "secrets_store",
+                value: v,
+                choices: "auto, keychain, file",
+            })?,
+        };
         let vision = file.agent.vision.unwrap_or(false);
         let marks = file.agent.marks.unwrap_or(vision);
         let locked = [
@@ -464,6 +569,9 @@ impl Settings {
             validate,
             vision,
             marks,
+            structured,
+            stream,
+            secrets_store,
             sites: file.sites,
             provider,
             dialect,

@@ -64,8 +64,60 @@ pub async fn run(flags: &crate::config::Overrides) -> Report {
     };
     config(&mut r, &settings);
     database(&mut r, &settings);
+    let keychain = crate::keychain::os();
+    r.checks.push(secrets_check(
+        &settings,
+        keychain.as_ref(),
+        crate::keychain::probe(keychain.as_ref()),
+    ));
     r.checks.extend(model_checks(&settings).await);
     r
+}
+
+/// Where secrets live and whether the OS keychain answers: a problem only
+/// when `secrets_store = "keychain"` and there is none.
+pub fn secrets_check(
+    s: &Settings,
+    keychain: &dyn crate::keychain::Keychain,
+    probe: Result<(), crate::keychain::KeychainError>,
+) -> Check {
+    use crate::config::SecretsStore;
+    let (level, state) = match (&probe, s.secrets_store) {
+        (Ok(()), _) => (Level::Ok, format!("the OS keychain ({}) answers", keychain.describe())),
+        (Err(e), SecretsStore::Keychain) => (
+            Level::Problem,
+            format!("{e}; set secrets_store = \"auto\" to use the owner-only file"),
+        ),
+        (Err(e), SecretsStore::Auto) => {
+            (Level::Info, format!("{e}, so secrets are kept in the owner-only file"))
+        }
+        (Err(_), SecretsStore::File) => (Level::Info, "the owner-only file is used".to_owned()),
+    };
+    let kept = match crate::secrets::Secrets::load_with(&s.data_dir, std::sync::Arc::new(Unread)) {
+        Ok(secrets) => secrets.location().to_string(),
+        Err(e) => e.to_string(),
+    };
+    check(level, "secrets", format!("{state}; {kept} (secrets_store = {})", s.secrets_store.name()))
+}
+
+/// Reads nothing: `errand doctor` counts where secrets are without reading
+/// their values.
+#[derive(Debug)]
+struct Unread;
+
+impl crate::keychain::Keychain for Unread {
+    fn get(&self, _: &str) -> Result<Option<String>, crate::keychain::KeychainError> {
+        Ok(None)
+    }
+    fn set(&self, _: &str, _: &str) -> Result<(), crate::keychain::KeychainError> {
+        Ok(())
+    }
+    fn delete(&self, _: &str) -> Result<(), crate::keychain::KeychainError> {
+        Ok(())
+    }
+    fn describe(&self) -> &'static str {
+        crate::keychain::OsKeychain::new().describe()
+    }
 }
 
 fn browsers(r: &mut Report) {
@@ -151,6 +203,18 @@ fn config(r: &mut Report, s: &Settings) {
             on(s.validate)
         ),
     );
+    let structured = match s.structured {
+        crate::config::Switch::Auto => format!(
+            "auto ({} for this provider and model)",
+            on(crate::llm::structured_known(s.provider, &s.base_url, &s.model))
+        ),
+        other => other.name().to_owned(),
+    };
+    let stream = match s.provider {
+        crate::config::ProviderKind::OpenAi => on(s.stream),
+        _ => "off (OpenAI-compatible servers only)",
+    };
+    r.push(Level::Info, "answers", format!("structured output {structured}, streaming {stream}"));
     let list = |l: &[String]| if l.is_empty() { "—".to_owned() } else { l.join(", ") };
     r.push(
         Level::Info,
@@ -315,6 +379,28 @@ mod tests {
         assert_eq!(levels(&checks)[0], ("model server", Level::Problem), "{checks:?}");
         assert!(checks[0].detail.contains("did not answer within 1 s"), "{checks:?}");
         held.abort();
+    }
+
+    #[test]
+    fn the_secrets_line_says_where_secrets_live_and_if_the_keychain_is_missing() {
+        use crate::keychain::{KeychainError, fake};
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = settings("http://x.test/v1", 5);
+        s.data_dir = dir.path().to_owned();
+        let missing = Err(KeychainError::Unavailable("no D-Bus session".into()));
+        let c = secrets_check(&s, &fake::Missing, missing.clone());
+        assert_eq!(c.level, Level::Info, "{c:?}");
+        assert!(
+            c.detail.contains("no D-Bus session, so secrets are kept in the owner-only file"),
+            "{c:?}"
+        );
+        assert!(c.detail.contains("no secrets yet (secrets_store = auto)"), "{c:?}");
+        s.secrets_store = crate::config::SecretsStore::Keychain;
+        let c = secrets_check(&s, &fake::Missing, missing);
+        assert_eq!(c.level, Level::Problem, "{c:?}");
+        let c = secrets_check(&s, &fake::Memory::default(), Ok(()));
+        assert_eq!(c.level, Level::Ok, "{c:?}");
+        assert!(c.detail.contains("the OS keychain (a test keychain) answers"), "{c:?}");
     }
 
     #[test]

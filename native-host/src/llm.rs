@@ -12,11 +12,21 @@
 //! [`ChatMessage::images`]; [`images_to_send`] checks them and keeps only the
 //! newest message's, which each adapter writes in its own format. A server
 //! that refuses them gets [`LlmError::NoVision`].
+//!
+//! Structured output: a call that expects the agent's answer
+//! ([`Expect::Answer`]) asks the provider for it in the answer's JSON Schema
+//! ([`schema`]) where the provider supports it — OpenAI-compatible
+//! `response_format: json_schema`, an Anthropic tool whose input is the
+//! answer, Gemini's `responseSchema` — per the `structured` setting
+//! ([`Features`]). A server that refuses the field (HTTP 400 naming it) is
+//! asked again without it once, and not asked with it again this session.
+//! The answer text still goes through the same parser.
 
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
 pub mod retry;
+pub mod schema;
 
 pub use openai::{OpenAiCompatible, Probe};
 
@@ -110,6 +120,10 @@ pub enum LlmError {
     NoVision { model: String, status: u16, excerpt: String },
     #[error("the screenshot cannot be sent to the model: {0}")]
     BadImage(String),
+    #[error(
+        "the model server at {base_url} stopped sending its answer for {secs} s (raise timeout_secs under [model] or ERRAND_TIMEOUT_SECS)"
+    )]
+    Stalled { base_url: String, secs: u64 },
 }
 
 impl LlmError {
@@ -173,11 +187,10 @@ pub fn parse_data_url(url: &str) -> Result<Image<'_>, LlmError> {
     let (header, data) = rest.split_once(',').ok_or_else(|| bad("the data URL has no comma"))?;
     let mut params = header.split(';').map(str::trim);
     let mime = params.next().unwrap_or_default().to_ascii_lowercase();
-    let media_type = IMAGE_TYPES
-        .iter()
-        .copied()
-        .find(|t| *t == mime)
-        .ok_or_else(|| bad(&format!("its media type {mime:?} is not one of {IMAGE_TYPES:?}")))?;
+    let media_type =
+        IMAGE_TYPES.iter().copied().find(|t| *t == mime).ok_or_else(|| {
+            bad(&format!("its media type {mime:?} is not one of {IMAGE_TYPES:?}"))
+        })?;
     if !params.any(|p| p.eq_ignore_ascii_case("base64")) {
         return Err(bad("the data URL is not base64"));
     }
@@ -255,6 +268,17 @@ pub fn refuses_images(status: u16, body: &str) -> bool {
 /// A boxed future, so that providers can live behind `dyn`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// What a call expects back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Expect {
+    /// Free text (the planner, the validator, any other call).
+    #[default]
+    Text,
+    /// The agent's JSON answer: constrained to [`schema::answer`] where the
+    /// provider and the `structured` setting allow.
+    Answer,
+}
+
 /// A chat model.
 pub trait Provider: Send + Sync {
     /// The model's name, for logs and status.
@@ -267,6 +291,18 @@ pub trait Provider: Send + Sync {
         messages: &'a [ChatMessage],
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, LlmError>>;
+
+    /// Like [`Provider::complete`], saying what the answer should be; a
+    /// provider without structured output answers in text either way.
+    fn complete_as<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+        expect: Expect,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        let _ = expect;
+        self.complete(messages, cancel)
+    }
 }
 
 /// Runs a model call until it ends or `cancel` fires (then
@@ -283,7 +319,7 @@ pub async fn cancellable<T>(
 }
 
 /// [`Provider`] for an HTTP adapter: a type with an `http: Http` field and an
-/// inherent `async fn call(&self, &[ChatMessage]) -> Result<Completion, LlmError>`,
+/// inherent `async fn call(&self, &[ChatMessage], Expect) -> Result<Completion, LlmError>`,
 /// made cancellable.
 macro_rules! http_provider {
     ($adapter:ty) => {
@@ -298,10 +334,95 @@ macro_rules! http_provider {
                 cancel: &'a tokio_util::sync::CancellationToken,
             ) -> $crate::llm::BoxFuture<'a, Result<$crate::llm::Completion, $crate::llm::LlmError>>
             {
-                Box::pin($crate::llm::cancellable(cancel, self.call(messages)))
+                self.complete_as(messages, $crate::llm::Expect::Text, cancel)
+            }
+
+            fn complete_as<'a>(
+                &'a self,
+                messages: &'a [$crate::llm::ChatMessage],
+                expect: $crate::llm::Expect,
+                cancel: &'a tokio_util::sync::CancellationToken,
+            ) -> $crate::llm::BoxFuture<'a, Result<$crate::llm::Completion, $crate::llm::LlmError>>
+            {
+                Box::pin($crate::llm::cancellable(cancel, self.call(messages, expect)))
             }
         }
     };
+}
+
+/// An optional request feature a server may refuse: on for a session until
+/// the server answers HTTP 400 naming it, then off (and said so in the log).
+#[derive(Debug, Clone)]
+pub struct Feature {
+    /// The name in the log: "structured output", "streaming".
+    name: &'static str,
+    /// Whether the settings want it for this provider and model.
+    wanted: bool,
+    /// Set when a server refused it.
+    refused: Arc<std::sync::atomic::AtomicBool>,
+    /// Words of a refusal naming it (lower case).
+    words: &'static [&'static str],
+}
+
+impl Feature {
+    pub fn new(name: &'static str, wanted: bool, words: &'static [&'static str]) -> Feature {
+        Feature { name, wanted, refused: Arc::default(), words }
+    }
+
+    /// Whether to use it now.
+    pub fn on(&self) -> bool {
+        self.wanted && !self.refused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether a failed call refused it: HTTP 400 or 422 (or another client
+    /// error that is not about the key, the model or the rate) whose body
+    /// names it. Then it stays off for the session, and the log says why.
+    pub fn refused_by(&self, error: &LlmError) -> bool {
+        let (status, excerpt) = match error {
+            LlmError::Status { status, excerpt } => (*status, excerpt),
+            _ => return false,
+        };
+        let client_error =
+            (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 413 | 429);
+        let body = excerpt.to_lowercase();
+        if !client_error || !self.words.iter().any(|w| body.contains(w)) {
+            return false;
+        }
+        self.refused.store(true, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(
+            "the model server refused {} (HTTP {status}: {excerpt}); asking again without it, \
+             and not using it again this session",
+            self.name
+        );
+        true
+    }
+}
+
+/// Whether `structured = "auto"` turns structured output on for a provider,
+/// server and model: the ones known to support it.
+pub fn structured_known(provider: ProviderKind, base_url: &str, model: &str) -> bool {
+    let model = model.to_ascii_lowercase();
+    let base = model.rsplit('/').next().unwrap_or(&model).to_owned();
+    match provider {
+        ProviderKind::Anthropic => base.starts_with("claude"),
+        ProviderKind::Gemini => base.starts_with("gemini"),
+        ProviderKind::OpenAi => {
+            let host = url::Url::parse(base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+                .unwrap_or_default();
+            let local = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]" | "::1");
+            let openai_model = ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4"]
+                .iter()
+                .any(|p| base.starts_with(p));
+            match host.as_str() {
+                "api.openai.com" => openai_model,
+                "openrouter.ai" | "api.mistral.ai" => true,
+                // Ollama, llama.cpp, vLLM, LM Studio: JSON Schema to a grammar.
+                _ => local && !base.starts_with("glm"),
+            }
+        }
+    }
 }
 pub(crate) use http_provider;
 
@@ -583,6 +704,41 @@ mod tests {
         assert!(!refuses_images(401, "invalid key for vision models"));
         assert!(!refuses_images(413, "image too large"));
         assert!(!refuses_images(503, "image service overloaded"));
+    }
+
+    #[test]
+    fn auto_structured_output_is_on_where_known_to_work() {
+        use ProviderKind::*;
+        assert!(structured_known(OpenAi, "http://127.0.0.1:11434/v1", "llama3.1"));
+        assert!(structured_known(OpenAi, "http://localhost:8080/v1", "qwen2.5"));
+        assert!(!structured_known(OpenAi, "http://localhost:8080/v1", "glm-4.5v"));
+        assert!(structured_known(OpenAi, "https://api.openai.com/v1", "gpt-4o-mini"));
+        assert!(!structured_known(OpenAi, "https://api.openai.com/v1", "gpt-3.5-turbo"));
+        assert!(structured_known(OpenAi, "https://openrouter.ai/api/v1", "openai/gpt-4o"));
+        assert!(!structured_known(OpenAi, "https://api.deepseek.com/v1", "deepseek-chat"));
+        assert!(structured_known(Anthropic, "https://api.anthropic.com/v1", "claude-sonnet-4-5"));
+        assert!(structured_known(Gemini, "https://x/v1beta", "models/gemini-2.5-flash"));
+        assert!(!structured_known(Gemini, "https://x/v1beta", "gemma-3-27b-it"));
+    }
+
+    #[test]
+    fn a_feature_is_refused_only_by_a_client_error_naming_it_and_then_stays_off() {
+        let f = Feature::new("structured output", true, &["response_format"]);
+        let status = |status: u16, body: &str| LlmError::Status { status, excerpt: body.into() };
+        assert!(!f.refused_by(&status(400, "max_tokens too large")));
+        assert!(
+            !f.refused_by(&LlmError::BadKey { status: 401, excerpt: "response_format".into() })
+        );
+        assert!(!f.refused_by(&LlmError::Server {
+            status: 500,
+            excerpt: "response_format".into(),
+            retry_after: None
+        }));
+        assert!(f.on());
+        assert!(f.refused_by(&status(400, "Unknown parameter: 'response_format'")));
+        assert!(!f.on());
+        assert!(f.clone().refused.load(std::sync::atomic::Ordering::Relaxed), "shared by clones");
+        assert!(!Feature::new("x", false, &[]).on());
     }
 
     #[test]

@@ -127,7 +127,9 @@ fn handle_blocking(host: &Host, body: Body) -> Result<Body, PanelError> {
             profile_reply()
         }
         Body::SetSecret { name, value, origins } => {
-            let name = profile::set_secret(host.store(), &data_dir(), &name, &value, &origins)?;
+            let store = host.settings().secrets_store;
+            let name =
+                profile::set_secret(host.store(), &data_dir(), store, &name, &value, &origins)?;
             tracing::info!(%name, "the side panel set a secret");
             profile_reply()
         }

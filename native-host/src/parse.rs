@@ -124,13 +124,16 @@ pub fn parse_action(position: usize, value: &Value) -> Result<Action, ParseError
     })
 }
 
-/// Small, safe fixes: `null` parameters become `{}`, numbers written as
-/// strings become numbers.
+/// Small, safe fixes: `null` or `true` parameters become `{}` (strict
+/// decoders and Gemini's schema write a parameterless action so), a
+/// parameter set to `null` is left out (strict decoders write every
+/// optional one), numbers written as strings become numbers.
 fn normalise_params(params: &Value) -> Value {
     match params {
-        Value::Null => Value::Object(Map::new()),
+        Value::Null | Value::Bool(true) => Value::Object(Map::new()),
         Value::Object(map) => Value::Object(
             map.iter()
+                .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| {
                     let v = match (k.as_str(), v) {
                         ("index" | "ms", Value::String(s)) => s

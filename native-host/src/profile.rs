@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use clap::Subcommand;
 use errand_protocol::{Fact, ProfileView, SecretInfo};
 
-use crate::config::{Overrides, Settings};
+use crate::config::{Overrides, SecretsStore, Settings};
 use crate::secrets::{SecretError, Secrets};
 use crate::store::{Store, StoreError};
 use crate::term;
@@ -109,13 +109,15 @@ pub fn set_fact(
     Ok(name)
 }
 
-/// Adds or changes a secret in the owner-only secrets file, fillable only
-/// on `origins` (at least one `http(s)://host[:port]`; a pasted address is
-/// cut to its origin). The value is kept as given (spaces included).
-/// Returns the name as stored.
+/// Adds or changes a secret, fillable only on `origins` (at least one
+/// `http(s)://host[:port]`; a pasted address is cut to its origin); its
+/// value goes where `secrets_store` says (the OS keychain, else the
+/// owner-only file). The value is kept as given (spaces included). Returns
+/// the name as stored.
 pub fn set_secret(
     store: &Store,
     data_dir: &Path,
+    secrets_store: SecretsStore,
     name: &str,
     value: &str,
     origins: &[String],
@@ -133,7 +135,7 @@ pub fn set_secret(
         return Err(ProfileError::NameTaken { name, other: "fact" });
     }
     let _one = SECRETS_FILE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut secrets = Secrets::load(data_dir)?;
+    let mut secrets = Secrets::load(data_dir)?.with_store(secrets_store);
     secrets.set(&name, value, &origins)?;
     secrets.save()?;
     Ok(name)
@@ -156,6 +158,21 @@ pub fn forget(store: &Store, data_dir: &Path, name: &str) -> Result<Forgotten, P
         return Err(ProfileError::Unknown(name.to_owned()));
     }
     Ok(Forgotten { fact, secret })
+}
+
+/// Where secrets live, one line: "Secrets: 2 in the OS keychain (…)
+/// (secrets_store = auto)".
+pub fn secrets_line(secrets: &Secrets, setting: SecretsStore) -> String {
+    let location = secrets.location();
+    let new_ones = match setting {
+        SecretsStore::File => "new ones go to the owner-only file".to_owned(),
+        SecretsStore::Keychain => format!("new ones go to the OS keychain ({})", location.keychain),
+        SecretsStore::Auto => format!(
+            "new ones go to the OS keychain ({}) when it answers, else to the owner-only file",
+            location.keychain
+        ),
+    };
+    format!("Secrets: {location}; {new_ones} (secrets_store = {})", setting.name())
 }
 
 fn checked_name(name: &str) -> Result<String, ProfileError> {
@@ -275,6 +292,7 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
             for s in profile.secrets {
                 out.push(format!("secret {} (only on {})", s.name, s.origins.join(", ")));
             }
+            out.push(secrets_line(&Secrets::load(data_dir)?, settings.secrets_store));
         }
         MemoryCommand::Fact { name, value } => {
             let name = set_fact(&store, data_dir, &name, &value)?;
@@ -289,7 +307,8 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
                     "no value on standard input: `echo VALUE | errand memory secret NAME --origin URL`"
                 );
             }
-            let name = set_secret(&store, data_dir, &name, value, &origins)?;
+            let name =
+                set_secret(&store, data_dir, settings.secrets_store, &name, value, &origins)?;
             out.push(format!("remembered the secret `{name}`"));
         }
         MemoryCommand::Recall { query } => {
@@ -351,6 +370,7 @@ mod tests {
         set_secret(
             &store,
             dir.path(),
+            SecretsStore::File,
             "bank",
             " hunter2 ",
             &origins(&[
@@ -381,19 +401,35 @@ mod tests {
             (vec!["ftp://bank.example"], "only http and https"),
             (vec!["https://u:p@bank.example"], "user name"),
         ] {
-            let e = set_secret(&store, dir.path(), "x", "v", &origins(&bad)).unwrap_err();
+            let e = set_secret(&store, dir.path(), SecretsStore::File, "x", "v", &origins(&bad))
+                .unwrap_err();
             assert!(e.to_string().contains(what), "{bad:?}: {e}");
             assert!(e.is_bad_request());
         }
-        let e =
-            set_secret(&store, dir.path(), "x", "", &origins(&["https://a.example"])).unwrap_err();
+        let e = set_secret(
+            &store,
+            dir.path(),
+            SecretsStore::File,
+            "x",
+            "",
+            &origins(&["https://a.example"]),
+        )
+        .unwrap_err();
         assert!(matches!(e, ProfileError::EmptySecret(_)), "{e}");
-        let e = set_secret(&store, dir.path(), "a}}b", "v", &origins(&["https://a.example"]))
-            .unwrap_err();
+        let e = set_secret(
+            &store,
+            dir.path(),
+            SecretsStore::File,
+            "a}}b",
+            "v",
+            &origins(&["https://a.example"]),
+        )
+        .unwrap_err();
         assert!(matches!(e, ProfileError::BadName { .. }), "{e}");
         let e = set_secret(
             &store,
             dir.path(),
+            SecretsStore::File,
             "big",
             &"v".repeat(5000),
             &origins(&["https://a.example"]),
@@ -406,9 +442,24 @@ mod tests {
     fn a_name_is_a_fact_or_a_secret_and_forget_removes_it() {
         let (dir, store) = open();
         set_fact(&store, dir.path(), "email", "ada@example.com").unwrap();
-        set_secret(&store, dir.path(), "pw", "hunter2", &["https://a.example".into()]).unwrap();
-        let e = set_secret(&store, dir.path(), "email", "x", &["https://a.example".into()])
-            .unwrap_err();
+        set_secret(
+            &store,
+            dir.path(),
+            SecretsStore::File,
+            "pw",
+            "hunter2",
+            &["https://a.example".into()],
+        )
+        .unwrap();
+        let e = set_secret(
+            &store,
+            dir.path(),
+            SecretsStore::File,
+            "email",
+            "x",
+            &["https://a.example".into()],
+        )
+        .unwrap_err();
         assert!(matches!(e, ProfileError::NameTaken { other: "fact", .. }), "{e}");
         let e = set_fact(&store, dir.path(), "pw", "x").unwrap_err();
         assert!(matches!(e, ProfileError::NameTaken { other: "secret", .. }), "{e}");

@@ -104,15 +104,17 @@ pub fn attach_screenshot(message: &mut ChatMessage, data_url: String) {
 }
 
 /// What the model is told about the user's profile: facts with their
-/// values, secrets only by placeholder.
+/// values (by name only for a large profile, see [`crate::facts`]), secrets
+/// only by placeholder.
 pub fn profile_section(facts: &[(String, String)], secret_lines: &[String]) -> String {
     if facts.is_empty() && secret_lines.is_empty() {
         return String::new();
     }
     let mut out =
         String::from("About the user (from their profile; use only what the task needs):");
-    for (name, value) in facts {
-        out.push_str(&format!("\n- {name}: {}", one_line(value)));
+    for line in crate::facts::prompt_lines(facts) {
+        out.push('\n');
+        out.push_str(&line);
     }
     if !secret_lines.is_empty() {
         out.push_str(
@@ -191,6 +193,9 @@ pub fn history_text(history: &[PastStep]) -> String {
 
 /// How an answered `ask_user` is recorded; [`user_answers`] finds it again.
 pub const USER_ANSWERED: &str = "the user answered: ";
+/// How an `ask_user` the host answered from the profile is recorded (then
+/// the value, then ` (fact `NAME`)`).
+pub const PROFILE_ANSWERED: &str = "answered from the user's profile: ";
 
 /// The user's answers to the agent's questions, outside the untrusted
 /// fence: they come from the user, not the page.
@@ -200,12 +205,11 @@ pub fn user_answers(history: &[PastStep]) -> String {
         .flat_map(|past| &past.actions)
         .filter_map(|(record, _)| match &record.action {
             Action::AskUser { question } if record.ok => {
-                let answer = record.detail.strip_prefix(USER_ANSWERED)?;
-                Some(format!(
-                    "- You asked: {} The user answered: {}",
-                    one_line(question),
-                    one_line(answer)
-                ))
+                let (who, answer) = match record.detail.strip_prefix(USER_ANSWERED) {
+                    Some(answer) => ("The user answered", answer),
+                    None => ("Their profile says", record.detail.strip_prefix(PROFILE_ANSWERED)?),
+                };
+                Some(format!("- You asked: {} {who}: {}", one_line(question), one_line(answer)))
             }
             _ => None,
         })

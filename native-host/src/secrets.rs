@@ -4,15 +4,21 @@
 //! the page's origin is one the secret is allowed for, and scrubs the value
 //! from everything it records or shows afterwards.
 //!
-//! Values live in `<data dir>/secrets.json`, created owner-only (0600) —
-//! the fallback the OS keychain would replace; it never goes into SQLite or
-//! the log.
+//! Names and origins live in `<data dir>/secrets.json`, created owner-only
+//! (0600). Values live in the OS keychain ([`crate::keychain`]) where it
+//! works (`secrets_store = "auto"` or `"keychain"`), else in that same file
+//! (`"file"`, or `"auto"` without a keychain, said so in the log). They
+//! never go into SQLite or the log.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use errand_protocol::Action;
 use serde::{Deserialize, Serialize};
+
+use crate::config::SecretsStore;
+use crate::keychain::{self, Keychain, KeychainError};
 
 /// The secrets file's name inside the data dir.
 pub const SECRETS_FILE: &str = "secrets.json";
@@ -20,9 +26,18 @@ pub const SECRETS_FILE: &str = "secrets.json";
 /// One secret.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct Secret {
-    pub value: String,
+    /// The value, in the file or read from the keychain (`None`: the
+    /// keychain could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
     /// Origins (`https://bank.example`) it may be filled on.
     pub origins: Vec<String>,
+    /// Whether the value is kept in the OS keychain (then not in the file).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keychain: bool,
+    /// Why a keychain value could not be read.
+    #[serde(skip)]
+    pub unreadable: Option<String>,
 }
 
 impl std::fmt::Debug for Secret {
@@ -47,35 +62,163 @@ pub enum SecretError {
     WrongOrigin { name: String, origin: String, allowed: String },
     #[error("`{0}` is not an origin like https://example.com")]
     BadOrigin(String),
+    #[error(
+        "secrets_store is \"keychain\" but {0}: set secrets_store = \"auto\" (or \"file\") to keep secrets in the owner-only file"
+    )]
+    NoKeychain(KeychainError),
+    #[error("the secret `{name}` is kept in the OS keychain, which cannot be read now: {why}")]
+    Unreadable { name: String, why: String },
 }
 
-/// The secrets file.
-#[derive(Debug, Clone, Default)]
+/// The secrets: the file of names and origins, values in the keychain or
+/// the file.
+#[derive(Debug, Clone)]
 pub struct Secrets {
     path: PathBuf,
     entries: BTreeMap<String, Secret>,
+    keychain: Arc<dyn Keychain>,
+    /// Where [`Secrets::save`] puts values.
+    store: SecretsStore,
+}
+
+impl Default for Secrets {
+    fn default() -> Self {
+        Secrets {
+            path: PathBuf::new(),
+            entries: BTreeMap::new(),
+            keychain: keychain::os(),
+            store: SecretsStore::Auto,
+        }
+    }
+}
+
+/// Where secrets are kept, for `errand memory list` and `errand doctor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub in_keychain: usize,
+    pub in_file: usize,
+    /// The keychain's name ("the Secret Service …").
+    pub keychain: &'static str,
+    pub file: PathBuf,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let file = format!("the owner-only file {}", self.file.display());
+        match (self.in_keychain, self.in_file) {
+            (0, 0) => write!(f, "no secrets yet"),
+            (k, 0) => write!(f, "{k} in the OS keychain ({})", self.keychain),
+            (0, n) => write!(f, "{n} in {file}"),
+            (k, n) => write!(f, "{k} in the OS keychain ({}), {n} in {file}", self.keychain),
+        }
+    }
 }
 
 impl Secrets {
-    /// Reads `<data_dir>/secrets.json` (empty when absent).
+    /// Reads `<data_dir>/secrets.json` (empty when absent), with the values
+    /// kept in the OS keychain.
     pub fn load(data_dir: &Path) -> Result<Secrets, SecretError> {
+        Secrets::load_with(data_dir, keychain::os())
+    }
+
+    /// Like [`Secrets::load`] with another keychain.
+    pub fn load_with(data_dir: &Path, keychain: Arc<dyn Keychain>) -> Result<Secrets, SecretError> {
         let path = data_dir.join(SECRETS_FILE);
-        let entries = match std::fs::read_to_string(&path) {
+        let mut entries: BTreeMap<String, Secret> = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map_err(|e| SecretError::Parse { path: path.clone(), message: e.to_string() })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(source) => return Err(SecretError::Io { path, source }),
         };
-        Ok(Secrets { path, entries })
+        for (name, secret) in entries.iter_mut().filter(|(_, s)| s.keychain) {
+            match keychain.get(name) {
+                Ok(Some(value)) => secret.value = Some(value),
+                Ok(None) => {
+                    secret.value = None;
+                    secret.unreadable = Some("the keychain has no such entry".to_owned());
+                }
+                Err(e) => {
+                    tracing::warn!(secret = %name, "cannot read a secret from the OS keychain: {e}");
+                    secret.value = None;
+                    secret.unreadable = Some(e.to_string());
+                }
+            }
+        }
+        Ok(Secrets { path, entries, keychain, store: SecretsStore::Auto })
     }
 
-    /// Writes the file, owner-only.
-    pub fn save(&self) -> Result<(), SecretError> {
+    /// Where [`Secrets::save`] puts values from now on.
+    pub fn with_store(mut self, store: SecretsStore) -> Secrets {
+        self.store = store;
+        self
+    }
+
+    /// How many values are where.
+    pub fn location(&self) -> Location {
+        let in_keychain = self.entries.values().filter(|s| s.keychain).count();
+        Location {
+            in_keychain,
+            in_file: self.entries.len() - in_keychain,
+            keychain: self.keychain.describe(),
+            file: self.path.clone(),
+        }
+    }
+
+    /// Puts each value where the store setting says — the keychain
+    /// (`keychain`; `auto` when it answers) or the file (`file`; `auto`
+    /// without a keychain, logged) — then writes the file, owner-only,
+    /// holding only the values not in the keychain.
+    pub fn save(&mut self) -> Result<(), SecretError> {
+        let mut missing: Option<KeychainError> = None;
+        for (name, secret) in self.entries.iter_mut() {
+            let Some(value) = secret.value.clone() else { continue };
+            match self.store {
+                SecretsStore::File if secret.keychain => {
+                    secret.keychain = false;
+                    if let Err(e) = self.keychain.delete(name) {
+                        tracing::warn!(secret = %name, "moved to the file, but not removed from the OS keychain: {e}");
+                    }
+                }
+                SecretsStore::Auto | SecretsStore::Keychain if !secret.keychain => {
+                    if missing.is_some() {
+                        continue;
+                    }
+                    match self.keychain.set(name, &value) {
+                        Ok(()) => secret.keychain = true,
+                        Err(e) => missing = Some(e),
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(e) = missing {
+            if self.store == SecretsStore::Keychain {
+                return Err(SecretError::NoKeychain(e));
+            }
+            tracing::warn!(
+                "{e}; secrets are kept in the owner-only file {} instead (secrets_store = \"auto\")",
+                self.path.display()
+            );
+        }
+        self.write_file()
+    }
+
+    /// Writes the file, owner-only: names, origins, and the values not in
+    /// the keychain.
+    fn write_file(&self) -> Result<(), SecretError> {
         let io = |source| SecretError::Io { path: self.path.clone(), source };
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let text = serde_json::to_string_pretty(&self.entries).unwrap_or_else(|_| "{}".into());
+        let on_disk: BTreeMap<&String, Secret> = self
+            .entries
+            .iter()
+            .map(|(name, s)| {
+                let value = if s.keychain { None } else { s.value.clone() };
+                (name, Secret { value, unreadable: None, ..s.clone() })
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&on_disk).unwrap_or_else(|_| "{}".into());
         let tmp = self.path.with_extension("json.tmp");
         {
             use std::io::Write;
@@ -98,12 +241,37 @@ impl Secrets {
             .iter()
             .map(|o| origin_of(o).ok_or_else(|| SecretError::BadOrigin(o.clone())))
             .collect::<Result<Vec<_>, _>>()?;
-        self.entries.insert(name.to_owned(), Secret { value: value.to_owned(), origins });
+        // A new value goes where `save` puts it; an old keychain entry of
+        // the same name is overwritten there.
+        let keychain = self.entries.get(name).is_some_and(|s| s.keychain);
+        let mut secret =
+            Secret { value: Some(value.to_owned()), origins, keychain: false, unreadable: None };
+        if keychain {
+            match self.keychain.set(name, value) {
+                Ok(()) => secret.keychain = true,
+                Err(e) => {
+                    tracing::warn!(secret = %name, "cannot replace the value in the OS keychain: {e}");
+                    let _ = self.keychain.delete(name);
+                }
+            }
+        }
+        self.entries.insert(name.to_owned(), secret);
         Ok(())
     }
 
+    /// Forgets a secret (from the keychain too).
     pub fn forget(&mut self, name: &str) -> bool {
-        self.entries.remove(name).is_some()
+        match self.entries.remove(name) {
+            Some(s) => {
+                if s.keychain {
+                    if let Err(e) = self.keychain.delete(name) {
+                        tracing::warn!(secret = %name, "cannot remove it from the OS keychain: {e}");
+                    }
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// Names and allowed origins (never values).
@@ -140,8 +308,12 @@ impl Secrets {
                     allowed: secret.origins.join(", "),
                 });
             }
-            out = out.replace(&placeholder(&name), &secret.value);
-            used.push(secret.value.clone());
+            let Some(value) = &secret.value else {
+                let why = secret.unreadable.clone().unwrap_or_default();
+                return Err(SecretError::Unreadable { name, why });
+            };
+            out = out.replace(&placeholder(&name), value);
+            used.push(value.clone());
         }
         let mut action = action.clone();
         match &mut action {
@@ -217,7 +389,7 @@ mod tests {
     #[test]
     fn fills_only_on_allowed_origins() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Secrets::load(dir.path()).unwrap();
+        let mut s = Secrets::load_with(dir.path(), Arc::new(fake::Missing)).unwrap();
         s.set("bank", "hunter2", &["https://Bank.example/login".into()]).unwrap();
         s.save().unwrap();
         #[cfg(unix)]
@@ -227,7 +399,7 @@ mod tests {
                 std::fs::metadata(dir.path().join(SECRETS_FILE)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        let s = Secrets::load(dir.path()).unwrap();
+        let s = Secrets::load_with(dir.path(), Arc::new(fake::Missing)).unwrap();
         let (sent, used) =
             s.substitute(&fill("{{secret:bank}}"), "https://bank.example/x?y").unwrap();
         assert_eq!(sent, fill("hunter2"));
@@ -248,6 +420,113 @@ mod tests {
 
     fn used_values() -> Vec<String> {
         vec!["hunter2".into()]
+    }
+
+    use crate::keychain::fake;
+
+    fn file_text(dir: &Path) -> String {
+        std::fs::read_to_string(dir.join(SECRETS_FILE)).unwrap()
+    }
+
+    #[test]
+    fn auto_keeps_values_in_the_keychain_and_only_names_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let keychain = Arc::new(fake::Memory::default());
+        let mut s = Secrets::load_with(dir.path(), keychain.clone()).unwrap();
+        s.set("bank", "hunter2", &["https://bank.example".into()]).unwrap();
+        s.save().unwrap();
+        assert!(!file_text(dir.path()).contains("hunter2"), "{}", file_text(dir.path()));
+        assert!(file_text(dir.path()).contains("\"keychain\": true"));
+        assert_eq!(
+            keychain.entries.lock().unwrap().get("bank").map(String::as_str),
+            Some("hunter2")
+        );
+        assert_eq!(s.location().to_string(), "1 in the OS keychain (a test keychain)");
+        // Read back through the keychain.
+        let again = Secrets::load_with(dir.path(), keychain.clone()).unwrap();
+        let (sent, _) =
+            again.substitute(&fill("{{secret:bank}}"), "https://bank.example/").unwrap();
+        assert_eq!(sent, fill("hunter2"));
+        // A new value replaces the keychain's; forgetting removes it there.
+        let mut again = again;
+        again.set("bank", "hunter3", &["https://bank.example".into()]).unwrap();
+        again.save().unwrap();
+        assert_eq!(
+            keychain.entries.lock().unwrap().get("bank").map(String::as_str),
+            Some("hunter3")
+        );
+        assert!(again.forget("bank"));
+        again.save().unwrap();
+        assert!(keychain.entries.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn auto_without_a_keychain_falls_back_to_the_owner_only_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Secrets::load_with(dir.path(), Arc::new(fake::Missing)).unwrap();
+        s.set("bank", "hunter2", &["https://bank.example".into()]).unwrap();
+        s.save().unwrap();
+        assert!(file_text(dir.path()).contains("hunter2"));
+        let location = s.location();
+        assert_eq!((location.in_keychain, location.in_file), (0, 1));
+        assert!(location.to_string().starts_with("1 in the owner-only file "), "{location}");
+        // "keychain" refuses instead, saying what to do.
+        let mut strict = Secrets::load_with(dir.path(), Arc::new(fake::Missing))
+            .unwrap()
+            .with_store(SecretsStore::Keychain);
+        strict.set("card", "4111", &["https://shop.example".into()]).unwrap();
+        let e = strict.save().unwrap_err();
+        assert!(matches!(e, SecretError::NoKeychain(_)), "{e}");
+        assert!(
+            e.to_string().contains("the OS keychain is not available")
+                && e.to_string().contains("\"auto\""),
+            "{e}"
+        );
+        assert!(!file_text(dir.path()).contains("4111"), "nothing written on refusal");
+    }
+
+    #[test]
+    fn the_real_keychain_or_the_file_whichever_works_here() {
+        // The code path that finds the OS keychain missing (this machine:
+        // Linux without D-Bus) and falls back, with the real `keyring`
+        // backend under a service of the test's own.
+        let service = format!("errand-test-{}", uuid::Uuid::new_v4());
+        let os: Arc<dyn Keychain> = Arc::new(crate::keychain::OsKeychain::with_service(&service));
+        let available = crate::keychain::probe(os.as_ref()).is_ok();
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Secrets::load_with(dir.path(), os.clone()).unwrap();
+        s.set("t", "v-123", &["https://a.example".into()]).unwrap();
+        s.save().unwrap();
+        let location = s.location();
+        assert_eq!(location.in_keychain == 1, available, "{location}");
+        assert_eq!(file_text(dir.path()).contains("v-123"), !available);
+        let again = Secrets::load_with(dir.path(), os).unwrap();
+        let (sent, _) = again.substitute(&fill("{{secret:t}}"), "https://a.example/").unwrap();
+        assert_eq!(sent, fill("v-123"));
+        let mut again = again;
+        again.forget("t");
+        again.save().unwrap();
+    }
+
+    #[test]
+    fn file_moves_keychain_values_into_the_file_and_an_unreadable_one_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let keychain = Arc::new(fake::Memory::default());
+        let mut s = Secrets::load_with(dir.path(), keychain.clone()).unwrap();
+        s.set("bank", "hunter2", &["https://bank.example".into()]).unwrap();
+        s.save().unwrap();
+        // Read where the keychain is gone: the value cannot be had.
+        let gone = Secrets::load_with(dir.path(), Arc::new(fake::Missing)).unwrap();
+        let e = gone.substitute(&fill("{{secret:bank}}"), "https://bank.example/").unwrap_err();
+        assert!(matches!(e, SecretError::Unreadable { .. }), "{e}");
+        assert!(e.to_string().contains("kept in the OS keychain"), "{e}");
+        // `file`: into the file, out of the keychain.
+        let mut file = Secrets::load_with(dir.path(), keychain.clone())
+            .unwrap()
+            .with_store(SecretsStore::File);
+        file.save().unwrap();
+        assert!(file_text(dir.path()).contains("hunter2"));
+        assert!(keychain.entries.lock().unwrap().is_empty());
     }
 
     #[test]

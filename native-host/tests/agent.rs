@@ -517,9 +517,10 @@ fn a_profile_fact_is_used_and_a_secret_is_filled_without_ever_reaching_the_model
 #[test]
 fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
     let server = ModelServer::start(vec![
-        // The planner, before step 1.
+        // The planner, before step 1: a loop whose list is still to be
+        // found on the page (no values: not run item by item).
         Reply::Answer(
-            r#"{"reasoning": "Nothing done yet", "plan": [{"kind": "loop", "goal": "Enter each address", "values": ["a@example.com", "b@example.com"]}, {"kind": "extract", "goal": "Report"}]}"#,
+            r#"{"reasoning": "Nothing done yet", "plan": [{"kind": "loop", "goal": "Enter each address listed on the page"}, {"kind": "extract", "goal": "Report"}]}"#,
         ),
         // Step 1: claims done too early.
         Reply::Answer(
@@ -556,9 +557,8 @@ fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
         text(0)
     );
     assert!(text(1).contains("2. [extract] Report"), "{}", text(1));
-    assert!(
-        text(1).contains("[loop] Enter each address — for each of: a@example.com; b@example.com")
-    );
+    assert!(text(1).contains("1. [loop] Enter each address listed on the page\n"), "{}", text(1));
+    assert!(!text(1).contains("Now work on item"), "{}", text(1));
     assert!(text(2).contains("The agent's answer\nAll sent."), "{}", text(2));
     assert!(
         text(3).contains("not finished yet, a check found: no address was entered"),
@@ -673,10 +673,7 @@ fn vision_sends_the_screenshot_as_openai_image_url_parts() {
         let text = parts[0]["text"].as_str().unwrap();
         assert!(text.contains("[1]<button>Submit</button>"), "{text}");
         assert!(text.contains("# Screenshot") && text.contains("same number"), "{text}");
-        assert_eq!(
-            parts[1],
-            serde_json::json!({"type": "image_url", "image_url": {"url": shot}})
-        );
+        assert_eq!(parts[1], serde_json::json!({"type": "image_url", "image_url": {"url": shot}}));
         // Exactly one image per request: the step's own.
         let mut images = Vec::new();
         objects_with(&request.body, "image_url", &mut images);

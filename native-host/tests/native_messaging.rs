@@ -50,6 +50,8 @@ impl HostProc {
             .env("ERRAND_BASE_URL", base_url)
             .env("ERRAND_MODEL", "scripted")
             .env("ERRAND_API_KEY", "test-key-0123456789")
+            // The tests script each model call: no planner call first.
+            .env("ERRAND_PLANNER", "0")
             .env_remove("ERRAND_CONTROL_SOCKET")
             .env_remove("ERRAND_MAX_STEPS")
             .stdin(Stdio::piped())
@@ -211,7 +213,8 @@ fn start_and_wait_for_the_model(host: &mut HostProc) -> String {
     host.send(Body::StartTask {
         task: "Wait".into(),
         tab_id: None,
-        url: Some("http://form.test/".into()), allow_sites: vec![],
+        url: Some("http://form.test/".into()),
+        allow_sites: vec![],
     });
     let Body::TaskAccepted { task_id } = host.recv().body else { panic!("no task_accepted") };
     loop {
@@ -386,7 +389,8 @@ fn runs_a_task_against_a_scripted_model() {
     let id = host.send(Body::StartTask {
         task: "Send the form".into(),
         tab_id: None,
-        url: Some("http://form.test/".into()), allow_sites: vec![],
+        url: Some("http://form.test/".into()),
+        allow_sites: vec![],
     });
     let accepted = host.recv();
     assert_eq!(accepted.re, Some(id));
@@ -505,7 +509,12 @@ fn stop_task_ends_a_slow_model_call_at_once() {
     }
 
     // A second task is refused meanwhile.
-    let id = host.send(Body::StartTask { task: "Another".into(), tab_id: Some(1), url: None, allow_sites: vec![] });
+    let id = host.send(Body::StartTask {
+        task: "Another".into(),
+        tab_id: Some(1),
+        url: None,
+        allow_sites: vec![],
+    });
     let busy = host.recv();
     assert_eq!(busy.re, Some(id));
     assert_eq!(error_of(&busy).0, ErrorCode::Busy);
@@ -637,7 +646,8 @@ fn a_message_over_a_mebibyte_reaches_the_extension_in_chunks() {
     host.send(Body::StartTask {
         task: "Read everything".into(),
         tab_id: None,
-        url: Some("http://form.test/".into()), allow_sites: vec![],
+        url: Some("http://form.test/".into()),
+        allow_sites: vec![],
     });
     assert!(matches!(host.recv().body, Body::TaskAccepted { .. }));
 

@@ -60,8 +60,9 @@ fn a_saved_model_is_the_one_the_next_task_asks_for() {
     );
     write_config(dir.path(), &users_file);
     // No ERRAND_MODEL: the file names the model. The key comes from the
-    // environment, so the panel cannot change it.
-    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_MODEL", "")]);
+    // environment, so the panel cannot change it. No ERRAND_PLANNER either
+    // (it would lock the planner): the panel turns it off below.
+    let mut host = HostProc::spawn(dir.path(), &[("ERRAND_MODEL", ""), ("ERRAND_PLANNER", "")]);
 
     let before = settings_of(&host.request(Body::GetSettings {}));
     assert_eq!(before.model, "old-model");

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// One thing the agent can do. The vocabulary of BrowserGym's action space
 /// plus what the other seeds add (tabs, extraction, talking to the user).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     // ---- In the page ----
@@ -122,6 +123,7 @@ pub enum Action {
 
 /// An option of a select, by its label or value (text) or its position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum OptionChoice {
     Position(u32),
@@ -216,6 +218,7 @@ impl Action {
 
 /// Which mouse button a click uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ClickButton {
     #[default]
@@ -232,6 +235,7 @@ impl ClickButton {
 
 /// A key held during a click.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Modifier {
     Alt,
     Control,
@@ -242,6 +246,7 @@ pub enum Modifier {
 
 /// Which way to scroll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ScrollDirection {
     Up,
@@ -267,11 +272,14 @@ mod tests {
             r#"{"go_forward":{}}"#,
         ];
         for case in cases {
-            let action: Action = serde_json::from_str(case).unwrap_or_else(|e| panic!("{case}: {e}"));
-            let again: Action = serde_json::from_str(&serde_json::to_string(&action).unwrap()).unwrap();
+            let action: Action =
+                serde_json::from_str(case).unwrap_or_else(|e| panic!("{case}: {e}"));
+            let again: Action =
+                serde_json::from_str(&serde_json::to_string(&action).unwrap()).unwrap();
             assert_eq!(action, again, "{case}");
         }
-        let pick: Action = serde_json::from_str(r#"{"select_option":{"index":4,"options":["Blue",2]}}"#).unwrap();
+        let pick: Action =
+            serde_json::from_str(r#"{"select_option":{"index":4,"options":["Blue",2]}}"#).unwrap();
         assert_eq!(
             pick,
             Action::SelectOption {

@@ -17,8 +17,17 @@ use crate::transport::{frame, raw_frame, read_frame};
 
 fn settings(dir: &std::path::Path, max_steps: u32) -> Settings {
     let flags = Overrides { max_steps: Some(max_steps), ..Default::default() };
-    Settings::resolve(Default::default(), &|_| None, &flags, dir.join("config"), dir.join("data"))
-        .unwrap()
+    let mut s = Settings::resolve(
+        Default::default(),
+        &|_| None,
+        &flags,
+        dir.join("config"),
+        dir.join("data"),
+    )
+    .unwrap();
+    // These tests script each model call: no planner call first.
+    s.planner = false;
+    s
 }
 
 /// Answers from a script; `None` in the script means "never answer".

@@ -3,11 +3,17 @@
 //! `content[].text`, tokens in `usage.input_tokens` / `output_tokens`.
 //! An image is a `{"type": "image", "source": {"type": "base64",
 //! "media_type": "image/jpeg", "data": …}}` block before its message's text.
+//!
+//! Structured output is tool use: the agent's answer is asked for as the
+//! input of one tool, [`super::schema::NAME`], whose `input_schema` is the
+//! answer's schema, with `tool_choice` naming it; the `tool_use` block's
+//! input is the answer (text blocks when the server answered in text).
 
 use serde_json::{Value, json};
 
-use super::{ChatMessage, Completion, Http, LlmError, Role, Usage, excerpt};
-use crate::config::Settings;
+use super::schema::{self, Flavour};
+use super::{ChatMessage, Completion, Expect, Feature, Http, LlmError, Role, Usage, excerpt};
+use crate::config::{Settings, Switch};
 
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
@@ -17,15 +23,44 @@ pub const MAX_TOKENS: u32 = 4096;
 const NOT_FOUND_HINT: &str = "Check the model name (like claude-sonnet-4-5) and that base_url ends \
      where /messages begins (https://api.anthropic.com/v1)";
 
+/// Words of an HTTP 400 refusing the answer tool.
+const STRUCTURED_WORDS: &[&str] = &["tool", "input_schema"];
+
 /// An Anthropic model.
 #[derive(Clone, Debug)]
 pub struct Anthropic {
     http: Http,
+    structured: Feature,
 }
 
 impl Anthropic {
     pub fn new(settings: &Settings) -> Self {
-        Anthropic { http: Http::new(settings) }
+        let structured = match settings.structured {
+            Switch::On => true,
+            Switch::Off => false,
+            Switch::Auto => {
+                super::structured_known(settings.provider, &settings.base_url, &settings.model)
+            }
+        };
+        Anthropic {
+            http: Http::new(settings),
+            structured: Feature::new("structured output (tool use)", structured, STRUCTURED_WORDS),
+        }
+    }
+
+    /// The request body for a call expecting `expect`: with the answer tool
+    /// when structured output is on.
+    pub fn body_for(&self, messages: &[ChatMessage], expect: Expect) -> Result<Value, LlmError> {
+        let mut body = self.body(messages)?;
+        if expect == Expect::Answer && self.structured.on() {
+            body["tools"] = json!([{
+                "name": schema::NAME,
+                "description": "Give your answer for this step: your evaluation, memory, next goal and the actions to run.",
+                "input_schema": schema::answer(Flavour::JsonSchema),
+            }]);
+            body["tool_choice"] = json!({"type": "tool", "name": schema::NAME});
+        }
+        Ok(body)
     }
 
     /// `{base_url}/messages`.
@@ -77,9 +112,26 @@ impl Anthropic {
         Ok(body)
     }
 
-    async fn call(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
+    async fn call(&self, messages: &[ChatMessage], expect: Expect) -> Result<Completion, LlmError> {
+        match self.attempt(messages, expect).await {
+            Err(e) if expect == Expect::Answer && self.structured.on() => {
+                if self.structured.refused_by(&e) {
+                    self.attempt(messages, expect).await
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn attempt(
+        &self,
+        messages: &[ChatMessage],
+        expect: Expect,
+    ) -> Result<Completion, LlmError> {
         let url = self.endpoint();
-        let body = self.body(messages)?;
+        let body = self.body_for(messages, expect)?;
         let sent_images = messages.iter().any(|m| !m.images.is_empty());
         let mut req =
             self.http.client.post(&url).header("anthropic-version", API_VERSION).json(&body);
@@ -95,19 +147,26 @@ impl Anthropic {
     }
 }
 
-/// Reads a Messages answer.
+/// Reads a Messages answer: the answer tool's input when the model called
+/// it, else the text blocks.
 pub fn read_reply(body: &str) -> Result<Completion, LlmError> {
     let v: Value = serde_json::from_str(body)
         .map_err(|e| LlmError::BadResponse(format!("{e}; body: {}", excerpt(body))))?;
     let blocks = v["content"].as_array().ok_or_else(|| {
         LlmError::BadResponse(format!("no `content` in the answer; body: {}", excerpt(body)))
     })?;
-    let text: String = blocks
+    let tool_input = blocks
         .iter()
-        .filter(|b| b["type"] == "text")
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("");
+        .find(|b| b["type"] == "tool_use" && b["name"] == schema::NAME)
+        .map(|b| b["input"].to_string());
+    let text: String = tool_input.unwrap_or_else(|| {
+        blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("")
+    });
     if text.is_empty() && v["stop_reason"] == "refusal" {
         return Err(LlmError::BadResponse("the model refused to answer".to_owned()));
     }

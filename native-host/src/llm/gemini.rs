@@ -3,24 +3,55 @@
 //! roles `user` / `model`; answer in `candidates[0].content.parts`, tokens
 //! in `usageMetadata`. An image is an `{"inline_data": {"mime_type":
 //! "image/jpeg", "data": …}}` part before its message's text.
+//!
+//! Structured output: `generationConfig.responseMimeType:
+//! "application/json"` and `responseSchema` (the answer's schema in
+//! Gemini's subset) for the agent's answer.
 
 use serde_json::{Value, json};
 
-use super::{ChatMessage, Completion, Http, LlmError, Role, Usage, excerpt};
-use crate::config::Settings;
+use super::schema::{self, Flavour};
+use super::{ChatMessage, Completion, Expect, Feature, Http, LlmError, Role, Usage, excerpt};
+use crate::config::{Settings, Switch};
 
 const NOT_FOUND_HINT: &str = "Check the model name (like gemini-2.5-flash) and that base_url ends \
      where /models begins (https://generativelanguage.googleapis.com/v1beta)";
+
+/// Words of an HTTP 400 refusing the schema.
+const STRUCTURED_WORDS: &[&str] =
+    &["response_schema", "responseschema", "response_mime_type", "responsemimetype", "json mode"];
 
 /// A Gemini model.
 #[derive(Clone, Debug)]
 pub struct Gemini {
     http: Http,
+    structured: Feature,
 }
 
 impl Gemini {
     pub fn new(settings: &Settings) -> Self {
-        Gemini { http: Http::new(settings) }
+        let structured = match settings.structured {
+            Switch::On => true,
+            Switch::Off => false,
+            Switch::Auto => {
+                super::structured_known(settings.provider, &settings.base_url, &settings.model)
+            }
+        };
+        Gemini {
+            http: Http::new(settings),
+            structured: Feature::new("structured output", structured, STRUCTURED_WORDS),
+        }
+    }
+
+    /// The request body for a call expecting `expect`: with the answer's
+    /// schema when structured output is on.
+    pub fn body_for(&self, messages: &[ChatMessage], expect: Expect) -> Result<Value, LlmError> {
+        let mut body = self.body(messages)?;
+        if expect == Expect::Answer && self.structured.on() {
+            body["generationConfig"]["responseMimeType"] = json!("application/json");
+            body["generationConfig"]["responseSchema"] = schema::answer(Flavour::Gemini).to_value();
+        }
+        Ok(body)
     }
 
     /// `{base_url}/models/{model}:generateContent`.
@@ -65,9 +96,26 @@ impl Gemini {
         Ok(body)
     }
 
-    async fn call(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
+    async fn call(&self, messages: &[ChatMessage], expect: Expect) -> Result<Completion, LlmError> {
+        match self.attempt(messages, expect).await {
+            Err(e) if expect == Expect::Answer && self.structured.on() => {
+                if self.structured.refused_by(&e) {
+                    self.attempt(messages, expect).await
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn attempt(
+        &self,
+        messages: &[ChatMessage],
+        expect: Expect,
+    ) -> Result<Completion, LlmError> {
         let url = self.endpoint();
-        let body = self.body(messages)?;
+        let body = self.body_for(messages, expect)?;
         let sent_images = messages.iter().any(|m| !m.images.is_empty());
         let mut req = self.http.client.post(&url).json(&body);
         if let Some(key) = &self.http.api_key {

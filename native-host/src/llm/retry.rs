@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, ChatMessage, Completion, LlmError, Provider};
+use super::{BoxFuture, ChatMessage, Completion, Expect, LlmError, Provider};
 use crate::config::Settings;
 
 /// The longest backoff delay without a `Retry-After`.
@@ -64,10 +64,19 @@ impl Provider for Retrying {
         messages: &'a [ChatMessage],
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        self.complete_as(messages, Expect::Text, cancel)
+    }
+
+    fn complete_as<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+        expect: Expect,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(async move {
             let mut retry = 0;
             loop {
-                let error = match self.inner.complete(messages, cancel).await {
+                let error = match self.inner.complete_as(messages, expect, cancel).await {
                     Ok(c) => return Ok(c),
                     Err(e) => e,
                 };

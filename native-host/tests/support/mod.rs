@@ -64,6 +64,11 @@ impl HostProc {
             .env("ERRAND_API_KEY", API_KEY)
             .env("ERRAND_RETRY_BASE_MS", "50")
             .env("ERRAND_LOG", "debug")
+            // Tests script each model call: the planner's extra call at the
+            // start only where a test turns it on (ERRAND_PLANNER=1).
+            .env("ERRAND_PLANNER", "0")
+            // Secrets stay in the test's own folder, never in the OS keychain.
+            .env("ERRAND_SECRETS_STORE", "file")
             .env_remove("ERRAND_CONTROL_SOCKET")
             .env_remove("ERRAND_MAX_STEPS")
             .env_remove("ERRAND_PROVIDER")
@@ -223,10 +228,16 @@ impl HostProc {
     /// Runs `errand ARGS` with this host's folders, `stdin` as input;
     /// returns stdout.
     pub fn cli(dir: &Path, args: &[&str], stdin: &str) -> String {
+        Self::cli_env(dir, args, stdin, &[("ERRAND_SECRETS_STORE", "file")])
+    }
+
+    /// Like [`HostProc::cli`] with `env` set.
+    pub fn cli_env(dir: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> String {
         let mut child = Command::new(env!("CARGO_BIN_EXE_errand"))
             .args(args)
             .env("ERRAND_DATA_DIR", dir.join("data"))
             .env("ERRAND_CONFIG_DIR", dir.join("config"))
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -313,6 +324,20 @@ pub enum Reply {
     Slow(&'static str, Duration),
     /// An HTTP error: status, `Retry-After`, body.
     Status(u16, Option<&'static str>, &'static str),
+    /// The answer as the input of Anthropic's answer tool (a `tool_use`
+    /// block named `errand_answer`); the other formats send it as text.
+    Tool(&'static str),
+    /// The answer in pieces, one every `Duration`, as server-sent events
+    /// when the request asked for a stream (OpenAI-compatible), else whole
+    /// after the pieces' time.
+    Streamed(&'static [&'static str], Duration),
+}
+
+/// What the scripted server answers: the text, how, and after what.
+enum Answer {
+    Text(String),
+    Tool(String),
+    Pieces(Vec<String>, Duration),
 }
 
 /// A request the server received.
@@ -388,6 +413,21 @@ async fn next(
     headers: &HeaderMap,
     raw: String,
 ) -> Result<String, Response> {
+    match next_answer(script, path, headers, raw).await? {
+        Answer::Text(a) | Answer::Tool(a) => Ok(a),
+        Answer::Pieces(pieces, every) => {
+            tokio::time::sleep(every * u32::try_from(pieces.len()).unwrap_or(1)).await;
+            Ok(pieces.concat())
+        }
+    }
+}
+
+async fn next_answer(
+    script: &Script,
+    path: String,
+    headers: &HeaderMap,
+    raw: String,
+) -> Result<Answer, Response> {
     let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
     let headers = headers
         .iter()
@@ -396,10 +436,14 @@ async fn next(
     script.seen.lock().unwrap().push(Seen { path, headers, body, raw, at: Instant::now() });
     let reply = script.replies.lock().unwrap().pop_front();
     match reply.unwrap_or(Reply::Answer(script.fallback)) {
-        Reply::Answer(a) => Ok(a.to_owned()),
+        Reply::Answer(a) => Ok(Answer::Text(a.to_owned())),
+        Reply::Tool(a) => Ok(Answer::Tool(a.to_owned())),
+        Reply::Streamed(pieces, every) => {
+            Ok(Answer::Pieces(pieces.iter().map(|p| (*p).to_owned()).collect(), every))
+        }
         Reply::Slow(a, d) => {
             tokio::time::sleep(d).await;
-            Ok(a.to_owned())
+            Ok(Answer::Text(a.to_owned()))
         }
         Reply::Status(status, retry_after, body) => {
             let mut resp = (StatusCode::from_u16(status).unwrap(), body.to_owned()).into_response();
@@ -413,6 +457,20 @@ async fn next(
 }
 
 async fn openai(State(script): State<Script>, headers: HeaderMap, raw: String) -> Response {
+    let wants_stream = serde_json::from_str::<Value>(&raw)
+        .ok()
+        .and_then(|v| v["stream"].as_bool())
+        .unwrap_or(false);
+    if wants_stream {
+        let peeked = script.replies.lock().unwrap().front().cloned();
+        if let Some(Reply::Streamed(..)) = peeked {
+            return match next_answer(&script, "/v1/chat/completions".into(), &headers, raw).await {
+                Err(r) => r,
+                Ok(Answer::Pieces(pieces, every)) => sse(pieces, every),
+                Ok(_) => unreachable!(),
+            };
+        }
+    }
     match next(&script, "/v1/chat/completions".into(), &headers, raw).await {
         Err(r) => r,
         Ok(content) => Json(json!({
@@ -431,10 +489,56 @@ async fn openai(State(script): State<Script>, headers: HeaderMap, raw: String) -
     }
 }
 
+/// OpenAI-compatible server-sent events: a role chunk, one chunk per piece
+/// (`every` apart), a finish chunk, a usage chunk, `[DONE]`.
+fn sse(pieces: Vec<String>, every: Duration) -> Response {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1_700_000_000,
+               "model": "scripted", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events =
+        vec![(Duration::ZERO, chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
+    events.extend(pieces.into_iter().map(|p| (every, chunk(json!({"content": p}), Value::Null))));
+    events.push((Duration::ZERO, chunk(json!({}), json!("stop"))));
+    events.push((
+        Duration::ZERO,
+        json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [],
+               "usage": {"prompt_tokens": 321, "completion_tokens": 17, "total_tokens": 338}}),
+    ));
+    let mut lines: Vec<(Duration, String)> =
+        events.into_iter().map(|(d, e)| (d, format!("data: {e}\n\n"))).collect();
+    lines.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
+    let stream = futures_util::stream::unfold(lines.into_iter(), |mut rest| async move {
+        let (wait, line) = rest.next()?;
+        tokio::time::sleep(wait).await;
+        Some((Ok::<_, std::convert::Infallible>(line), rest))
+    });
+    let mut resp = axum::body::Body::from_stream(stream).into_response();
+    resp.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
+    resp
+}
+
 async fn anthropic(State(script): State<Script>, headers: HeaderMap, raw: String) -> Response {
-    match next(&script, "/v1/messages".into(), &headers, raw).await {
+    match next_answer(&script, "/v1/messages".into(), &headers, raw).await {
         Err(r) => r,
-        Ok(content) => Json(json!({
+        Ok(Answer::Tool(input)) => Json(json!({
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "scripted",
+            "content": [{"type": "tool_use", "id": "toolu_test", "name": "errand_answer",
+                         "input": serde_json::from_str::<Value>(&input).unwrap()}],
+            "stop_reason": "tool_use",
+            "stop_sequence": null,
+            "usage": {"input_tokens": 400, "output_tokens": 20}
+        }))
+        .into_response(),
+        Ok(answer) => {
+            let content = match answer {
+                Answer::Text(a) | Answer::Tool(a) => a,
+                Answer::Pieces(p, _) => p.concat(),
+            };
+            Json(json!({
             "id": "msg_test",
             "type": "message",
             "role": "assistant",
@@ -443,8 +547,9 @@ async fn anthropic(State(script): State<Script>, headers: HeaderMap, raw: String
             "stop_reason": "end_turn",
             "stop_sequence": null,
             "usage": {"input_tokens": 400, "output_tokens": 20}
-        }))
-        .into_response(),
+            }))
+            .into_response()
+        }
     }
 }
 
