@@ -962,6 +962,55 @@ mod tests {
     }
 
     #[test]
+    fn answer_and_secret_settings_and_the_planner_on_by_default() {
+        let s = resolve("", &[], &Overrides::default());
+        assert!(s.planner, "the planner is on unless turned off");
+        assert_eq!(
+            (s.structured, s.stream, s.secrets_store),
+            (Switch::Auto, true, SecretsStore::Auto)
+        );
+        let s = resolve(
+            "[model]\nprovider = \"anthropic\"\nstructured = \"off\"\n[agent]\nplanner = false\nsecrets_store = \"file\"\n",
+            &[],
+            &Overrides::default(),
+        );
+        assert!(!s.planner && !s.stream, "streaming defaults to on for openai only");
+        assert_eq!((s.structured, s.secrets_store), (Switch::Off, SecretsStore::File));
+        let s = resolve(
+            "[model]\nstream = false\n",
+            &[
+                ("ERRAND_STRUCTURED", "on"),
+                ("ERRAND_STREAM", "yes"),
+                ("ERRAND_SECRETS_STORE", "keychain"),
+                ("ERRAND_PLANNER", "0"),
+            ],
+            &Overrides::default(),
+        );
+        assert!(s.stream && !s.planner);
+        assert_eq!((s.structured, s.secrets_store), (Switch::On, SecretsStore::Keychain));
+        let env = env_of(&[("ERRAND_STRUCTURED", "maybe")]);
+        let e = Settings::resolve(
+            Default::default(),
+            &env,
+            &Overrides::default(),
+            "/c".into(),
+            "/d".into(),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "structured must be one of auto, on, off, not `maybe`");
+        let file: Result<FileConfig, _> = toml::from_str("[agent]\nsecrets_store = \"vault\"\n");
+        let e = Settings::resolve(
+            file.unwrap(),
+            &|_| None,
+            &Overrides::default(),
+            "/c".into(),
+            "/d".into(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("auto, keychain, file"), "{e}");
+    }
+
+    #[test]
     fn defaults_to_a_local_ollama() {
         let s = resolve("", &[], &Overrides::default());
         assert_eq!(s.base_url, DEFAULT_BASE_URL);

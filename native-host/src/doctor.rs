@@ -93,31 +93,11 @@ pub fn secrets_check(
         }
         (Err(_), SecretsStore::File) => (Level::Info, "the owner-only file is used".to_owned()),
     };
-    let kept = match crate::secrets::Secrets::load_with(&s.data_dir, std::sync::Arc::new(Unread)) {
+    let kept = match crate::secrets::Secrets::index(&s.data_dir) {
         Ok(secrets) => secrets.location().to_string(),
         Err(e) => e.to_string(),
     };
     check(level, "secrets", format!("{state}; {kept} (secrets_store = {})", s.secrets_store.name()))
-}
-
-/// Reads nothing: `errand doctor` counts where secrets are without reading
-/// their values.
-#[derive(Debug)]
-struct Unread;
-
-impl crate::keychain::Keychain for Unread {
-    fn get(&self, _: &str) -> Result<Option<String>, crate::keychain::KeychainError> {
-        Ok(None)
-    }
-    fn set(&self, _: &str, _: &str) -> Result<(), crate::keychain::KeychainError> {
-        Ok(())
-    }
-    fn delete(&self, _: &str) -> Result<(), crate::keychain::KeychainError> {
-        Ok(())
-    }
-    fn describe(&self) -> &'static str {
-        crate::keychain::OsKeychain::new().describe()
-    }
 }
 
 fn browsers(r: &mut Report) {

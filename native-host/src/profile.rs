@@ -79,7 +79,7 @@ pub struct Forgotten {
 /// The profile: facts with their values, secrets by name and origins only.
 pub fn view(store: &Store, data_dir: &Path) -> Result<ProfileView, ProfileError> {
     let facts = store.facts()?.into_iter().map(|(name, value)| Fact { name, value }).collect();
-    let secrets = Secrets::load(data_dir)?
+    let secrets = Secrets::index(data_dir)?
         .list()
         .into_iter()
         .map(|(name, origins)| SecretInfo { name, origins })
@@ -101,7 +101,7 @@ pub fn set_fact(
         return Err(ProfileError::EmptyFact(name));
     }
     check_value_size(&name, value)?;
-    let secrets = Secrets::load(data_dir)?;
+    let secrets = Secrets::index(data_dir)?;
     if secrets.list().iter().any(|(n, _)| *n == name) {
         return Err(ProfileError::NameTaken { name, other: "secret" });
     }
@@ -292,7 +292,7 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
             for s in profile.secrets {
                 out.push(format!("secret {} (only on {})", s.name, s.origins.join(", ")));
             }
-            out.push(secrets_line(&Secrets::load(data_dir)?, settings.secrets_store));
+            out.push(secrets_line(&Secrets::index(data_dir)?, settings.secrets_store));
         }
         MemoryCommand::Fact { name, value } => {
             let name = set_fact(&store, data_dir, &name, &value)?;

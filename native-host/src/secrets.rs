@@ -121,8 +121,22 @@ impl Secrets {
         Secrets::load_with(data_dir, keychain::os())
     }
 
+    /// Names, origins and where each value is, without reading the values
+    /// from the keychain (listing secrets never prompts for keychain access).
+    pub fn index(data_dir: &Path) -> Result<Secrets, SecretError> {
+        Secrets::read(data_dir, keychain::os(), false)
+    }
+
     /// Like [`Secrets::load`] with another keychain.
     pub fn load_with(data_dir: &Path, keychain: Arc<dyn Keychain>) -> Result<Secrets, SecretError> {
+        Secrets::read(data_dir, keychain, true)
+    }
+
+    fn read(
+        data_dir: &Path,
+        keychain: Arc<dyn Keychain>,
+        read_values: bool,
+    ) -> Result<Secrets, SecretError> {
         let path = data_dir.join(SECRETS_FILE);
         let mut entries: BTreeMap<String, Secret> = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
@@ -130,7 +144,7 @@ impl Secrets {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(source) => return Err(SecretError::Io { path, source }),
         };
-        for (name, secret) in entries.iter_mut().filter(|(_, s)| s.keychain) {
+        for (name, secret) in entries.iter_mut().filter(|(_, s)| s.keychain && read_values) {
             match keychain.get(name) {
                 Ok(Some(value)) => secret.value = Some(value),
                 Ok(None) => {
