@@ -194,7 +194,13 @@ async fn chat(State(state): State<Arc<ModelState>>, body: String) -> Response {
         }
         Reply::Status(code) => return error_response(code, "scripted error"),
     };
-    if stream { streamed(call, &model, &content) } else { completion(call, &model, &content) }
+    // Like the real servers: the usage in a last chunk when asked for.
+    let usage = req["stream_options"]["include_usage"].as_bool().unwrap_or(false);
+    if stream {
+        streamed(call, &model, &content, usage)
+    } else {
+        completion(call, &model, &content)
+    }
 }
 
 fn created() -> u64 {
@@ -229,7 +235,7 @@ fn completion(call: usize, model: &str, content: &str) -> Response {
     .into_response()
 }
 
-fn streamed(call: usize, model: &str, content: &str) -> Response {
+fn streamed(call: usize, model: &str, content: &str, usage: bool) -> Response {
     let id = format!("chatcmpl-scripted-{call}");
     let chunk = |delta: Value, finish: Value| {
         json!({
@@ -244,6 +250,16 @@ fn streamed(call: usize, model: &str, content: &str) -> Response {
         chunk(json!({}), json!("stop")),
     ] {
         body.push_str(&format!("data: {event}\n\n"));
+    }
+    if usage {
+        let (prompt, completion) = (1000, tokens(content));
+        let last = json!({
+            "id": id, "object": "chat.completion.chunk", "created": created(), "model": model,
+            "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        });
+        body.push_str(&format!("data: {last}\n\n"));
     }
     body.push_str("data: [DONE]\n\n");
     ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body)
