@@ -216,15 +216,31 @@ fn extract_json(text: &str) -> Result<Value, ParseError> {
     }
     let mut last_error = String::new();
     for c in &candidates {
-        match jsonrepair::repair_json(c, &jsonrepair::Options::default()) {
+        match repair_json(c) {
             Ok(fixed) => match serde_json::from_str::<Value>(&fixed) {
                 Ok(v) => return Ok(v),
                 Err(e) => last_error = e.to_string(),
             },
-            Err(e) => last_error = e.to_string(),
+            Err(e) => last_error = e,
         }
     }
     Err(ParseError::Unrepairable(last_error))
+}
+
+/// `jsonrepair`, without the inputs it never returns from. Version 0.1.0
+/// loops forever, growing a string until memory runs out, when a quoted
+/// string is followed (after whitespace) by `?`, `!`, `<`, `>`, `/` or `.`
+/// and no quote comes after that (its "punctuation continuation" waits for
+/// a closing quote that is not there). Found by fuzzing (`fuzz/`,
+/// target `answer_json`); such text is refused instead.
+pub(crate) fn repair_json(text: &str) -> Result<String, String> {
+    if let Some(last) = text.rfind(['"', '\'']) {
+        let after = text[last + 1..].trim_start_matches([' ', '\t', '\n', '\r']);
+        if let Some(c) = after.chars().next().filter(|c| "?!<>/.".contains(*c)) {
+            return Err(format!("a quoted string is followed by `{c}`"));
+        }
+    }
+    jsonrepair::repair_json(text, &jsonrepair::Options::default()).map_err(|e| e.to_string())
 }
 
 /// The contents of ``` fenced blocks, in order; an unclosed fence runs to the end.
@@ -285,6 +301,22 @@ fn object_span(text: &str) -> Option<&str> {
 mod tests {
     use super::*;
     use errand_protocol::{ClickButton, ScrollDirection};
+
+    /// Fuzzing found answers on which `jsonrepair` never returned.
+    #[test]
+    fn answers_that_hung_the_repair_are_refused() {
+        for text in [
+            "{\"evaluation_previous_goal\": \"Submitted\", \0\0\0\0\0\0\0\0\"m[mory\u{e}: \"\", \"next_goal\": \"Report\", \"actions\"{:\"o [dne\": {\"text\": \"The foym was sent.\", \".uccEvaluatrue}}]}",
+            r#"{"actions": [{"done": {"text": "Paris"!}}]}"#,
+            r#"{"a": 'b' /x}"#,
+        ] {
+            let e = parse_answer(text).unwrap_err();
+            assert!(matches!(e, ParseError::Unrepairable(_)), "{text:?}: {e:?}");
+        }
+        // Punctuation inside strings, and quotes after it, are fine.
+        let a = parse_answer(r#"{"actions": [{"done": {"text": "Paris!" , "success": true},}]"#);
+        assert!(a.is_ok(), "{a:?}");
+    }
 
     fn click(index: u32) -> Action {
         Action::Click { index, button: ClickButton::Left, modifiers: vec![] }

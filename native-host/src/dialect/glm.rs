@@ -62,7 +62,7 @@ fn normalise_memory(m: &str) -> String {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(m) {
             return v.to_string();
         }
-        if let Ok(fixed) = jsonrepair::repair_json(m, &jsonrepair::Options::default()) {
+        if let Ok(fixed) = crate::parse::repair_json(m) {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&fixed) {
                 return v.to_string();
             }
