@@ -398,6 +398,25 @@ impl Feature {
     }
 }
 
+/// Calls `attempt`; when the server refused one of `features` that was on
+/// (see [`Feature::refused_by`]), calls it again without it — each feature
+/// at most once a session, so this ends.
+pub async fn retry_refused<F, Fut>(
+    features: &[&Feature],
+    attempt: F,
+) -> Result<Completion, LlmError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Completion, LlmError>>,
+{
+    loop {
+        match attempt().await {
+            Err(e) if features.iter().any(|f| f.on() && f.refused_by(&e)) => {}
+            other => return other,
+        }
+    }
+}
+
 /// Whether `structured = "auto"` turns structured output on for a provider,
 /// server and model: the ones known to support it.
 pub fn structured_known(provider: ProviderKind, base_url: &str, model: &str) -> bool {

@@ -113,16 +113,10 @@ impl Anthropic {
     }
 
     async fn call(&self, messages: &[ChatMessage], expect: Expect) -> Result<Completion, LlmError> {
-        match self.attempt(messages, expect).await {
-            Err(e) if expect == Expect::Answer && self.structured.on() => {
-                if self.structured.refused_by(&e) {
-                    self.attempt(messages, expect).await
-                } else {
-                    Err(e)
-                }
-            }
-            other => other,
-        }
+        // A server refusing the schema is asked again without it.
+        let features: &[&Feature] =
+            if expect == Expect::Answer { &[&self.structured] } else { &[] };
+        super::retry_refused(features, || self.attempt(messages, expect)).await
     }
 
     async fn attempt(

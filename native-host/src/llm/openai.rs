@@ -246,21 +246,12 @@ impl OpenAiCompatible {
     async fn call(&self, messages: &[ChatMessage], expect: Expect) -> Result<Completion, LlmError> {
         // A server refusing the schema or streaming is asked again without
         // (each at most once a session).
-        loop {
-            match self.attempt(messages, expect).await {
-                Err(e) if self.structured.on() && expect == Expect::Answer => {
-                    if !self.structured.refused_by(&e) && !self.stream.refused_by(&e) {
-                        return Err(e);
-                    }
-                }
-                Err(e) if self.stream.on() => {
-                    if !self.stream.refused_by(&e) {
-                        return Err(e);
-                    }
-                }
-                other => return other,
-            }
-        }
+        let features: &[&Feature] = if expect == Expect::Answer {
+            &[&self.structured, &self.stream]
+        } else {
+            &[&self.stream]
+        };
+        super::retry_refused(features, || self.attempt(messages, expect)).await
     }
 
     async fn attempt(
