@@ -18,14 +18,8 @@ fn run(
     base: &str,
     env: &[(&str, &str)],
 ) -> (HostProc, String, Vec<TaskEvent>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("{}{base}", server.addr);
-    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
-    all.extend_from_slice(env);
-    let mut host = HostProc::spawn(dir.path(), &all);
-    let task_id = host.start("Send the form");
-    let events = host.serve_until_finished();
-    (host, task_id, events, dir)
+    let r = support::run_task(server, base, env, "");
+    (r.host, r.task_id, r.events, r.dir)
 }
 
 fn done_text(o: &Outcome) -> &str {
@@ -612,16 +606,8 @@ fn run_with_config(
     replies: Vec<Reply>,
 ) -> (HostProc, Vec<TaskEvent>, Vec<support::Seen>, tempfile::TempDir) {
     let server = ModelServer::start(replies);
-    let dir = tempfile::tempdir().unwrap();
-    support::write_config(dir.path(), config);
-    let base_url = format!("{}{base}", server.addr);
-    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
-    all.extend_from_slice(env);
-    let mut host = HostProc::spawn(dir.path(), &all);
-    host.start("Send the form");
-    let events = host.serve_until_finished();
-    let seen = server.seen();
-    (host, events, seen, dir)
+    let r = support::run_task(&server, base, env, config);
+    (r.host, r.events, r.seen, r.dir)
 }
 
 /// The screenshots the step events carried.

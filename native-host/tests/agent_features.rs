@@ -23,15 +23,8 @@ fn run(
     base: &str,
     env: &[(&str, &str)],
 ) -> (HostProc, Vec<TaskEvent>, Vec<Seen>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("{}{base}", server.addr);
-    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
-    all.extend_from_slice(env);
-    let mut host = HostProc::spawn(dir.path(), &all);
-    host.start("Send the form");
-    let events = host.serve_until_finished();
-    let seen = server.seen();
-    (host, events, seen, dir)
+    let r = support::run_task(server, base, env, "");
+    (r.host, r.events, r.seen, r.dir)
 }
 
 fn done_text(o: &Outcome) -> String {

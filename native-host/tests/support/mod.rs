@@ -263,6 +263,33 @@ impl Drop for HostProc {
 
 /// Writes `<dir>/config/config.toml` (before [`HostProc::spawn`]: the host
 /// reads it when it starts).
+/// One task run by [`run_task`].
+pub struct Run {
+    pub host: HostProc,
+    pub task_id: String,
+    pub events: Vec<TaskEvent>,
+    /// The requests the model server saw.
+    pub seen: Vec<Seen>,
+    pub dir: tempfile::TempDir,
+}
+
+/// Runs "Send the form" against `server` (its `base` path) with `env`, and
+/// `config` as `config.toml` when not empty, until the task finishes.
+pub fn run_task(server: &ModelServer, base: &str, env: &[(&str, &str)], config: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    if !config.is_empty() {
+        write_config(dir.path(), config);
+    }
+    let base_url = format!("{}{base}", server.addr);
+    let mut all = vec![("ERRAND_BASE_URL", base_url.as_str())];
+    all.extend_from_slice(env);
+    let mut host = HostProc::spawn(dir.path(), &all);
+    let task_id = host.start("Send the form");
+    let events = host.serve_until_finished();
+    let seen = server.seen();
+    Run { host, task_id, events, seen, dir }
+}
+
 pub fn write_config(dir: &Path, toml: &str) {
     std::fs::create_dir_all(dir.join("config")).unwrap();
     std::fs::write(dir.join("config/config.toml"), toml).unwrap();
