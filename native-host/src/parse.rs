@@ -227,12 +227,14 @@ fn extract_json(text: &str) -> Result<Value, ParseError> {
     Err(ParseError::Unrepairable(last_error))
 }
 
-/// `jsonrepair`, without the inputs it never returns from. Version 0.1.0
-/// loops forever, growing a string until memory runs out, when a quoted
-/// string is followed (after whitespace) by `?`, `!`, `<`, `>`, `/` or `.`
-/// and no quote comes after that (its "punctuation continuation" waits for
-/// a closing quote that is not there). Found by fuzzing (`fuzz/`,
-/// target `answer_json`); such text is refused instead.
+/// `jsonrepair`, made safe for any text. Fuzzing (`fuzz/`, targets
+/// `answer_json` and `answer_glm`) found that version 0.1.0
+/// - loops forever, growing a string until memory runs out, when a quoted
+///   string is followed (after whitespace) by `?`, `!`, `<`, `>`, `/` or `.`
+///   and no quote comes after that (its "punctuation continuation" waits for
+///   a closing quote that is not there): such text is refused here;
+/// - panics on some broken input (`unwrap` on `None`): the panic is caught
+///   (the host is built with `panic = "unwind"`) and becomes an error.
 pub(crate) fn repair_json(text: &str) -> Result<String, String> {
     if let Some(last) = text.rfind(['"', '\'']) {
         let after = text[last + 1..].trim_start_matches([' ', '\t', '\n', '\r']);
@@ -240,7 +242,12 @@ pub(crate) fn repair_json(text: &str) -> Result<String, String> {
             return Err(format!("a quoted string is followed by `{c}`"));
         }
     }
-    jsonrepair::repair_json(text, &jsonrepair::Options::default()).map_err(|e| e.to_string())
+    let repaired =
+        std::panic::catch_unwind(|| jsonrepair::repair_json(text, &jsonrepair::Options::default()));
+    match repaired {
+        Ok(done) => done.map_err(|e| e.to_string()),
+        Err(_) => Err("the JSON repair failed on it".to_owned()),
+    }
 }
 
 /// The contents of ``` fenced blocks, in order; an unclosed fence runs to the end.
@@ -302,7 +309,8 @@ mod tests {
     use super::*;
     use errand_protocol::{ClickButton, ScrollDirection};
 
-    /// Fuzzing found answers on which `jsonrepair` never returned.
+    /// Fuzzing found answers on which `jsonrepair` never returned, or
+    /// panicked.
     #[test]
     fn answers_that_hung_the_repair_are_refused() {
         for text in [
@@ -313,6 +321,9 @@ mod tests {
             let e = parse_answer(text).unwrap_err();
             assert!(matches!(e, ParseError::Unrepairable(_)), "{text:?}: {e:?}");
         }
+        // jsonrepair panicked on this one (`unwrap` on `None`).
+        let text = "```json\n{\"Yvaluation_previous_goam\": .......................................```json\n{\"Yvaluation_previous_goam\": .................................................................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}..........................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}`\u{15}";
+        assert!(parse_answer(text).is_err());
         // Punctuation inside strings, and quotes after it, are fine.
         let a = parse_answer(r#"{"actions": [{"done": {"text": "Paris!" , "success": true},}]"#);
         assert!(a.is_ok(), "{a:?}");
