@@ -227,12 +227,15 @@ fn extract_json(text: &str) -> Result<Value, ParseError> {
     Err(ParseError::Unrepairable(last_error))
 }
 
-/// `jsonrepair`, made safe for any text. Fuzzing (`fuzz/`, targets
-/// `answer_json` and `answer_glm`) found that version 0.1.0
+/// `jsonrepair`, made safe for any text. Fuzzing (`fuzz/`, target
+/// `answer_json`) found that version 0.1.0
 /// - loops forever, growing a string until memory runs out, when a quoted
 ///   string is followed (after whitespace) by `?`, `!`, `<`, `>`, `/` or `.`
 ///   and no quote comes after that (its "punctuation continuation" waits for
-///   a closing quote that is not there): such text is refused here;
+///   a closing quote that is not there): such text is refused here. Its own
+///   handling of code fences is off (the callers strip fences themselves), so
+///   it works on exactly the text checked — it would otherwise cut the text
+///   at a fence, after the last quote this check saw;
 /// - panics on some broken input (`unwrap` on `None`): the panic is caught
 ///   (the host is built with `panic = "unwind"`) and becomes an error.
 pub(crate) fn repair_json(text: &str) -> Result<String, String> {
@@ -242,8 +245,8 @@ pub(crate) fn repair_json(text: &str) -> Result<String, String> {
             return Err(format!("a quoted string is followed by `{c}`"));
         }
     }
-    let repaired =
-        std::panic::catch_unwind(|| jsonrepair::repair_json(text, &jsonrepair::Options::default()));
+    let options = jsonrepair::Options { fenced_code_blocks: false, ..Default::default() };
+    let repaired = std::panic::catch_unwind(|| jsonrepair::repair_json(text, &options));
     match repaired {
         Ok(done) => done.map_err(|e| e.to_string()),
         Err(_) => Err("the JSON repair failed on it".to_owned()),
@@ -321,6 +324,9 @@ mod tests {
             let e = parse_answer(text).unwrap_err();
             assert!(matches!(e, ParseError::Unrepairable(_)), "{text:?}: {e:?}");
         }
+        // jsonrepair's fence handling cut this one after its last quote
+        // and looped.
+        assert!(parse_answer("{\"actions\": [{\"scroll\": {\"direction\": \"down\"\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\u{0}\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t```json\n{\"evaluation_previous_goam\": ..........................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\t\t\t\t\t\t\t\t\t\t\t\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}irection\": \"down\"\t\t....\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\u{0}\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t```json\n{\"evaluation_previous_goam\": .........................\u{0}\u{0}\u{0}\u{0}....\t\t....").is_err());
         // jsonrepair panicked on this one (`unwrap` on `None`).
         let text = "```json\n{\"Yvaluation_previous_goam\": .......................................```json\n{\"Yvaluation_previous_goam\": .................................................................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}..........................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}`\u{15}";
         assert!(parse_answer(text).is_err());
