@@ -385,6 +385,19 @@ async function onStatus(status) {
     } catch {
       // The steps so far are not essential: the next ones arrive live.
     }
+  } else if (s.task != null && !s.starting && status.running_task !== s.task) {
+    // The task ended while this panel was cut off (the browser restarted
+    // Errand's service worker, or the host stopped): show how it ended, as
+    // the host recorded it.
+    const id = s.task;
+    try {
+      const { task } = await request('get_task', { task_id: id });
+      if (s.task === id && task.status !== 'running') {
+        finish(turn(), { status: task.status, answer: task.answer, error: task.error, steps: task.steps });
+      }
+    } catch (e) {
+      if (s.task === id) finish(turn(), { status: 'failed', error: `the task's end was not heard: ${plainError(e)}` });
+    }
   }
   refresh();
   takePending();
