@@ -229,21 +229,18 @@ fn extract_json(text: &str) -> Result<Value, ParseError> {
 
 /// `jsonrepair`, made safe for any text. Fuzzing (`fuzz/`, target
 /// `answer_json`) found that version 0.1.0
-/// - loops forever, growing a string until memory runs out, when a quoted
-///   string is followed (after whitespace) by `?`, `!`, `<`, `>`, `/` or `.`
-///   and no quote comes after that (its "punctuation continuation" waits for
-///   a closing quote that is not there): such text is refused here. Its own
-///   handling of code fences is off (the callers strip fences themselves), so
-///   it works on exactly the text checked — it would otherwise cut the text
-///   at a fence, after the last quote this check saw;
+/// - loops forever, growing a string until memory runs out, when after a
+///   quote, past whitespace, comments and `+` (string concatenation), comes
+///   `?`, `!`, `<`, `>`, `/` or `.` and no quote follows (its "punctuation
+///   continuation" waits for a closing quote that is not there): such text
+///   is refused here ([`repair_would_loop`]). Its own handling of code fences
+///   is off (the callers strip fences themselves), so it works on exactly the
+///   text checked;
 /// - panics on some broken input (`unwrap` on `None`): the panic is caught
 ///   (the host is built with `panic = "unwind"`) and becomes an error.
 pub(crate) fn repair_json(text: &str) -> Result<String, String> {
-    if let Some(last) = text.rfind(['"', '\'']) {
-        let after = text[last + 1..].trim_start_matches([' ', '\t', '\n', '\r']);
-        if let Some(c) = after.chars().next().filter(|c| "?!<>/.".contains(*c)) {
-            return Err(format!("a quoted string is followed by `{c}`"));
-        }
+    if let Some(c) = repair_would_loop(text) {
+        return Err(format!("a quoted string is followed by `{c}`"));
     }
     let options = jsonrepair::Options { fenced_code_blocks: false, ..Default::default() };
     let repaired = std::panic::catch_unwind(|| jsonrepair::repair_json(text, &options));
@@ -251,6 +248,38 @@ pub(crate) fn repair_json(text: &str) -> Result<String, String> {
         Ok(done) => done.map_err(|e| e.to_string()),
         Err(_) => Err("the JSON repair failed on it".to_owned()),
     }
+}
+
+/// The punctuation on which `jsonrepair` would never return, if any: a quote
+/// from which jsonrepair's skipping (spaces, tabs, newlines, `//`, `/* */`
+/// and `#` comments, `+`) ends on `?`, `!`, `<`, `>`, `/` or `.` with no
+/// quote after it. One pass from the end; linear in the text.
+fn repair_would_loop(text: &str) -> Option<char> {
+    let b = text.as_bytes();
+    let last = b.iter().rposition(|&c| c == b'"' || c == b'\'')?;
+    if !b[last..].iter().any(|c| b"?!<>/.".contains(c)) {
+        return None;
+    }
+    let n = b.len();
+    // For each position: the next line end, the next `*/`, and where the
+    // skipping that starts there stops (`n`: at the end).
+    let (mut eol, mut close, mut skip) = (vec![n; n + 2], vec![n; n + 2], vec![n; n + 2]);
+    for i in (0..n).rev() {
+        eol[i] = if matches!(b[i], b'\n' | b'\r') { i } else { eol[i + 1] };
+        close[i] = if b[i] == b'*' && b.get(i + 1) == Some(&b'/') { i } else { close[i + 1] };
+        let after = |e: usize, len: usize| if e < n { skip[e + len] } else { n };
+        skip[i] = match (b[i], b.get(i + 1)) {
+            (b' ' | b'\t' | b'\n' | b'\r' | b'+', _) => skip[i + 1],
+            (b'/', Some(b'/')) => after(eol[i + 2], 1),
+            (b'/', Some(b'*')) => after(close[i + 2], 2),
+            (b'#', _) => after(eol[i + 1], 1),
+            _ => i,
+        };
+    }
+    b.iter().enumerate().filter(|(_, c)| matches!(c, b'"' | b'\'')).find_map(|(i, _)| {
+        let p = skip[i + 1];
+        (p > last && p < n && b"?!<>/.".contains(&b[p])).then(|| char::from(b[p]))
+    })
 }
 
 /// The contents of ``` fenced blocks, in order; an unclosed fence runs to the end.
@@ -324,8 +353,17 @@ mod tests {
             let e = parse_answer(text).unwrap_err();
             assert!(matches!(e, ParseError::Unrepairable(_)), "{text:?}: {e:?}");
         }
-        // jsonrepair's fence handling cut this one after its last quote
-        // and looped.
+        // Concatenation, comments (with quotes in them) before the stray
+        // punctuation; jsonrepair's fence handling cut the first after its
+        // last quote.
+        for text in [
+            r#"{at"p"+/"#,
+            r#"{"a": "b" /* "c" */ .}"#,
+            "{\"a\": \"b\" # \"c\"\n !",
+            "{\"a\": \"b\"+ + //x\"y\n ?",
+        ] {
+            assert!(matches!(parse_answer(text), Err(ParseError::Unrepairable(_))), "{text:?}");
+        }
         assert!(parse_answer("{\"actions\": [{\"scroll\": {\"direction\": \"down\"\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\u{0}\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t```json\n{\"evaluation_previous_goam\": ..........................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\t\t\t\t\t\t\t\t\t\t\t\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}irection\": \"down\"\t\t....\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\u{0}\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t```json\n{\"evaluation_previous_goam\": .........................\u{0}\u{0}\u{0}\u{0}....\t\t....").is_err());
         // jsonrepair panicked on this one (`unwrap` on `None`).
         let text = "```json\n{\"Yvaluation_previous_goam\": .......................................```json\n{\"Yvaluation_previous_goam\": .................................................................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}..........................\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}`\u{15}";
