@@ -41,3 +41,13 @@ cargo build --locked -p errand-host
 
 echo "== running the tests"
 cargo test --locked --workspace -- --test-threads=2
+
+# ---- fuzzing: a short run of every fuzz target (scripts/fuzz.sh) ----
+# ERRAND_FUZZ_SECONDS per target (default 15; 0 skips). Installs cargo-fuzz
+# when missing (about a minute) and builds the fuzz crate (a few minutes);
+# new inputs found go to a temporary folder, not fuzz/corpus/.
+fuzz_secs="${ERRAND_FUZZ_SECONDS:-15}"
+if [ "$fuzz_secs" != 0 ]; then
+  echo "== fuzzing the decoders and parsers ($fuzz_secs s per target)"
+  FUZZ_SCRATCH=1 scripts/fuzz.sh "$fuzz_secs"
+fi

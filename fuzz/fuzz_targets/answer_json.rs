@@ -1,0 +1,15 @@
+//! The JSON answer dialect (`parse::parse_answer`, with `<think>` removal,
+//! fences, prose around the object and jsonrepair) on arbitrary text.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    common::caught_panics_are_not_crashes();
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    common::answer(errand_host::parse::parse_answer(text));
+    let _ = errand_host::parse::json_object(text);
+});
