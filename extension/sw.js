@@ -4,7 +4,7 @@
 // host's browser requests: tabs, content-script injection, screenshots.
 // Every message is built and checked by the Rust protocol crate
 // (`envelope`, `check`); no message shape is written here.
-import init, { envelope, check } from './pkg/wasm/errand_page.js';
+import init, { envelope, check, net_request, net_answer, net_forget } from './pkg/wasm/errand_page.js';
 import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
 
 const HOST = 'errand.host';
@@ -223,7 +223,15 @@ const browserRequests = {
     let answer;
     try {
       answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
-    } catch (notThere) {
+    } catch (e) {
+      if (!/Receiving end does not exist|Could not establish connection/i.test(String(e?.message ?? e))) {
+        // The content script got the command but its page went away before
+        // answering (a navigation or reload mid-action). Never replay the
+        // command on the new page: say what happened.
+        throw withCode(new Error(
+          'the page navigated or reloaded while the command ran; look at the new page before going on'),
+        'page_unavailable');
+      }
       // No content script in this document yet: inject the loader, retry.
       await inject(msg.tab_id);
       answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
@@ -308,6 +316,30 @@ async function loaded(tabId) {
     });
   }
 }
+
+// ---- requests in flight, for the content script's settle wait ----
+// After an action the content script waits until the page is still, the
+// network included: it asks here how many requests its tab started since
+// the action are in flight (`net_answer`). The books are kept by the crate
+// (extension/src/net.rs); these listeners only hand it the events. They
+// are registered at the top level so that the events wake the worker.
+const netEvent = (event) => (d) => {
+  if (d.tabId >= 0) crate.then(() => net_request(event, d.tabId, d.requestId, d.type, d.timeStamp));
+};
+const NET_FILTER = { urls: ['<all_urls>'] };
+chrome.webRequest?.onBeforeRequest.addListener(netEvent('start'), NET_FILTER);
+chrome.webRequest?.onCompleted.addListener(netEvent('end'), NET_FILTER);
+chrome.webRequest?.onErrorOccurred.addListener(netEvent('end'), NET_FILTER);
+chrome.tabs.onRemoved.addListener((tabId) => crate.then(() => net_forget(tabId)));
+chrome.runtime.onMessage.addListener((message, sender, reply) => {
+  // Only this extension's own content scripts ask.
+  if (sender.id !== chrome.runtime.id || sender.tab?.id == null) return false;
+  crate
+    .then(() => net_answer(JSON.stringify(message), sender.tab.id))
+    .then((answer) => reply(answer === undefined ? undefined : JSON.parse(answer)))
+    .catch(() => reply(undefined));
+  return true;
+});
 
 // ---- the side panels ----
 

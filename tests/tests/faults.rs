@@ -1,12 +1,13 @@
 //! Faults in real Chromium, seen from the real side panel: the host process
-//! killed in the middle of a task. The browser starts a new host, which
+//! killed in the middle of a task (the browser starts a new host, which
 //! finds the task interrupted; the panel says so, and nothing recorded is
-//! lost.
+//! lost), and a page that navigates away in the middle of an action (the
+//! action says so, and the agent goes on with the new page).
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use errand_e2e::model::Reply;
+use errand_e2e::model::{Reply, all_text, find_element};
 use errand_e2e::rig::Rig;
 use errand_e2e::store;
 use serde_json::json;
@@ -42,4 +43,42 @@ fn a_host_killed_mid_task_shows_interrupted_in_the_panel() {
     });
     killed_host(&rig).unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     rig.done("a_host_killed_mid_task_shows_interrupted_in_the_panel");
+}
+
+/// The model: type a code (the page leaves while it is typed), then read
+/// the page it arrived on.
+fn leave_script(req: &serde_json::Value, call: usize) -> Reply {
+    match call {
+        0 => {
+            let n = find_element(req, "Voucher code").unwrap_or_else(|e| panic!("{e:#}"));
+            Reply::json(&json!({"actions": [{"type": {"index": n, "text": "SAVE10"}}]}))
+        }
+        1 => {
+            let text = all_text(req);
+            assert!(
+                text.contains("Your voucher was applied."),
+                "the new page is not shown: {text}"
+            );
+            Reply::json(&json!({"actions": [{"done": {"text": "Applied.", "success": true}}]}))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+#[test]
+fn a_page_that_navigates_mid_action_is_reported_and_the_task_goes_on() {
+    let rig = Rig::start(leave_script);
+    let records = rig
+        .run("/faults/leave.html", "Apply the voucher SAVE10")
+        .map(|(_, records)| records)
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let first = records[0].to_string();
+    assert!(
+        // Either the action saw the navigation start, or its page went away
+        // before it could answer; both are said plainly.
+        first.contains("a new page is loading; the URL is now")
+            || first.contains("navigated or reloaded while the command ran"),
+        "the typing's record does not say the page left: {first}"
+    );
+    rig.done("a_page_that_navigates_mid_action_is_reported_and_the_task_goes_on");
 }
