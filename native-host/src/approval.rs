@@ -138,7 +138,7 @@ fn element(obs: &Observation, index: u32) -> Option<&ElementInfo> {
 pub fn check(action: &Action, obs: &Observation, policy: &SitePolicy) -> Option<Approval> {
     let target = action.element().and_then(|i| element(obs, i));
     let label = target.map(element_label).unwrap_or_default();
-    let summary = summary(action, &label, &obs.url);
+    let summary = summary(action, target, &obs.url);
     let approval =
         |reason: String| Approval { summary: summary.clone(), reason, element: label.clone() };
 
@@ -180,10 +180,30 @@ pub fn check(action: &Action, obs: &Observation, policy: &SitePolicy) -> Option<
 }
 
 /// One sentence: what will happen.
-fn summary(action: &Action, label: &str, page_url: &str) -> String {
+fn summary(action: &Action, target: Option<&ElementInfo>, page_url: &str) -> String {
     let site = crate::store::site_of(page_url);
-    let what = describe_action(action, label);
-    if site.is_empty() { cut(&what, 200) } else { cut(&format!("{what} on {site}"), 200) }
+    let name = target
+        .map(|e| cut(&e.name.split_whitespace().collect::<Vec<_>>().join(" "), 60))
+        .filter(|n| !n.is_empty())
+        .map(|n| format!("\u{201c}{n}\u{201d}"))
+        .unwrap_or_else(|| "the focused field".to_owned());
+    let what = match action {
+        Action::Click { .. } => format!("Click {name}"),
+        Action::DblClick { .. } => format!("Double-click {name}"),
+        Action::Press { key, .. } => format!("Press {key} in {name}"),
+        Action::Fill { text, .. } | Action::Type { text, .. } => {
+            format!("Type \u{201c}{}\u{201d} into {name}", cut(text, 60))
+        }
+        Action::Goto { url } => format!("Open {}", cut(url, 120)),
+        Action::NewTab { url: Some(url) } => format!("Open {} in a new tab", cut(url, 120)),
+        other => describe_action(other, &target.map(element_label).unwrap_or_default()),
+    };
+    let on = match action {
+        Action::Goto { .. } | Action::NewTab { .. } => String::new(),
+        _ if site.is_empty() => String::new(),
+        _ => format!(" on {site}"),
+    };
+    cut(&format!("{what}{on}"), 200)
 }
 
 #[cfg(test)]
@@ -229,7 +249,10 @@ mod tests {
         let p = SitePolicy::default();
         for i in [1, 2, 3, 6, 10] {
             let a = check(&click(i), &obs, &p).unwrap_or_else(|| panic!("element {i}"));
-            assert!(a.summary.contains("on shop.example"), "{a:?}");
+            assert!(
+                a.summary.starts_with("Click \u{201c}") && a.summary.ends_with(" on shop.example"),
+                "{a:?}"
+            );
             assert!(!a.element.is_empty());
         }
         for i in [4, 5, 7, 8, 9] {
