@@ -23,7 +23,7 @@ use web_sys::{
 use crate::dom::{self, attr};
 use crate::text::{self, collapse, truncate};
 use crate::watch::Watch;
-use crate::{Fail, keys, registry};
+use crate::{Fail, focus, keys, registry};
 
 /// Carries out one page action, watching the page from just before it
 /// until the page is still again, and reports what it did and what changed.
@@ -68,7 +68,11 @@ async fn effect_of(
     // Settle even after a failure, so the next command sees a still page.
     watch.settle().await;
     let changes = watch.finish(target);
-    let Done { summary, value } = done?;
+    let Done { mut summary, value } = done?;
+    if changes.loading.is_some() {
+        // The reply leaves before the new page is there.
+        summary.push_str("; a new page is loading");
+    }
     Ok(Effect {
         summary,
         url: changes.url,
@@ -114,9 +118,7 @@ fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done,
         bag.set_type(&f.mime);
         let file = web_sys::File::new_with_u8_array_sequence_and_options(&parts, &f.name, &bag)
             .map_err(|e| failed(&js_text(&e)))?;
-        data.items()
-            .add_with_file(&file)
-            .map_err(|e| failed(&js_text(&e)))?;
+        data.items().add_with_file(&file).map_err(|e| failed(&js_text(&e)))?;
     }
     input.set_files(data.files().as_ref());
     for kind in ["input", "change"] {
@@ -133,9 +135,7 @@ fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done,
         .unwrap_or_default();
     let wanted: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     if names != wanted {
-        return Err(failed(&format!(
-            "{who} holds {names:?} after the upload, not {wanted:?}"
-        )));
+        return Err(failed(&format!("{who} holds {names:?} after the upload, not {wanted:?}")));
     }
     Ok(Done {
         summary: format!("put {} into {who}", names.join(", ")),
@@ -176,7 +176,7 @@ async fn run(action: Action, watch: &Watch) -> Result<Done, Fail> {
         Action::Press { key, index } => press(&key, index)?.into(),
         Action::Focus { index } => {
             let el = usable(index)?;
-            let _ = el.unchecked_ref::<HtmlElement>().focus();
+            focus::focus(&el);
             format!("focused {}", describe(index, &el)).into()
         }
         Action::Scroll { direction, index, pages } => scroll(direction, index, pages)?.into(),
@@ -287,7 +287,7 @@ fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
     let combo = keys::parse(key, is_mac(&window)).map_err(|e| failed(&e))?;
     if let Some(el) = &el {
         if dom::is_focusable(el) {
-            let _ = el.unchecked_ref::<HtmlElement>().focus();
+            focus::focus(el);
         }
     }
     let target = keys::key_target(el.as_ref()).ok_or_else(|| failed("nothing has the focus"))?;
@@ -306,7 +306,7 @@ fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
 async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result<Done, Fail> {
     let el = usable(index)?;
     let who = describe(index, &el);
-    let _ = el.unchecked_ref::<HtmlElement>().focus();
+    focus::focus(&el);
     keys::type_text(&el, text);
     // Let the page react to the text (suggestions after a debounce).
     watch.settle_for(crate::watch::TYPE_QUIET_MS).await;
@@ -325,7 +325,8 @@ async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result
 
 /// Drags element `from` onto element `to`: HTML5 drag and drop (with a
 /// shared `DataTransfer`) for draggable elements, and the pointer and
-/// mouse sequence of a drag for widgets that follow the mouse.
+/// mouse sequence of a drag for widgets that follow the mouse (sortable
+/// lists: the item ends up in the target's place).
 async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
     let a = usable(from)?;
     let b = registry::element(to)?;
@@ -357,9 +358,18 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
     m.y += 5.0;
     m.pointer(&source, "pointermove", true, -1, 1);
     m.mouse(&source, "mousemove", true, 0, 1, 0);
+    // The drop point: past the target's middle, a quarter of its size
+    // further in the direction of travel, so that a sortable list puts the
+    // item in the target's place (after it going down, before it going
+    // up) rather than on the fence between the two; still inside it for a
+    // drop zone.
     let (bx, by) = {
         let r = b.get_bounding_client_rect();
-        (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0)
+        let (cx, cy) = (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0);
+        let past = |from: f64, to: f64, size: f64| {
+            if (to - from).abs() < 1.0 { to } else { to + (to - from).signum() * size / 4.0 }
+        };
+        (past(ax, cx, r.width()), past(ay, cy, r.height()))
     };
     if let Some(dragged) = draggable {
         let data = web_sys::DataTransfer::new().map_err(|e| failed(&js_text(&e)))?;
@@ -410,15 +420,8 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
 fn extract(query: Option<&str>) -> String {
     const MAX: usize = 6000;
     let doc = web_sys::window().and_then(|w| w.document());
-    let text = doc
-        .and_then(|d| d.body())
-        .map(|b| b.inner_text())
-        .unwrap_or_default();
-    let lines: Vec<String> = text
-        .lines()
-        .map(collapse)
-        .filter(|l| !l.is_empty())
-        .collect();
+    let text = doc.and_then(|d| d.body()).map(|b| b.inner_text()).unwrap_or_default();
+    let lines: Vec<String> = text.lines().map(collapse).filter(|l| !l.is_empty()).collect();
     let words: Vec<String> = query
         .unwrap_or_default()
         .split_whitespace()
@@ -457,11 +460,7 @@ pub fn failed(why: &str) -> Fail {
 /// A thrown JS value as text.
 pub fn js_text(e: &JsValue) -> String {
     e.as_string()
-        .or_else(|| {
-            Reflect::get(e, &"message".into())
-                .ok()
-                .and_then(|m| m.as_string())
-        })
+        .or_else(|| Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()))
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
@@ -469,19 +468,9 @@ pub fn js_text(e: &JsValue) -> String {
 pub fn describe(index: u32, el: &Element) -> String {
     let tag = el.local_name();
     let field = matches!(tag.as_str(), "input" | "select" | "textarea");
-    let own_text = || {
-        el.text_content()
-            .map(|t| collapse(&t))
-            .filter(|t| !t.is_empty())
-    };
+    let own_text = || el.text_content().map(|t| collapse(&t)).filter(|t| !t.is_empty());
     let name = attr(el, "aria-label")
-        .or_else(|| {
-            if field {
-                dom::field_label(el)
-            } else {
-                own_text()
-            }
-        })
+        .or_else(|| if field { dom::field_label(el) } else { own_text() })
         .or_else(|| attr(el, "placeholder"))
         .or_else(|| attr(el, "title"))
         .or_else(|| attr(el, "name"))
@@ -505,16 +494,8 @@ pub fn usable(index: u32) -> Result<Element, Fail> {
 /// in view, then returns the centre of its visible part (in its own
 /// window's coordinates).
 fn centre_in_view(el: &Element, window: &Window) -> (f64, f64) {
-    let vw = window
-        .inner_width()
-        .ok()
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0);
-    let vh = window
-        .inner_height()
-        .ok()
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0);
+    let vw = window.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let vh = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let centre = |r: &web_sys::DomRect| (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0);
     let (x, y) = centre(&el.get_bounding_client_rect());
     if !(0.0..vw).contains(&x) || !(0.0..vh).contains(&y) {
@@ -692,7 +673,7 @@ async fn click(
         m.pointer(&target, "pointerdown", true, code, mask);
         let down = m.mouse(&target, "mousedown", true, code, mask, detail);
         if down && detail == 1 {
-            focus_from(&target, &el);
+            focus_from(&target);
         }
         if button == ClickButton::Right {
             m.mouse(&target, "contextmenu", true, code, mask, 0);
@@ -720,30 +701,25 @@ async fn click(
     if el.local_name() == "input" && el.is_connected() {
         let input = el.unchecked_ref::<HtmlInputElement>();
         if matches!(input.type_().as_str(), "checkbox" | "radio") {
-            summary.push_str(if input.checked() {
-                " (now checked)"
-            } else {
-                " (now unchecked)"
-            });
+            summary.push_str(if input.checked() { " (now checked)" } else { " (now unchecked)" });
         }
     }
     Ok(summary)
 }
 
 /// Focuses what a mouse-down at `target` focuses: the first focusable
-/// element from `target` up to `el`.
-fn focus_from(target: &Element, el: &Element) {
+/// element from `target` up (through shadow roots); when there is none, the
+/// focused element loses the focus, as on a click on the page's background.
+fn focus_from(target: &Element) {
     let mut node = Some(target.clone());
     while let Some(n) = node {
         if dom::is_focusable(&n) {
-            let _ = n.unchecked_ref::<HtmlElement>().focus();
-            return;
-        }
-        if n == *el {
+            focus::focus(&n);
             return;
         }
         node = dom::flat_parent(&n);
     }
+    focus::blur_active(target);
 }
 
 /// Calls the prototype's own `value` setter of the element's realm.
@@ -760,9 +736,7 @@ pub fn set_native_value(el: &Element, class: &str, value: &str) -> Result<(), Js
         if desc.is_object() {
             let setter = Reflect::get(&desc, &"set".into())?;
             if setter.is_function() {
-                setter
-                    .unchecked_ref::<Function>()
-                    .call1(el, &value.into())?;
+                setter.unchecked_ref::<Function>().call1(el, &value.into())?;
                 return Ok(());
             }
         }
@@ -830,7 +804,7 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
             }
             secret = kind == "password";
             formatted = formatted_input(&kind);
-            let _ = input.focus();
+            focus::focus(&el);
             set_native_value(&el, "HTMLInputElement", value).map_err(|e| failed(&js_text(&e)))?;
             fire_input_and_change(&el, value, true);
         }
@@ -839,7 +813,7 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
             if area.read_only() {
                 return Err(failed(&format!("{who} is read-only")));
             }
-            let _ = area.focus();
+            focus::focus(&el);
             set_native_value(&el, "HTMLTextAreaElement", value)
                 .map_err(|e| failed(&js_text(&e)))?;
             fire_input_and_change(&el, value, true);
@@ -854,7 +828,7 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
         _ if el.unchecked_ref::<HtmlElement>().is_content_editable() => {
             // Select everything and insert: editors (and undo) see a
             // person's edit, with `beforeinput` and `input`.
-            let _ = el.unchecked_ref::<HtmlElement>().focus();
+            focus::focus(&el);
             keys::exec(&el, "selectAll", None);
             if value.is_empty() {
                 keys::exec(&el, "delete", None);
@@ -867,9 +841,7 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
             }
         }
         _ => {
-            return Err(failed(&format!(
-                "{who} is not a text field: it cannot be filled"
-            )));
+            return Err(failed(&format!("{who} is not a text field: it cannot be filled")));
         }
     }
     watch.settle().await;
@@ -902,10 +874,7 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
     } else {
         format!("filled {who} with \"{}\"", truncate(value, 60))
     };
-    Ok(Done {
-        summary,
-        value: (!secret).then_some(now),
-    })
+    Ok(Done { summary, value: (!secret).then_some(now) })
 }
 
 /// What a field holds now (a select: its chosen option's text).
@@ -941,11 +910,8 @@ fn scroll(
     }
     let window = web_sys::window().ok_or_else(|| failed("no window"))?;
     let vertical = matches!(direction, ScrollDirection::Up | ScrollDirection::Down);
-    let sign = if matches!(direction, ScrollDirection::Up | ScrollDirection::Left) {
-        -1.0
-    } else {
-        1.0
-    };
+    let sign =
+        if matches!(direction, ScrollDirection::Up | ScrollDirection::Left) { -1.0 } else { 1.0 };
     let word = match direction {
         ScrollDirection::Up => "up",
         ScrollDirection::Down => "down",
@@ -964,18 +930,10 @@ fn scroll(
     let n = |v: Result<JsValue, JsValue>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let (moved, now, end, what) = match container {
         Some((b, who)) => {
-            let size = if vertical {
-                b.client_height()
-            } else {
-                b.client_width()
-            };
+            let size = if vertical { b.client_height() } else { b.client_width() };
             let step = sign * pages * f64::from(size);
             let pos = |b: &Element| {
-                if vertical {
-                    b.scroll_top()
-                } else {
-                    b.scroll_left()
-                }
+                if vertical { b.scroll_top() } else { b.scroll_left() }
             };
             let start = pos(&b);
             if vertical {
@@ -997,11 +955,7 @@ fn scroll(
             )
         }
         None => {
-            let size = if vertical {
-                n(window.inner_height())
-            } else {
-                n(window.inner_width())
-            };
+            let size = if vertical { n(window.inner_height()) } else { n(window.inner_width()) };
             let pos =
                 |w: &Window| if vertical { w.scroll_y() } else { w.scroll_x() }.unwrap_or(0.0);
             let start = pos(&window);
@@ -1019,12 +973,7 @@ fn scroll(
                     f64::from(r.scroll_width()) - size
                 }
             });
-            (
-                pos(&window) - start,
-                pos(&window),
-                end.max(0.0),
-                "the page".to_owned(),
-            )
+            (pos(&window) - start, pos(&window), end.max(0.0), "the page".to_owned())
         }
     };
     if moved.abs() < 1.0 {
@@ -1034,9 +983,7 @@ fn scroll(
             ScrollDirection::Left => "left edge",
             ScrollDirection::Right => "right edge",
         };
-        return Ok(format!(
-            "did not scroll {word}: {what} is already at the {edge}"
-        ));
+        return Ok(format!("did not scroll {word}: {what} is already at the {edge}"));
     }
     Ok(format!(
         "scrolled {what} {word} by {}px (now at {} of {}px)",
@@ -1062,9 +1009,7 @@ fn scrollable_box(el: &Element, vertical: bool) -> Option<Element> {
         if overflows {
             let style = dom::window_of(&n).and_then(|w| w.get_computed_style(&n).ok().flatten());
             let prop = if vertical { "overflow-y" } else { "overflow-x" };
-            let value = style
-                .and_then(|s| s.get_property_value(prop).ok())
-                .unwrap_or_default();
+            let value = style.and_then(|s| s.get_property_value(prop).ok()).unwrap_or_default();
             if matches!(value.as_str(), "auto" | "scroll" | "overlay") {
                 return Some(n);
             }
@@ -1084,21 +1029,8 @@ mod tests {
         assert_eq!(button_codes(ClickButton::Right), (2, 2));
         assert_eq!(button_codes(ClickButton::Middle), (1, 4));
         let k = Keys::from(&[Modifier::ControlOrMeta, Modifier::Shift], false);
-        assert_eq!(
-            k,
-            Keys {
-                ctrl: true,
-                shift: true,
-                ..Keys::default()
-            }
-        );
+        assert_eq!(k, Keys { ctrl: true, shift: true, ..Keys::default() });
         let k = Keys::from(&[Modifier::ControlOrMeta], true);
-        assert_eq!(
-            k,
-            Keys {
-                meta: true,
-                ..Keys::default()
-            }
-        );
+        assert_eq!(k, Keys { meta: true, ..Keys::default() });
     }
 }

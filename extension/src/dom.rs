@@ -20,9 +20,7 @@ pub fn attr(el: &Element, name: &str) -> Option<String> {
 
 /// The window whose document holds `el` (an iframe's for elements in it).
 pub fn window_of(el: &Element) -> Option<Window> {
-    el.owner_document()
-        .and_then(|d| d.default_view())
-        .or_else(web_sys::window)
+    el.owner_document().and_then(|d| d.default_view()).or_else(web_sys::window)
 }
 
 /// The parent in the composed tree: across a shadow root to its host.
@@ -40,12 +38,8 @@ pub fn flat_parent(el: &Element) -> Option<Element> {
 pub fn element_at(el: &Element, x: f64, y: f64) -> Option<Element> {
     let root: Node = el.get_root_node();
     match root.node_type() {
-        DOCUMENT_NODE => root
-            .unchecked_ref::<Document>()
-            .element_from_point(x as f32, y as f32),
-        FRAGMENT_NODE => root
-            .unchecked_ref::<ShadowRoot>()
-            .element_from_point(x as f32, y as f32),
+        DOCUMENT_NODE => root.unchecked_ref::<Document>().element_from_point(x as f32, y as f32),
+        FRAGMENT_NODE => root.unchecked_ref::<ShadowRoot>().element_from_point(x as f32, y as f32),
         _ => None,
     }
 }
@@ -62,9 +56,7 @@ pub fn is_focusable(el: &Element) -> bool {
         "a" | "area" => el.has_attribute("href") || el.has_attribute("tabindex"),
         _ => {
             el.has_attribute("tabindex")
-                || el
-                    .unchecked_ref::<web_sys::HtmlElement>()
-                    .is_content_editable()
+                || el.unchecked_ref::<web_sys::HtmlElement>().is_content_editable()
         }
     }
 }
@@ -72,24 +64,39 @@ pub fn is_focusable(el: &Element) -> bool {
 /// Whether a form control is disabled (itself, or by a disabled fieldset),
 /// or marked `aria-disabled="true"`.
 pub fn is_disabled(el: &Element, tag: &str) -> bool {
-    let form_control = matches!(
-        tag,
-        "button" | "input" | "select" | "textarea" | "option" | "fieldset"
-    );
+    let form_control =
+        matches!(tag, "button" | "input" | "select" | "textarea" | "option" | "fieldset");
     (form_control && el.matches(":disabled").unwrap_or(false))
-        || el
-            .get_attribute("aria-disabled")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || el.get_attribute("aria-disabled").is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// The text of a form field's first `<label>`.
 pub fn field_label(el: &Element) -> Option<String> {
-    let labels = js_sys::Reflect::get(el, &"labels".into())
-        .ok()
-        .filter(|l| l.is_object())?;
+    let labels = js_sys::Reflect::get(el, &"labels".into()).ok().filter(|l| l.is_object())?;
     let first = labels.unchecked_ref::<web_sys::NodeList>().item(0)?;
-    first
-        .text_content()
-        .map(|t| crate::text::collapse(&t))
-        .filter(|t| !t.is_empty())
+    let mut text = String::new();
+    label_text(&first, &mut text);
+    Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
+}
+
+/// The text a label shows of itself: not the options of a select or the
+/// text of a textarea it wraps.
+fn label_text(node: &Node, out: &mut String) {
+    let kids = node.child_nodes();
+    for i in 0..kids.length() {
+        let Some(k) = kids.item(i) else { continue };
+        match k.node_type() {
+            Node::TEXT_NODE => out.push_str(&k.text_content().unwrap_or_default()),
+            Node::ELEMENT_NODE => {
+                let name = k.unchecked_ref::<Element>().local_name();
+                if !matches!(
+                    name.as_str(),
+                    "select" | "textarea" | "option" | "datalist" | "script" | "style"
+                ) {
+                    label_text(&k, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }

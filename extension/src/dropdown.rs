@@ -15,8 +15,10 @@
 //! The real select stays the source of truth: choosing sets its
 //! `selectedIndex` and fires `input` and `change`, as a person's choice
 //! does; the dropdown is drawn from the select each time, and redrawn when
-//! the page changes the select's options while it is open. A dropdown whose
-//! select leaves the page is removed.
+//! the page changes the select's options while it is open — keeping the row
+//! of each option still there, so the element numbers the model was given
+//! still name the same options. A dropdown whose select leaves the page is
+//! removed.
 //!
 //! The listeners are delegated, one set per document, so selects added
 //! later need nothing more. [`disable`] removes the dropdown and every
@@ -70,9 +72,12 @@ struct Open {
     reposition: Listener,
     typed: String,
     typed_at: f64,
-    /// What the rows were drawn from, to redraw only when it changed (a
-    /// redraw replaces the rows, and so their element numbers).
+    /// What the rows were drawn from, to redraw only when it changed.
     drawn: String,
+    /// The row drawn for each option. A redraw keeps the row of an option
+    /// still there (updated), so the element numbers the model was given
+    /// stay valid when the page changes the options under it.
+    rows: Vec<(HtmlOptionElement, Element)>,
 }
 
 #[derive(Default)]
@@ -131,12 +136,7 @@ fn install(doc: &Document) {
         );
     }
     STATE.with(|s| {
-        s.borrow_mut().installed.push(Installed {
-            doc: doc.clone(),
-            mousedown,
-            click,
-            keydown,
-        })
+        s.borrow_mut().installed.push(Installed { doc: doc.clone(), mousedown, click, keydown })
     });
 }
 
@@ -145,7 +145,8 @@ pub fn disable() {
     close();
     let installed = STATE.with(|s| std::mem::take(&mut s.borrow_mut().installed));
     for i in installed {
-        for (kind, f) in [("mousedown", &i.mousedown), ("click", &i.click), ("keydown", &i.keydown)] {
+        for (kind, f) in [("mousedown", &i.mousedown), ("click", &i.click), ("keydown", &i.keydown)]
+        {
             let _ = i.doc.remove_event_listener_with_callback_and_bool(
                 kind,
                 f.as_ref().unchecked_ref(),
@@ -172,9 +173,9 @@ pub fn sweep() {
 /// left the page, redraw it when the select itself changed (our own
 /// redrawing is ignored).
 fn on_mutations(records: &Array) {
-    let Some((select, panel)) = STATE.with(|s| {
-        s.borrow().open.as_ref().map(|o| (o.select.clone(), o.panel.clone()))
-    }) else {
+    let Some((select, panel)) =
+        STATE.with(|s| s.borrow().open.as_ref().map(|o| (o.select.clone(), o.panel.clone())))
+    else {
         return;
     };
     if !select.is_connected() {
@@ -197,13 +198,10 @@ fn on_mutations(records: &Array) {
 /// Brings the dropdown of `select` up to date when it is the open one.
 pub fn refresh(select: &Element) {
     let same = STATE.with(|s| {
-        s.borrow()
-            .open
-            .as_ref()
-            .is_some_and(|o| {
-                let e: &Element = o.select.as_ref();
-                e == select
-            })
+        s.borrow().open.as_ref().is_some_and(|o| {
+            let e: &Element = o.select.as_ref();
+            e == select
+        })
     });
     if same {
         render();
@@ -219,7 +217,10 @@ fn is_popup(select: &HtmlSelectElement) -> bool {
 fn origin(e: &Event) -> Option<Element> {
     e.composed_path()
         .iter()
-        .find(|t| t.is_object() && js_sys::Reflect::get(t, &"localName".into()).is_ok_and(|n| n.is_string()))
+        .find(|t| {
+            t.is_object()
+                && js_sys::Reflect::get(t, &"localName".into()).is_ok_and(|n| n.is_string())
+        })
         .map(|t| t.unchecked_into())
 }
 
@@ -236,12 +237,7 @@ fn select_on_path(e: &Event) -> Option<HtmlSelectElement> {
 }
 
 fn in_panel(el: &Element) -> bool {
-    STATE.with(|s| {
-        s.borrow()
-            .open
-            .as_ref()
-            .is_some_and(|o| o.panel.contains(Some(el)))
-    })
+    STATE.with(|s| s.borrow().open.as_ref().is_some_and(|o| o.panel.contains(Some(el))))
 }
 
 fn on_mousedown(e: Event) {
@@ -254,10 +250,8 @@ fn on_mousedown(e: Event) {
     if let Some(select) = select_on_path(&e) {
         // No native popup: ours instead.
         e.prevent_default();
-        let _ = select.focus();
-        let was_open = STATE.with(|s| {
-            s.borrow().open.as_ref().is_some_and(|o| o.select == select)
-        });
+        crate::focus::focus(select.as_ref());
+        let was_open = STATE.with(|s| s.borrow().open.as_ref().is_some_and(|o| o.select == select));
         close();
         if !was_open {
             open(select);
@@ -273,9 +267,8 @@ fn on_click(e: Event) {
         return;
     }
     let row = first.closest("[data-errand-option]").ok().flatten();
-    let Some(i) = row
-        .and_then(|r| r.get_attribute("data-errand-option"))
-        .and_then(|v| v.parse::<i32>().ok())
+    let Some(i) =
+        row.and_then(|r| r.get_attribute("data-errand-option")).and_then(|v| v.parse::<i32>().ok())
     else {
         return;
     };
@@ -403,7 +396,7 @@ fn choose(i: i32) {
         return;
     }
     close();
-    let _ = select.focus();
+    crate::focus::focus(select.as_ref());
     if select.selected_index() != i {
         select.set_selected_index(i);
         for kind in ["input", "change"] {
@@ -484,6 +477,7 @@ fn open(select: HtmlSelectElement) {
             typed: String::new(),
             typed_at: 0.0,
             drawn: String::new(),
+            rows: Vec::new(),
         })
     });
     render();
@@ -532,11 +526,7 @@ fn render() {
     let el: &Element = select.as_ref();
     let Some(doc) = el.owner_document() else { return };
     let base = select_style(el, &window);
-    let drawn = format!(
-        "{active}|{}|{}|{base}",
-        select.selected_index(),
-        el.inner_html()
-    );
+    let drawn = format!("{active}|{}|{}|{base}", select.selected_index(), el.inner_html());
     let same = STATE.with(|s| {
         let mut st = s.borrow_mut();
         let Some(o) = st.open.as_mut() else { return true };
@@ -559,6 +549,10 @@ fn render() {
              padding: 2px 0 !important; line-height: 1.3 !important; {base}"
         ),
     );
+    let old_rows = STATE.with(|s| {
+        s.borrow_mut().open.as_mut().map(|o| std::mem::take(&mut o.rows)).unwrap_or_default()
+    });
+    let mut rows = Vec::new();
     panel.set_text_content(None);
     let selected = select.selected_index();
     let mut group: Option<Element> = None;
@@ -581,7 +575,8 @@ fn render() {
             }
             group = parent.clone();
         }
-        let Ok(row) = doc.create_element("div") else { continue };
+        let kept = old_rows.iter().find(|(opt, _)| *opt == o).map(|(_, r)| r.clone());
+        let Some(row) = kept.or_else(|| doc.create_element("div").ok()) else { continue };
         let i = i as i32;
         let disabled = !choosable(&select, i);
         let is_selected = i == selected;
@@ -590,6 +585,8 @@ fn render() {
         let _ = row.set_attribute("aria-selected", if is_selected { "true" } else { "false" });
         if disabled {
             let _ = row.set_attribute("aria-disabled", "true");
+        } else {
+            let _ = row.remove_attribute("aria-disabled");
         }
         let (bg, fg) = if is_selected {
             (SELECTED_BG, "#fff")
@@ -610,9 +607,18 @@ fn render() {
                 if disabled { "default" } else { "pointer" }
             ),
         );
-        row.set_text_content(Some(&collapse(&o.label())));
+        let label = collapse(&o.label());
+        if row.text_content().as_deref() != Some(label.as_str()) {
+            row.set_text_content(Some(&label));
+        }
         let _ = panel.append_child(&row);
+        rows.push((o, row));
     }
+    STATE.with(|s| {
+        if let Some(o) = s.borrow_mut().open.as_mut() {
+            o.rows = rows;
+        }
+    });
     place();
     // Keep the keyboard's option in view.
     if let Ok(Some(row)) = panel.query_selector(&format!("[data-errand-option=\"{active}\"]")) {
@@ -629,10 +635,7 @@ fn render() {
 /// Puts the dropdown under its select, or above when there is no room.
 fn place() {
     let Some((select, panel, window)) = STATE.with(|s| {
-        s.borrow()
-            .open
-            .as_ref()
-            .map(|o| (o.select.clone(), o.panel.clone(), o.window.clone()))
+        s.borrow().open.as_ref().map(|o| (o.select.clone(), o.panel.clone(), o.window.clone()))
     }) else {
         return;
     };
@@ -643,11 +646,7 @@ fn place() {
     let _ = style.set_property_with_priority("min-width", &format!("{}px", r.width()), "important");
     let h = f64::from(panel.scroll_height()).min(MAX_HEIGHT) + 2.0;
     let below = vh - r.bottom();
-    let top = if below < h && r.top() > below {
-        (r.top() - h).max(0.0)
-    } else {
-        r.bottom()
-    };
+    let top = if below < h && r.top() > below { (r.top() - h).max(0.0) } else { r.bottom() };
     let w = f64::from(panel.offset_width());
     let left = r.left().min(vw - w).max(0.0);
     let _ = style.set_property_with_priority("top", &format!("{top}px"), "important");

@@ -103,10 +103,9 @@ pub fn codes(key: &str) -> (String, u32) {
     }
     let mut chars = key.chars();
     match (chars.next(), chars.next()) {
-        (Some(c), None) if c.is_ascii_alphabetic() => (
-            format!("Key{}", c.to_ascii_uppercase()),
-            c.to_ascii_uppercase() as u32,
-        ),
+        (Some(c), None) if c.is_ascii_alphabetic() => {
+            (format!("Key{}", c.to_ascii_uppercase()), c.to_ascii_uppercase() as u32)
+        }
         (Some(c), None) if c.is_ascii_digit() => (format!("Digit{c}"), c as u32),
         (Some(c), None) => (String::new(), c as u32),
         _ => (key.to_owned(), 0),
@@ -195,9 +194,7 @@ fn field(el: &Element) -> Field {
             }
         }
         "textarea" => Field::Area(el.clone().unchecked_into()),
-        _ if el.unchecked_ref::<HtmlElement>().is_content_editable() => {
-            Field::Editable
-        }
+        _ if el.unchecked_ref::<HtmlElement>().is_content_editable() => Field::Editable,
         _ => Field::None,
     }
 }
@@ -240,10 +237,8 @@ fn spliced(value: &str, start: Option<u32>, end: Option<u32>, text: &str) -> (St
 fn insert(el: &Element, text: &str) {
     match field(el) {
         Field::Input(i) => {
-            let (start, end) = (
-                i.selection_start().ok().flatten(),
-                i.selection_end().ok().flatten(),
-            );
+            let (start, end) =
+                (i.selection_start().ok().flatten(), i.selection_end().ok().flatten());
             let (v, caret) = spliced(&i.value(), start, end, text);
             input_event(el, "insertText", Some(text), || {
                 let _ = set_native_value(el, "HTMLInputElement", &v);
@@ -251,10 +246,8 @@ fn insert(el: &Element, text: &str) {
             });
         }
         Field::Area(a) => {
-            let (start, end) = (
-                a.selection_start().ok().flatten(),
-                a.selection_end().ok().flatten(),
-            );
+            let (start, end) =
+                (a.selection_start().ok().flatten(), a.selection_end().ok().flatten());
             let (v, caret) = spliced(&a.value(), start, end, text);
             input_event(el, "insertText", Some(text), || {
                 let _ = set_native_value(el, "HTMLTextAreaElement", &v);
@@ -302,11 +295,7 @@ fn backspace(el: &Element, forward: bool) {
         out.extend(&chars[e as usize..]);
         (out, s)
     };
-    let kind = if forward {
-        "deleteContentForward"
-    } else {
-        "deleteContentBackward"
-    };
+    let kind = if forward { "deleteContentForward" } else { "deleteContentBackward" };
     match field(el) {
         Field::Input(i) => {
             let (v, caret) = edit(
@@ -396,7 +385,7 @@ pub fn press(target: &Element, combo: &Combo) -> Option<String> {
                 (None, true) => order.last(),
             };
             if let Some(n) = next {
-                let _ = n.focus();
+                crate::focus::focus(n);
                 did = Some("moved the focus".to_owned());
             }
         } else if (keys.ctrl || keys.meta) && key.eq_ignore_ascii_case("a") {
@@ -410,7 +399,8 @@ pub fn press(target: &Element, combo: &Combo) -> Option<String> {
             let tag = target.local_name();
             let kind = target.get_attribute("type").unwrap_or_default();
             if tag == "button"
-                || (tag == "input" && matches!(kind.as_str(), "checkbox" | "radio" | "button" | "submit"))
+                || (tag == "input"
+                    && matches!(kind.as_str(), "checkbox" | "radio" | "button" | "submit"))
                 || attr_role_is_button(target)
             {
                 target.unchecked_ref::<HtmlElement>().click();
@@ -436,7 +426,10 @@ fn enter(target: &Element) -> Option<String> {
         "input" => {
             let input: &HtmlInputElement = target.unchecked_ref();
             let kind = input.type_().to_ascii_lowercase();
-            if matches!(kind.as_str(), "submit" | "button" | "image" | "reset" | "checkbox" | "radio") {
+            if matches!(
+                kind.as_str(),
+                "submit" | "button" | "image" | "reset" | "checkbox" | "radio"
+            ) {
                 input.click();
                 return Some("pressed it".to_owned());
             }
@@ -473,18 +466,9 @@ fn enter(target: &Element) -> Option<String> {
 pub fn type_text(target: &Element, text: &str) {
     for c in text.chars() {
         let key = c.to_string();
-        let keys = Keys {
-            shift: c.is_uppercase(),
-            ..Keys::default()
-        };
+        let keys = Keys { shift: c.is_uppercase(), ..Keys::default() };
         if c == '\n' {
-            press(
-                target,
-                &Combo {
-                    keys: Keys::default(),
-                    key: "Enter".into(),
-                },
-            );
+            press(target, &Combo { keys: Keys::default(), key: "Enter".into() });
             continue;
         }
         press(target, &Combo { keys, key });

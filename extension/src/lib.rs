@@ -13,7 +13,10 @@
 //!
 //! Modules: [`observe`] (the walk), [`registry`] (element numbers),
 //! [`marks`] (the overlay), [`act`] (actions), [`text`] (the model-facing
-//! lines), [`messages`] (envelopes).
+//! lines), [`messages`] (envelopes), [`watch`] (waiting for the page to
+//! settle after an action), [`net`] (requests in flight, counted in the
+//! service worker for the settle wait), [`focus`] (focus changes with
+//! their events), [`dropdown`] and [`selects`] (selects).
 
 use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
 use wasm_bindgen::prelude::*;
@@ -21,9 +24,11 @@ use wasm_bindgen::prelude::*;
 pub mod act;
 pub mod dom;
 pub mod dropdown;
+pub mod focus;
 pub mod keys;
 pub mod marks;
 pub mod messages;
+pub mod net;
 pub mod observe;
 pub mod registry;
 pub mod selects;
@@ -39,10 +44,7 @@ pub struct Fail {
 
 impl Fail {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Fail {
-        Fail {
-            code,
-            message: message.into(),
-        }
+        Fail { code, message: message.into() }
     }
 }
 
@@ -66,10 +68,7 @@ async fn answer(message: &str) -> Envelope {
     let body = match request.command {
         PageCommand::Observe { marks } => match observe::observe(marks) {
             Ok(o) => Body::Observation(o),
-            Err(why) => Body::Error {
-                code: ErrorCode::Internal,
-                message: why,
-            },
+            Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
         },
         PageCommand::Act { action, only_on } => match act::act(action, only_on.as_deref()).await {
             Ok(effect) => Body::ActionDone { effect },

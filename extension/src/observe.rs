@@ -50,11 +50,7 @@ const INTERACTIVE_ROLES: &[&str] = &[
 
 /// Which build is running.
 pub fn build() -> Build {
-    if cfg!(errand_js) {
-        Build::Js
-    } else {
-        Build::Wasm
-    }
+    if cfg!(errand_js) { Build::Js } else { Build::Wasm }
 }
 
 /// Observes the page; draws the marks when asked, removes old ones otherwise.
@@ -68,28 +64,15 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
     let location = document.location();
-    let url = location
-        .as_ref()
-        .and_then(|l| l.href().ok())
-        .unwrap_or_default();
-    let origin = location
-        .as_ref()
-        .and_then(|l| l.origin().ok())
-        .unwrap_or_default();
-    let root = document
-        .document_element()
-        .ok_or("the document has no root element")?;
+    let url = location.as_ref().and_then(|l| l.href().ok()).unwrap_or_default();
+    let origin = location.as_ref().and_then(|l| l.origin().ok()).unwrap_or_default();
+    let root = document.document_element().ok_or("the document has no root element")?;
 
     let top = Frame {
         window: window.clone(),
         dx: 0.0,
         dy: 0.0,
-        clip: Rect {
-            x: 0.0,
-            y: 0.0,
-            width: vw,
-            height: vh,
-        },
+        clip: Rect { x: 0.0, y: 0.0, width: vw, height: vh },
         width: vw,
         height: vh,
         cached: true,
@@ -169,15 +152,7 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
     style_cache::end();
 
     let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
-    Ok(Observation {
-        url,
-        title,
-        build: Some(build()),
-        elements,
-        text,
-        viewport,
-        elapsed_ms,
-    })
+    Ok(Observation { url, title, build: Some(build()), elements, text, viewport, elapsed_ms })
 }
 
 /// A JS number, or 0.
@@ -204,7 +179,7 @@ struct Frame {
 /// What a node inherits from its parent during the walk.
 #[derive(Clone, Copy, Default)]
 struct Ctx {
-    /// The parent has `cursor: pointer`.
+    /// The parent has `cursor: pointer` (or `move`, `grab`).
     pointer: bool,
     /// The parent's text is hidden (`visibility: hidden`).
     text_hidden: bool,
@@ -244,7 +219,9 @@ fn read_style(el: &Element, frame: &Frame) -> StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
         block,
-        pointer: prop("cursor") == "pointer",
+        // `move` and `grab`: items of drag-and-drop lists (sortables,
+        // boards), which `drag_and_drop` needs the numbers of.
+        pointer: matches!(prop("cursor").as_str(), "pointer" | "move" | "grab"),
         contents,
         scrolls: block && matches!(prop("overflow-y").as_str(), "auto" | "scroll" | "overlay"),
     }
@@ -319,9 +296,7 @@ impl Walk {
 
     /// Whether any usable element was found in the viewport.
     fn any_in_view(&self) -> bool {
-        self.lines
-            .iter()
-            .any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0))
+        self.lines.iter().any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0))
     }
 
     fn push_line(&mut self, line: Line, node: Option<Element>) {
@@ -411,9 +386,7 @@ impl Walk {
                 return;
             }
             if !self.ignore_aria_hidden
-                && el
-                    .get_attribute("aria-hidden")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                && el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
             {
                 self.aria_hidden_skipped += 1;
                 return;
@@ -436,14 +409,7 @@ impl Walk {
         if st.skip {
             return;
         }
-        let StyleBits {
-            shown: shown_style,
-            block,
-            pointer,
-            contents,
-            scrolls,
-            ..
-        } = st;
+        let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
 
         let heading = match tag.as_str() {
             "h1" => 1,
@@ -468,10 +434,7 @@ impl Walk {
                 let extra = el.scroll_height() - el.client_height();
                 if extra > 8 && el.client_height() > 0 {
                     let above = f64::from(el.scroll_top());
-                    scroll = Some(ScrollInfo {
-                        above,
-                        below: f64::from(extra) - above,
-                    });
+                    scroll = Some(ScrollInfo { above, below: f64::from(extra) - above });
                 }
             }
         }
@@ -524,11 +487,7 @@ impl Walk {
                     }
                 } else {
                     self.push_line(
-                        Line::Heading {
-                            level: heading,
-                            text: String::new(),
-                            in_viewport,
-                        },
+                        Line::Heading { level: heading, text: String::new(), in_viewport },
                         None,
                     );
                     opened = true;
@@ -613,27 +572,14 @@ impl Walk {
         let dy = outer.dy + r.y() + f64::from(el.client_top());
         let width = num(window.inner_width());
         let height = num(window.inner_height());
-        let inner_box = Rect {
-            x: dx,
-            y: dy,
-            width,
-            height,
-        };
+        let inner_box = Rect { x: dx, y: dy, width, height };
         let clip = intersect(&inner_box, &self.clip(outer)).unwrap_or(Rect {
             x: dx,
             y: dy,
             width: 0.0,
             height: 0.0,
         });
-        let frame = Frame {
-            window,
-            dx,
-            dy,
-            clip,
-            width,
-            height,
-            cached: false,
-        };
+        let frame = Frame { window, dx, dy, clip, width, height, cached: false };
         self.visit(&root, &frame, Ctx::default());
     }
 
@@ -721,7 +667,8 @@ impl Walk {
     }
 }
 
-/// The options of a `<select>` and the chosen one, when it is not the first.
+/// The options of a `<select>` and the chosen one, when it is not the first
+/// (of a `multiple` one: all the chosen ones).
 fn read_select(el: &Element, seen: &mut Seen) {
     let select = el.unchecked_ref::<web_sys::HtmlSelectElement>();
     let count = select.length();
@@ -734,7 +681,18 @@ fn read_select(el: &Element, seen: &mut Seen) {
     seen.option_count = count as usize;
     seen.options = text::options_shown((0..count).map(option_text));
     let chosen = select.selected_index();
-    if chosen > 0 {
+    if select.multiple() {
+        // Every chosen option of a list box (none is chosen by default).
+        let chosen_one = |i: &u32| {
+            let option = select.item(*i);
+            option.is_some_and(|o| o.unchecked_ref::<web_sys::HtmlOptionElement>().selected())
+        };
+        let all: Vec<String> =
+            (0..count).filter(chosen_one).map(|i| text::collapse(&option_text(i))).collect();
+        if !all.is_empty() {
+            seen.value = Some(all.join(", "));
+        }
+    } else if chosen > 0 {
         seen.value = Some(option_text(chosen as u32));
     }
 }
@@ -746,9 +704,9 @@ fn read_select(el: &Element, seen: &mut Seen) {
 fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Option<String> {
     let form_action = |form: Option<web_sys::HtmlFormElement>| form.map(|f| f.action());
     let url = match (tag, input_type) {
-        ("a", _) => {
-            el.has_attribute("href").then(|| el.unchecked_ref::<web_sys::HtmlAnchorElement>().href())
-        }
+        ("a", _) => el
+            .has_attribute("href")
+            .then(|| el.unchecked_ref::<web_sys::HtmlAnchorElement>().href()),
         ("button", _) => {
             let b = el.unchecked_ref::<web_sys::HtmlButtonElement>();
             if b.type_() != "submit" {
@@ -761,9 +719,18 @@ fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Optio
         }
         ("input", Some("submit" | "image")) => {
             let i = el.unchecked_ref::<HtmlInputElement>();
-            if el.has_attribute("formaction") { Some(i.form_action()) } else { form_action(i.form()) }
+            if el.has_attribute("formaction") {
+                Some(i.form_action())
+            } else {
+                form_action(i.form())
+            }
         }
-        ("input", Some(t)) if !matches!(t, "checkbox" | "radio" | "file" | "button" | "reset" | "hidden" | "range" | "color") => {
+        ("input", Some(t))
+            if !matches!(
+                t,
+                "checkbox" | "radio" | "file" | "button" | "reset" | "hidden" | "range" | "color"
+            ) =>
+        {
             form_action(el.unchecked_ref::<HtmlInputElement>().form())
         }
         _ => None,
@@ -789,9 +756,9 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     let by_tag = match tag {
         "a" => el.has_attribute("href"),
         "button" | "select" | "textarea" | "summary" => true,
-        "input" => !el
-            .get_attribute("type")
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")),
+        "input" => {
+            !el.get_attribute("type").is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden"))
+        }
         // A label is listed when it is the way to its control: the
         // control itself is hidden (a styled checkbox); otherwise the
         // control is listed, named by the label.
@@ -808,11 +775,7 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
         return false;
     }
     if let Some(role) = el.get_attribute("role") {
-        let first = role
-            .split_whitespace()
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let first = role.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
         if INTERACTIVE_ROLES.contains(&first.as_str()) {
             return true;
         }
@@ -840,12 +803,7 @@ fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
     let y0 = a.y.max(b.y);
     let x1 = (a.x + a.width).min(b.x + b.width);
     let y1 = (a.y + a.height).min(b.y + b.height);
-    (x1 > x0 && y1 > y0).then_some(Rect {
-        x: x0,
-        y: y0,
-        width: x1 - x0,
-        height: y1 - y0,
-    })
+    (x1 > x0 && y1 > y0).then_some(Rect { x: x0, y: y0, width: x1 - x0, height: y1 - y0 })
 }
 
 /// Whether the element shows at the centre of its visible part, asked of
@@ -853,24 +811,10 @@ fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// rectangle in its own document's viewport.
 fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect) -> bool {
     // The part of the element inside its own frame and inside the top window.
-    let own = Rect {
-        x: 0.0,
-        y: 0.0,
-        width: frame.width,
-        height: frame.height,
-    };
-    let clip_local = Rect {
-        x: clip.x - frame.dx,
-        y: clip.y - frame.dy,
-        width: clip.width,
-        height: clip.height,
-    };
-    let r = Rect {
-        x: local.x(),
-        y: local.y(),
-        width: local.width(),
-        height: local.height(),
-    };
+    let own = Rect { x: 0.0, y: 0.0, width: frame.width, height: frame.height };
+    let clip_local =
+        Rect { x: clip.x - frame.dx, y: clip.y - frame.dy, width: clip.width, height: clip.height };
+    let r = Rect { x: local.x(), y: local.y(), width: local.width(), height: local.height() };
     let Some(part) = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local)) else {
         return true;
     };
@@ -901,8 +845,8 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect)
 mod style_cache {
     use std::cell::RefCell;
 
-    use wasm_bindgen::prelude::*;
     use wasm_bindgen::JsCast;
+    use wasm_bindgen::prelude::*;
     use web_sys::{Document, Element, MutationObserver, MutationObserverInit, MutationRecord};
 
     use super::StyleBits;
@@ -924,7 +868,9 @@ mod style_cache {
 
     fn pack(s: StyleBits) -> f64 {
         let mut n = 0u32;
-        for (i, b) in [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls].into_iter().enumerate() {
+        for (i, b) in
+            [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls].into_iter().enumerate()
+        {
             if b {
                 n |= 1 << i;
             }
@@ -935,7 +881,14 @@ mod style_cache {
     fn unpack(v: f64) -> StyleBits {
         let n = v as u32;
         let bit = |i: u32| n & (1 << i) != 0;
-        StyleBits { skip: bit(0), shown: bit(1), block: bit(2), pointer: bit(3), contents: bit(4), scrolls: bit(5) }
+        StyleBits {
+            skip: bit(0),
+            shown: bit(1),
+            block: bit(2),
+            pointer: bit(3),
+            contents: bit(4),
+            scrolls: bit(5),
+        }
     }
 
     /// Records one batch of mutations.
@@ -949,7 +902,9 @@ mod style_cache {
                 let styling = target.node_name().eq_ignore_ascii_case("head")
                     || target.node_name().eq_ignore_ascii_case("style")
                     || target.node_name().eq_ignore_ascii_case("link")
-                    || target.parent_node().is_some_and(|p| p.node_name().eq_ignore_ascii_case("head"));
+                    || target
+                        .parent_node()
+                        .is_some_and(|p| p.node_name().eq_ignore_ascii_case("head"));
                 if styling {
                     s.cache.clear();
                 }
@@ -1041,7 +996,9 @@ fn control_hidden(control: &web_sys::HtmlElement) -> bool {
     if r.width() < 2.0 || r.height() < 2.0 {
         return true;
     }
-    let Some(style) = dom::window_of(control).and_then(|w| w.get_computed_style(control).ok().flatten()) else {
+    let Some(style) =
+        dom::window_of(control).and_then(|w| w.get_computed_style(control).ok().flatten())
+    else {
         return false;
     };
     let prop = |name: &str| style.get_property_value(name).unwrap_or_default();

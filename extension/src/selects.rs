@@ -75,10 +75,8 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
         return aria_select(index, el, choices);
     }
     let select: &HtmlSelectElement = el.unchecked_ref();
-    let items: Vec<HtmlOptionElement> = (0..select.length())
-        .filter_map(|i| select.item(i))
-        .map(|o| o.unchecked_into())
-        .collect();
+    let items: Vec<HtmlOptionElement> =
+        (0..select.length()).filter_map(|i| select.item(i)).map(|o| o.unchecked_into()).collect();
     let options: Vec<Opt> = items
         .iter()
         .map(|o| Opt {
@@ -91,16 +89,13 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
         .collect();
     let multiple = select.multiple();
     if !multiple && choices.len() > 1 {
-        return Err(failed(&format!(
-            "{who} takes one option, not {}",
-            choices.len()
-        )));
+        return Err(failed(&format!("{who} takes one option, not {}", choices.len())));
     }
     let mut picked = Vec::new();
     for c in choices {
         picked.push(pick(&options, c, &who)?);
     }
-    let _ = select.focus();
+    crate::focus::focus(el);
     for (i, o) in items.iter().enumerate() {
         let on = picked.contains(&i);
         if multiple || on {
@@ -111,11 +106,8 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
     let _ = fire_change(el);
     let labels: Vec<String> = picked.iter().map(|i| options[*i].label.clone()).collect();
     // Read back: what the select holds now.
-    let now: Vec<String> = items
-        .iter()
-        .filter(|o| o.selected())
-        .map(|o| collapse(&o.text()))
-        .collect();
+    let now: Vec<String> =
+        items.iter().filter(|o| o.selected()).map(|o| collapse(&o.text())).collect();
     if now != labels {
         return Err(failed(&format!(
             "{who} holds \"{}\" after choosing, not \"{}\"",
@@ -149,10 +141,8 @@ fn aria_select(index: u32, el: &Element, choices: &[OptionChoice]) -> Result<Don
     let list = listbox
         .query_selector_all("[role=option]")
         .map_err(|_| failed("cannot read the options"))?;
-    let items: Vec<Element> = (0..list.length())
-        .filter_map(|i| list.item(i))
-        .map(|n| n.unchecked_into())
-        .collect();
+    let items: Vec<Element> =
+        (0..list.length()).filter_map(|i| list.item(i)).map(|n| n.unchecked_into()).collect();
     let options: Vec<Opt> = items
         .iter()
         .map(|o| Opt {

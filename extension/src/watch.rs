@@ -2,9 +2,16 @@
 //! before the action and read after it.
 //!
 //! Actions wait for the page to settle by watching it, never by a fixed
-//! sleep: after the action the watch waits until no mutation has come for
-//! [`QUIET_MS`] (at least [`MIN_MS`], at most [`MAX_MS`]), or until the
-//! document starts unloading. Then it reports what changed: the visible
+//! sleep: after the action the watch waits until the page has been still
+//! for [`QUIET_MS`] (at least [`MIN_MS`], at most [`MAX_MS`]): no mutation,
+//! no request that started since the action still in flight, none ended
+//! in that time (the network is counted by the service worker, see
+//! [`crate::net`]), so a click whose answer comes from the server reports
+//! what the answer changed. An action that starts loading a new page (a
+//! link, a form submitted, a script setting `location`; seen by the
+//! Navigation API's `navigate` event) ends the wait at once: the document
+//! is about to go, and the reply must leave before it does. Then it
+//! reports what changed: the visible
 //! elements that appeared (menus, suggestions, dialogs, messages), and the
 //! fields that are now invalid.
 
@@ -12,11 +19,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::Array;
-use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 use web_sys::{Element, MutationObserver, MutationObserverInit, MutationRecord, Node};
 
 use crate::dom::{self, attr};
+use crate::net::{Probe, Verdict};
 use crate::text::{collapse, truncate};
 
 /// The shortest wait after an action (two frames: handlers, re-renders).
@@ -29,6 +37,9 @@ pub const MAX_MS: f64 = 3000.0;
 pub const TYPE_QUIET_MS: f64 = 400.0;
 /// How often the watch looks.
 const POLL_MS: u32 = 10;
+/// How long a still page waits for the service worker's first word on the
+/// network before settling without it.
+const NET_ANSWER_MS: f64 = 250.0;
 /// The most appeared elements reported.
 const MAX_APPEARED: usize = 8;
 
@@ -81,6 +92,62 @@ pub struct Watch {
     /// When the last `settle` ended (0: never).
     settled_at: std::cell::Cell<f64>,
     url: String,
+    /// The requests started since the watch began.
+    net: Probe,
+    /// A new document that started loading in the top window.
+    leaving: Leaving,
+}
+
+/// Listens to the top window's `navigation` for a new document starting to
+/// load (not same-document navigations, whose URL change is seen anyway,
+/// nor downloads); stops listening on drop.
+struct Leaving {
+    to: Rc<RefCell<Option<String>>>,
+    target: Option<web_sys::EventTarget>,
+    listener: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl Leaving {
+    fn start() -> Leaving {
+        let to = Rc::new(RefCell::new(None));
+        let sink = to.clone();
+        let listener = Closure::<dyn FnMut(web_sys::Event)>::new(move |e: web_sys::Event| {
+            let get = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &k.into()).ok();
+            let dest = get(&e, "destination").filter(|d| d.is_object());
+            let same_document = dest.as_ref().and_then(|d| get(d, "sameDocument"));
+            let download = get(&e, "downloadRequest").filter(|d| !d.is_null() && !d.is_undefined());
+            if same_document.is_some_and(|s| s.is_truthy()) || download.is_some() {
+                return;
+            }
+            let url = dest.and_then(|d| get(&d, "url")).and_then(|u| u.as_string());
+            *sink.borrow_mut() = Some(url.unwrap_or_default());
+        });
+        let target = web_sys::window()
+            .and_then(|w| js_sys::Reflect::get(&w, &"navigation".into()).ok())
+            .filter(|n| n.is_object())
+            .map(JsCast::unchecked_into::<web_sys::EventTarget>);
+        if let Some(t) = &target {
+            let _ =
+                t.add_event_listener_with_callback("navigate", listener.as_ref().unchecked_ref());
+        }
+        Leaving { to, target, listener }
+    }
+
+    /// Where the new document comes from, once one started loading.
+    fn to(&self) -> Option<String> {
+        self.to.borrow().clone()
+    }
+}
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        if let Some(t) = &self.target {
+            let _ = t.remove_event_listener_with_callback(
+                "navigate",
+                self.listener.as_ref().unchecked_ref(),
+            );
+        }
+    }
 }
 
 /// What changed while watching.
@@ -92,29 +159,25 @@ pub struct Changes {
     pub dom_changed: bool,
     pub appeared: Vec<String>,
     pub invalid: Vec<String>,
+    /// A new page started loading (from this URL; the action's reply is
+    /// the old document's last word).
+    pub loading: Option<String>,
 }
 
 fn now() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map_or(0.0, |p| p.now())
+    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }
 
 /// The top window's URL.
 pub fn current_url() -> String {
-    web_sys::window()
-        .and_then(|w| w.location().href().ok())
-        .unwrap_or_default()
+    web_sys::window().and_then(|w| w.location().href().ok()).unwrap_or_default()
 }
 
 impl Watch {
     /// Starts watching the whole document (and `extra`'s root, when the
     /// acted element lives in a shadow root or an iframe).
     pub fn start(extra: Option<&Element>) -> Watch {
-        let seen = Rc::new(RefCell::new(Seen {
-            last: now(),
-            ..Seen::default()
-        }));
+        let seen = Rc::new(RefCell::new(Seen { last: now(), ..Seen::default() }));
         let sink = seen.clone();
         let callback = Closure::<dyn FnMut(Array, MutationObserver)>::new(
             move |records: Array, _: MutationObserver| record(&mut sink.borrow_mut(), &records),
@@ -126,9 +189,8 @@ impl Watch {
         init.set_subtree(true);
         init.set_attributes(true);
         init.set_character_data(true);
-        if let Some(root) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.document_element())
+        if let Some(root) =
+            web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element())
         {
             let _ = observer.observe_with_options(&root, &init);
         }
@@ -151,6 +213,8 @@ impl Watch {
             started: now(),
             settled_at: std::cell::Cell::new(0.0),
             url: current_url(),
+            net: Probe::start(),
+            leaving: Leaving::start(),
         }
     }
 
@@ -162,7 +226,8 @@ impl Watch {
             record(&mut self.seen.borrow_mut(), &pending);
         }
         let at = self.settled_at.get();
-        if at > 0.0 && self.seen.borrow().last <= at && current_url() == self.url {
+        let still = at > 0.0 && self.seen.borrow().last <= at && current_url() == self.url;
+        if still || self.leaving.to().is_some() {
             return;
         }
         self.wait_still().await;
@@ -175,7 +240,9 @@ impl Watch {
     pub async fn settle_for(&self, quiet_ms: f64) {
         let begin = now();
         self.seen.borrow_mut().last = begin;
-        loop {
+        let mut still_since = None;
+        while self.leaving.to().is_none() {
+            self.net.ask();
             gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
             let pending = self.observer.take_records();
             if pending.length() > 0 {
@@ -185,7 +252,10 @@ impl Watch {
             let last = self.seen.borrow().last;
             // Something appeared: then the usual quiet window is enough.
             let quiet = if last > begin { QUIET_MS } else { quiet_ms };
-            if t - last >= quiet || t - begin >= MAX_MS {
+            if t - begin >= MAX_MS {
+                break;
+            }
+            if t - last >= quiet && self.network_still(t, last, &mut still_since) {
                 break;
             }
         }
@@ -194,7 +264,10 @@ impl Watch {
 
     async fn wait_still(&self) {
         let begin = now();
-        loop {
+        let mut still_since = None;
+        while self.leaving.to().is_none() {
+            // Ask ahead, so the answer is there when the page is still.
+            self.net.ask();
             gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
             // Deliver pending records now rather than after this task.
             let pending = self.observer.take_records();
@@ -207,12 +280,30 @@ impl Watch {
                 (s.count, s.last)
             };
             let quiet = if count == 0 { 0.0 } else { QUIET_MS };
-            if t - begin >= MIN_MS && t - last >= quiet {
-                return;
-            }
             if t - self.started >= MAX_MS {
                 return;
             }
+            if t - begin >= MIN_MS
+                && t - last >= quiet
+                && self.network_still(t, last, &mut still_since)
+            {
+                return;
+            }
+        }
+    }
+
+    /// Whether the network lets a page without mutations since `last`
+    /// count as still at `t`: no request started since the action in
+    /// flight, and none ended in the last [`QUIET_MS`], by an answer asked
+    /// after the last mutation (a request started with it is known then).
+    /// Without an answer for [`NET_ANSWER_MS`] (`still_since`: since when
+    /// the page has been still otherwise), the network is left out.
+    fn network_still(&self, t: f64, last: f64, still_since: &mut Option<f64>) -> bool {
+        match self.net.verdict(last) {
+            Verdict::Unknown => true,
+            Verdict::Idle(ended) => ended.is_none_or(|e| t - e >= QUIET_MS),
+            Verdict::Busy => false,
+            Verdict::Waiting => t - *still_since.get_or_insert(t) >= NET_ANSWER_MS,
         }
     }
 
@@ -248,8 +339,11 @@ impl Watch {
                 }
             }
         }
+        let loading = self.leaving.to();
+        let url = loading.clone().filter(|u| !u.is_empty()).unwrap_or(url);
         Changes {
-            url_changed: url != self.url,
+            url_changed: url != self.url || loading.is_some(),
+            loading,
             url,
             dom_changed: !seen.added.is_empty() || seen.removed > 0,
             appeared,
@@ -315,17 +409,9 @@ fn describe_new(el: &Element) -> Option<String> {
     let role = attr(el, "role").map(|r| format!(" role={r}")).unwrap_or_default();
     let html: &web_sys::HtmlElement = el.unchecked_ref();
     let text = collapse(&html.inner_text());
-    let text = if text.is_empty() {
-        attr(el, "aria-label").unwrap_or_default()
-    } else {
-        text
-    };
+    let text = if text.is_empty() { attr(el, "aria-label").unwrap_or_default() } else { text };
     let shown = truncate(&text, 120);
-    Some(if shown.is_empty() {
-        format!("<{tag}{role}>")
-    } else {
-        format!("<{tag}{role}> {shown}")
-    })
+    Some(if shown.is_empty() { format!("<{tag}{role}>") } else { format!("<{tag}{role}> {shown}") })
 }
 
 /// Fields now marked invalid: `aria-invalid="true"` anywhere in the

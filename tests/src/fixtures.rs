@@ -3,7 +3,8 @@
 //! `/<file>` serves the file; `/csp/<file>` serves the same file with
 //! `Content-Security-Policy: script-src 'self'`, a policy that refuses
 //! WebAssembly in content scripts too (so the extension must fall back to
-//! its JavaScript build).
+//! its JavaScript build). `/slow?ms=N` answers `slept N ms` after N
+//! milliseconds (at most a minute): a slow server for the settle wait.
 
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
@@ -39,7 +40,12 @@ impl FixtureServer {
     pub fn start_in(dir: PathBuf) -> Result<FixtureServer> {
         let router = axum::Router::new().fallback(move |uri: Uri| {
             let dir = dir.clone();
-            async move { serve(&dir, uri) }
+            async move {
+                if uri.path() == "/slow" {
+                    return slow(&uri).await;
+                }
+                serve(&dir, uri)
+            }
         });
         Ok(FixtureServer { server: Server::start(router)? })
     }
@@ -53,6 +59,27 @@ impl FixtureServer {
     pub fn url(&self, path: &str) -> String {
         format!("http://{}/{}", self.server.addr, path.trim_start_matches('/'))
     }
+}
+
+/// `/slow?ms=N`: a plain-text answer after N ms.
+async fn slow(uri: &Uri) -> Response {
+    let ms: u64 = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("ms="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+        .min(60_000);
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        format!("slept {ms} ms"),
+    )
+        .into_response()
 }
 
 fn serve(dir: &Path, uri: Uri) -> Response {
@@ -69,7 +96,8 @@ fn serve(dir: &Path, uri: Uri) -> Response {
     let file = dir.join(rel);
     let Ok(body) = std::fs::read(&file) else {
         if rel.components().any(|c| c.as_os_str() == "resources") {
-            return ([(header::CONTENT_TYPE, "text/html")], "<!doctype html><title></title>").into_response();
+            return ([(header::CONTENT_TYPE, "text/html")], "<!doctype html><title></title>")
+                .into_response();
         }
         return (StatusCode::NOT_FOUND, format!("no fixture {}", rel.display())).into_response();
     };

@@ -112,10 +112,7 @@ fn every_page_action_does_what_it_says_and_reports_its_effect() {
         assert!(events.iter().any(|x| x == e), "no {e} event: {events:?}");
     }
     let keys = page["keys"].as_str().unwrap();
-    assert!(
-        keys.contains("ctrlKey+a(65)") && keys.contains("Backspace(8)"),
-        "keys seen: {keys}"
-    );
+    assert!(keys.contains("ctrlKey+a(65)") && keys.contains("Backspace(8)"), "keys seen: {keys}");
 
     // Effects: values read back, mismatches are failures, what appeared.
     let fill = record(&records, "fill", "2024-05-31").unwrap();
@@ -123,16 +120,10 @@ fn every_page_action_does_what_it_says_and_reports_its_effect() {
     let bad = record(&records, "fill", "lots").unwrap();
     assert_eq!(bad["ok"], false, "a refused value must fail: {bad}");
     let huge = record(&records, "select_option", "Huge").unwrap();
-    assert!(
-        huge["ok"] == false && huge["detail"].as_str().unwrap().contains("disabled"),
-        "{huge}"
-    );
+    assert!(huge["ok"] == false && huge["detail"].as_str().unwrap().contains("disabled"), "{huge}");
     let mail = record(&records, "fill", "not-an-address").unwrap();
     assert!(
-        mail["detail"]
-            .as_str()
-            .unwrap()
-            .contains("Enter an address with @"),
+        mail["detail"].as_str().unwrap().contains("Enter an address with @"),
         "the invalid field is reported: {mail}"
     );
     let hover = record(&records, "hover", "").unwrap();
@@ -144,31 +135,16 @@ fn every_page_action_does_what_it_says_and_reports_its_effect() {
     assert!(typed["ok"] == true, "{typed}");
     let reveal = record(&records, "click", "").unwrap();
     assert!(
-        reveal["detail"]
-            .as_str()
-            .unwrap()
-            .contains("Surprise panel"),
+        reveal["detail"].as_str().unwrap().contains("Surprise panel"),
         "the click reports what appeared: {reveal}"
     );
     // The fills after the hover menu opened, after the search (the page
     // changed) and after the revealed panel were not run.
     let all = records.iter().map(Value::to_string).collect::<String>();
-    assert!(
-        !all.contains("skipped"),
-        "actions after an unforeseen change ran: {records:#?}"
-    );
+    assert!(!all.contains("skipped"), "actions after an unforeseen change ran: {records:#?}");
     let extract = record(&records, "extract", "").unwrap();
-    assert!(
-        extract["detail"]
-            .as_str()
-            .unwrap()
-            .contains("buried under the old oak"),
-        "{extract}"
-    );
-    eprintln!(
-        "every_page_action: passed in {:.1} s",
-        rig.browser.running_for().as_secs_f64()
-    );
+    assert!(extract["detail"].as_str().unwrap().contains("buried under the old oak"), "{extract}");
+    eprintln!("every_page_action: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
 }
 
 /// The task's own tab, known to the tab test's model once the test set it.
@@ -177,9 +153,7 @@ static FIRST_TAB: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::n
 /// The number after `after` in the request's text (`a new tab opened (tab 7)`).
 fn number_after(req: &Value, after: &str) -> i64 {
     let text = errand_e2e::model::all_text(req);
-    let at = text
-        .find(after)
-        .unwrap_or_else(|| panic!("no {after:?} in the request:\n{text}"));
+    let at = text.find(after).unwrap_or_else(|| panic!("no {after:?} in the request:\n{text}"));
     text[at + after.len()..]
         .chars()
         .take_while(char::is_ascii_digit)
@@ -212,10 +186,7 @@ fn tabs_script(req: &Value, call: usize) -> Reply {
 #[test]
 fn tab_actions_follow_a_new_tab_and_close_it() {
     let rig = Rig::start(tabs_script);
-    let tab = rig
-        .browser
-        .new_page(&rig.fixtures.url("/actions/tabs.html"))
-        .unwrap();
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/tabs.html")).unwrap();
     // The service worker may still be starting: ask again a few times.
     let first = (0..10)
         .find_map(|_| {
@@ -229,13 +200,7 @@ fn tab_actions_follow_a_new_tab_and_close_it() {
         .run_in(&tab, "Visit elsewhere")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let opened = record(&records, "click", "").unwrap();
-    assert!(
-        opened["detail"]
-            .as_str()
-            .unwrap()
-            .contains("a new tab opened"),
-        "{opened}"
-    );
+    assert!(opened["detail"].as_str().unwrap().contains("a new tab opened"), "{opened}");
     let all = records.iter().map(Value::to_string).collect::<String>();
     assert_eq!(
         all.matches("\"click\"").count(),
@@ -257,10 +222,7 @@ fn tab_actions_follow_a_new_tab_and_close_it() {
         !targets.iter().any(|t| t.url.contains("second.html")),
         "the second tab is still open: {targets:?}"
     );
-    eprintln!(
-        "tabs: passed in {:.1} s",
-        rig.browser.running_for().as_secs_f64()
-    );
+    eprintln!("tabs: passed in {:.1} s", rig.browser.running_for().as_secs_f64());
 }
 
 fn upload_script(req: &Value, call: usize) -> Reply {
@@ -290,9 +252,7 @@ fn upload_file_puts_allowed_files_into_file_inputs() {
     let (tab, records) = rig
         .run("/actions/upload.html", "Upload my files")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
-    let out = tab
-        .eval("document.getElementById('out').textContent")
-        .unwrap();
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
     assert_eq!(
         out,
         "resume:cv.txt:text/plain:my cv\nattachments:a.txt:text/plain:first\nattachments:b.csv:text/csv:x,y\n"
@@ -300,10 +260,7 @@ fn upload_file_puts_allowed_files_into_file_inputs() {
     let refused = record(&records, "upload_file", "secret").unwrap();
     assert_eq!(refused["ok"], false, "{refused}");
     let ok = record(&records, "upload_file", "b.csv").unwrap();
-    assert!(
-        ok["detail"].as_str().unwrap().contains("a.txt, b.csv"),
-        "{ok}"
-    );
+    assert!(ok["detail"].as_str().unwrap().contains("a.txt, b.csv"), "{ok}");
 }
 
 fn bench_script(req: &Value, call: usize) -> Reply {
@@ -323,15 +280,14 @@ fn bench_script(req: &Value, call: usize) -> Reply {
     };
     match call {
         // 50 clicks, 50 fills, 50 selects, ten per answer.
-        0..=4 => answer(json!(vec![
-            json!({"click": {"index": el(req, "Tapper")}});
-            10
-        ])),
+        0..=4 => answer(json!(vec![json!({"click": {"index": el(req, "Tapper")}}); 10])),
         5..=9 => answer(json!(fields(&format!("v{call}")))),
         10..=14 => answer(json!(
             (0..10)
                 .map(|i| {
-                    let pick = ["One", "Two", "Three"][i % 3];
+                    // Each answer differs (the loop detector stops a task
+                    // that repeats itself on an unchanged page).
+                    let pick = ["One", "Two", "Three"][(i + call) % 3];
                     json!({"select_option": {"index": el(req, "Picker"), "options": [pick]}})
                 })
                 .collect::<Vec<_>>()
@@ -341,6 +297,23 @@ fn bench_script(req: &Value, call: usize) -> Reply {
         16 => answer(json!([{"done": {"text": "benchmarked", "success": true}}])),
         n => panic!("unexpected model call {n}"),
     }
+}
+
+/// Every page action the host carried out, in order, from its log: name,
+/// whether it worked, and milliseconds from sending it to having its effect.
+fn action_times(rig: &Rig) -> Vec<(String, bool, f64)> {
+    let log = std::fs::read_to_string(rig.browser.host_log_path()).unwrap();
+    let mut times = Vec::new();
+    for line in log.lines().filter(|l| l.contains("action carried out")) {
+        let field = |k: &str| {
+            line.split(&format!("{k}="))
+                .nth(1)
+                .map(|r| r.split_whitespace().next().unwrap_or("").trim_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        times.push((field("action"), field("ok") == "true", field("action_ms").parse().unwrap()));
+    }
+    times
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -357,55 +330,22 @@ fn bench_action_latency() {
     let (tab, _records) = rig
         .run("/actions/bench.html", "Benchmark")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
-    let taps = tab
-        .eval("document.getElementById('tap').dataset.n")
-        .unwrap();
+    let taps = tab.eval("document.getElementById('tap').dataset.n").unwrap();
     assert_eq!(taps, "50");
-    let log = std::fs::read_to_string(rig.browser.host_log_path()).unwrap();
-    let mut times: Vec<(String, f64)> = Vec::new();
-    for line in log.lines().filter(|l| l.contains("action carried out")) {
-        let field = |k: &str| {
-            line.split(&format!("{k}="))
-                .nth(1)
-                .map(|r| {
-                    r.split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .trim_matches('"')
-                        .to_owned()
-                })
-                .unwrap_or_default()
-        };
-        assert_eq!(field("ok"), "true", "{line}");
-        times.push((field("action"), field("action_ms").parse().unwrap()));
-    }
+    let times = action_times(&rig);
+    assert!(times.iter().all(|(_, ok, _)| *ok), "{times:?}");
+    let times: Vec<(String, f64)> = times.into_iter().map(|(n, _, t)| (n, t)).collect();
     assert_eq!(times.len(), 160, "{times:?}");
     let of = |name: &str, range: std::ops::Range<usize>| -> Vec<f64> {
-        times[range]
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, t)| *t)
-            .collect()
+        times[range].iter().filter(|(n, _)| n == name).map(|(_, t)| *t).collect()
     };
     let click = of("click", 0..50);
     let fill = of("fill", 50..100);
     let select = of("select_option", 100..150);
     let form: f64 = times[150..160].iter().map(|(_, t)| t).sum();
-    eprintln!(
-        "click:  median {:.1} ms over {}",
-        median(click.clone()),
-        click.len()
-    );
-    eprintln!(
-        "fill:   median {:.1} ms over {}",
-        median(fill.clone()),
-        fill.len()
-    );
-    eprintln!(
-        "select: median {:.1} ms over {}",
-        median(select.clone()),
-        select.len()
-    );
+    eprintln!("click:  median {:.1} ms over {}", median(click.clone()), click.len());
+    eprintln!("fill:   median {:.1} ms over {}", median(fill.clone()), fill.len());
+    eprintln!("select: median {:.1} ms over {}", median(select.clone()), select.len());
     eprintln!("10-field form from one answer: {form:.0} ms (sum of its ten actions)");
     assert!(form < 1000.0, "the ten-field form took {form:.0} ms");
 }
@@ -414,10 +354,7 @@ fn bench_action_latency() {
 /// `text`: the app's own state, rendered by the app.
 fn sees(req: &Value, text: &str) {
     let last = last_user_message(req).unwrap_or_default();
-    assert!(
-        last.contains(text),
-        "the page does not show {text:?}:\n{last}"
-    );
+    assert!(last.contains(text), "the page does not show {text:?}:\n{last}");
 }
 
 /// This fixture's URL, from the page URL the model is shown.
@@ -493,4 +430,217 @@ fn react_vue_and_jquery_ui_widgets_take_the_actions() {
     );
     let chosen = tab.eval("document.getElementById('fruit').value").unwrap();
     assert_eq!(chosen, "Apricot");
+}
+
+fn network_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // The answer comes 400 ms after the click: the effect reports what
+        // it changed, and the rest of the answer is not run.
+        0 => answer(json!([
+            {"click": {"index": el(req, "Load slowly")}},
+            {"fill": {"index": el(req, "Notes"), "text": "skipped"}},
+        ])),
+        1 => answer(json!([{"click": {"index": el(req, "Ask by XHR")}}])),
+        // Suggestions come from the server after a debounce.
+        2 => answer(json!([{"type": {"index": el(req, "City"), "text": "ber"}}])),
+        // An ordinary click stays quick (the page's long poll from before
+        // does not count); a request that never answers is waited for 3 s
+        // at most.
+        3 => answer(json!([
+            {"click": {"index": el(req, "Quick")}},
+            {"click": {"index": el(req, "Quick")}},
+            {"click": {"index": el(req, "Hang")}},
+        ])),
+        // A link to a page the server answers in 600 ms: the click says a
+        // new page is loading and the rest of the answer is not run; the
+        // next observation is the new page.
+        4 => answer(json!([
+            {"click": {"index": el(req, "Onward")}},
+            {"click": {"index": el(req, "Quick")}},
+        ])),
+        5 => {
+            sees(req, "slept 600 ms");
+            answer(json!([{"done": {"text": "network done", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// The settle wait watches the network: a click whose server answer comes
+/// 400 ms later reports what the answer changed (fetch and XHR), typing
+/// waits for server-side suggestions, ordinary actions stay quick, a
+/// request that hangs is waited for at most 3 s, and a click that loads a
+/// new page answers at once, before the old page goes.
+#[test]
+fn actions_wait_for_the_answers_they_asked_the_server_for() {
+    let rig = Rig::start(network_script);
+    let (tab, records) = rig
+        .run("/actions/network.html", "Load the slow things")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let load = record(&records, "click", "").unwrap();
+    let detail = load["detail"].as_str().unwrap();
+    assert!(
+        load["ok"] == true && detail.contains("Loaded: slept 400 ms"),
+        "the click reports what the slow answer changed: {load}"
+    );
+    let all = records.iter().map(Value::to_string).collect::<String>();
+    assert!(!all.contains("skipped"), "the fill after the slow answer ran: {records:#?}");
+    assert!(all.contains("XHR answered: slept 300 ms"), "the XHR's answer: {records:#?}");
+    let typed = record(&records, "type", "ber").unwrap();
+    assert!(
+        typed["detail"].as_str().unwrap().contains("Berlin"),
+        "typing reports the server's suggestions: {typed}"
+    );
+    let times = action_times(&rig);
+    eprintln!("actions (name, ok, ms): {times:?}");
+    assert_eq!(times.len(), 7, "{times:?}");
+    let ms = |i: usize| times[i].2;
+    assert!((400.0..2000.0).contains(&ms(0)), "the slow click took {} ms", ms(0));
+    assert!(
+        ms(3) < 300.0 && ms(4) < 300.0,
+        "ordinary clicks were slowed down: {} and {} ms",
+        ms(3),
+        ms(4)
+    );
+    assert!(
+        (2900.0..4000.0).contains(&ms(5)) && times[5].1,
+        "a hanging request is waited for 3 s at most: {} ms",
+        ms(5)
+    );
+    let clicks: Vec<&Value> = records
+        .iter()
+        .flat_map(|s| s.as_array().into_iter().flatten())
+        .filter(|r| r["action"].get("click").is_some())
+        .collect();
+    assert_eq!(clicks.len(), 6, "the click after the navigation ran: {records:#?}");
+    let onward = clicks[5];
+    let detail = onward["detail"].as_str().unwrap();
+    assert!(
+        onward["ok"] == true
+            && detail.contains("clicked [")
+            && detail.contains("Onward; a new page is loading; the URL is now http://")
+            && detail.contains("/slow?ms=600"),
+        "{onward}"
+    );
+    assert!(ms(6) < 300.0, "the navigating click waited {} ms", ms(6));
+    let url = tab.url().unwrap();
+    assert!(url.contains("/slow?ms=600"), "{url}");
+    rig.done("network");
+}
+
+fn datepicker_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // A typed date: the calendar opens on focus, so the answer stops.
+        0 => answer(json!([
+            {"fill": {"index": el(req, "Check-in"), "text": "06/15/2030"}},
+            {"click": {"index": el(req, "Check-out")}},
+        ])),
+        // Tab leaves the field (its calendar closes) for the next one,
+        // whose calendar opens (on July 2030).
+        1 => answer(json!([{"press": {"index": el(req, "Check-in"), "key": "Tab"}}])),
+        // The calendar's own keys: PageDown is the next month. (Its
+        // Prev/Next arrows are `<a>`s without `href` or pointer cursor,
+        // which the element list does not offer.)
+        2 => {
+            sees(req, "July 2030");
+            answer(json!([{"press": {"index": el(req, "Check-out"), "key": "PageDown"}}]))
+        }
+        // A day clicked in the open calendar.
+        3 => {
+            sees(req, "August 2030");
+            answer(json!([{"click": {"index": el(req, "20")}}]))
+        }
+        4 => answer(json!([{"done": {"text": "booked", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// jQuery UI's datepicker (from npm): a filled date is the widget's date
+/// (read back with its own `getDate`), and a day clicked in its open
+/// calendar — listed as elements — is chosen.
+#[test]
+fn a_jquery_ui_datepicker_takes_a_typed_date_and_a_clicked_day() {
+    let rig = Rig::start(datepicker_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/datepicker.html")).unwrap();
+    let run = rig.run_in(&tab, "Book from June 15 to August 20, 2030");
+    let page = tab
+        .eval(
+            "({checkin: widgetDate('checkin'), checkout: widgetDate('checkout'),
+               typed: document.getElementById('checkout').value,
+               stay: document.getElementById('stay').textContent,
+               open: $('#ui-datepicker-div').is(':visible'), events: window.events,
+               focused: document.hasFocus(), active: document.activeElement.id})",
+        )
+        .unwrap();
+    eprintln!("page: {page:#}");
+    let records = run.unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(page["checkin"], "2030-06-15", "{page:#}");
+    assert_eq!(page["checkout"], "2030-08-20", "{page:#}");
+    assert_eq!(page["typed"], "08/20/2030", "{page:#}");
+    assert_eq!(page["stay"], "stay: 2030-06-15 to 2030-08-20", "{page:#}");
+    assert_eq!(page["open"], false, "the calendar closed after the pick: {page:#}");
+    let events: Vec<String> = serde_json::from_value(page["events"].clone()).unwrap();
+    assert!(events.contains(&"checkin:change".to_owned()), "{events:?}");
+    assert!(events.contains(&"checkout:select".to_owned()), "{events:?}");
+    let fill = record(&records, "fill", "06/15/2030").unwrap();
+    assert!(fill["ok"] == true, "{fill}");
+    assert!(
+        fill["detail"].as_str().unwrap().contains("appeared: <div> Prev Next"),
+        "the fill reports the calendar that opened: {fill}"
+    );
+    let tab_key = record(&records, "press", "Tab").unwrap();
+    assert!(
+        tab_key["detail"].as_str().unwrap().contains("July 2030"),
+        "Tab opened the next field's calendar: {tab_key}"
+    );
+    let all = records.iter().map(Value::to_string).collect::<String>();
+    assert_eq!(
+        all.matches("\"click\"").count(),
+        1,
+        "the click after the calendar opened ran: {records:#?}"
+    );
+    rig.done("datepicker");
+}
+
+fn sortable_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // Down past two items, then up to the top.
+        0 => answer(json!([{"drag_and_drop": {"from": el(req, "Bravo"), "to": el(req, "Delta")}}])),
+        1 => {
+            sees(req, "order: alpha,charlie,delta,bravo,echo");
+            answer(json!([{"drag_and_drop": {"from": el(req, "Echo"), "to": el(req, "Alpha")}}]))
+        }
+        2 => {
+            sees(req, "order: echo,alpha,charlie,delta,bravo");
+            answer(json!([{"done": {"text": "sorted", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A jQuery UI sortable list (from npm), which follows the mouse: an item
+/// dragged onto another moves there (after it going down, before it going
+/// up), and the list's own order says so.
+#[test]
+fn a_jquery_ui_sortable_list_is_reordered_by_dragging() {
+    let rig = Rig::start(sortable_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/sortable.html")).unwrap();
+    let run = rig.run_in(&tab, "Put Bravo after Delta, then Echo first");
+    let page = tab
+        .eval(
+            "({order: $('#list').sortable('toArray'), updates: window.updates,
+               dom: [...document.querySelectorAll('#list li')].map((li) => li.id),
+               helper: document.querySelectorAll('.ui-sortable-helper, .ui-sortable-placeholder').length})",
+        )
+        .unwrap();
+    eprintln!("page: {page:#}");
+    let records = run.unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let want = json!(["echo", "alpha", "charlie", "delta", "bravo"]);
+    assert_eq!(page["order"], want, "{page:#}");
+    assert_eq!(page["dom"], want, "{page:#}");
+    assert_eq!(page["updates"], 2, "one update per drag: {page:#}");
+    assert_eq!(page["helper"], 0, "the drag ended: {page:#}");
+    let drag = record(&records, "drag_and_drop", "").unwrap();
+    assert!(drag["ok"] == true, "{drag}");
+    rig.done("sortable");
 }

@@ -1,0 +1,125 @@
+//! Moving the focus as a person's click or Tab does, events included.
+//!
+//! While Errand acts, the browser's focus is usually elsewhere — in
+//! Errand's side panel, where the user typed the task. A document that does
+//! not have the focus still moves `document.activeElement` on `focus()`,
+//! but fires no `focus`, `focusin`, `blur` or `focusout`. Widgets that open
+//! on focus (date pickers, comboboxes) or check a field when it is left
+//! would then never react. So when `focus()` moved the focus without the
+//! browser firing its events, the same events are dispatched as a focused
+//! document gets them: `blur` and `focusout` on the element left, `focus`
+//! and `focusin` on the new one, each with the other as `relatedTarget`.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{Element, EventTarget, FocusEvent, FocusEventInit, HtmlElement};
+
+/// The element that has the focus in `el`'s document or shadow root.
+fn active_in_root_of(el: &Element) -> Option<Element> {
+    let root = el.get_root_node();
+    js_sys::Reflect::get(&root, &"activeElement".into())
+        .ok()
+        .filter(|v| v.is_object())
+        .map(JsCast::unchecked_into)
+}
+
+/// The focused element of `el`'s document, through open shadow roots.
+fn deep_active(el: &Element) -> Option<Element> {
+    let mut active = el.owner_document()?.active_element()?;
+    while let Some(inner) = active
+        .shadow_root()
+        .and_then(|s| js_sys::Reflect::get(&s, &"activeElement".into()).ok())
+        .filter(|v| v.is_object())
+    {
+        let inner: Element = inner.unchecked_into();
+        if inner == active {
+            break;
+        }
+        active = inner;
+    }
+    Some(active)
+}
+
+/// Whether an element is a document's body or root (focus "nowhere").
+fn is_nowhere(el: &Element) -> bool {
+    matches!(el.local_name().as_str(), "body" | "html")
+}
+
+fn dispatch(target: &Element, kind: &str, related: Option<&Element>) {
+    let init = FocusEventInit::new();
+    let bubbles = matches!(kind, "focusin" | "focusout");
+    init.set_bubbles(bubbles);
+    init.set_composed(true);
+    if let Some(r) = related {
+        let r: &EventTarget = r.as_ref();
+        init.set_related_target(Some(r));
+    }
+    if let Some(view) = target.owner_document().and_then(|d| d.default_view()) {
+        init.set_view(Some(&view));
+    }
+    if let Ok(e) = FocusEvent::new_with_focus_event_init_dict(kind, &init) {
+        let _ = target.dispatch_event(&e);
+    }
+}
+
+/// Runs `change` (which moves the focus), telling whether the browser fired
+/// `focus`/`blur` events meanwhile.
+fn fires_events(el: &Element, change: impl FnOnce()) -> bool {
+    let fired = Rc::new(Cell::new(false));
+    let doc = el.owner_document();
+    let flag = fired.clone();
+    let listener = Closure::<dyn FnMut()>::new(move || flag.set(true));
+    let f: &js_sys::Function = listener.as_ref().unchecked_ref();
+    if let Some(d) = &doc {
+        let _ = d.add_event_listener_with_callback_and_bool("focusin", f, true);
+        let _ = d.add_event_listener_with_callback_and_bool("focusout", f, true);
+    }
+    change();
+    if let Some(d) = &doc {
+        let _ = d.remove_event_listener_with_callback_and_bool("focusin", f, true);
+        let _ = d.remove_event_listener_with_callback_and_bool("focusout", f, true);
+    }
+    fired.get()
+}
+
+/// Focuses `el` as a person does: `focus()`, and the focus events when the
+/// browser did not fire them (the document does not have the focus).
+pub fn focus(el: &Element) {
+    let before = deep_active(el).filter(|a| !is_nowhere(a));
+    if before.as_ref() == Some(el) {
+        return;
+    }
+    let html: &HtmlElement = el.unchecked_ref();
+    let fired = fires_events(el, || {
+        let _ = html.focus();
+    });
+    let moved = active_in_root_of(el).is_some_and(|a| a == *el);
+    if fired || !moved {
+        return;
+    }
+    if let Some(prev) = before.as_ref().filter(|p| p.is_connected()) {
+        dispatch(prev, "blur", Some(el));
+        dispatch(prev, "focusout", Some(el));
+    }
+    dispatch(el, "focus", before.as_ref());
+    dispatch(el, "focusin", before.as_ref());
+}
+
+/// Takes the focus away from whatever has it in `el`'s document, as a
+/// click on something that cannot take the focus does.
+pub fn blur_active(el: &Element) {
+    let Some(active) = deep_active(el).filter(|a| !is_nowhere(a)) else { return };
+    let html: &HtmlElement = active.unchecked_ref();
+    let fired = fires_events(&active, || {
+        let _ = html.blur();
+    });
+    let left = deep_active(el).is_none_or(|a| a != active);
+    if fired || !left {
+        return;
+    }
+    dispatch(&active, "blur", None);
+    dispatch(&active, "focusout", None);
+}
