@@ -210,9 +210,13 @@ impl Parser<'_> {
                     self.pos += 1;
                 }
                 let s: String = self.chars[start..self.pos].iter().filter(|c| **c != '_').collect();
+                // A number too large for an f64 (`1e999`) is no number: it
+                // would reach the page as infinity (found by fuzzing).
                 s.parse::<f64>()
+                    .ok()
+                    .filter(|n| n.is_finite())
                     .map(Arg::Num)
-                    .map_err(|_| self.err(name, &format!("`{s}` is not a number")))
+                    .ok_or_else(|| self.err(name, &format!("`{s}` is not a number")))
             }
             Some(_) => {
                 let start = self.pos;
@@ -405,6 +409,14 @@ fn num_text(n: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fuzzing found a scroll by an infinite number of pixels.
+    #[test]
+    fn numbers_too_large_are_refused() {
+        let e = parse("Action:\nscroll(1111111111111e1110, 800)").unwrap_err();
+        assert!(e.to_string().contains("is not a number"), "{e}");
+        assert!(parse("Action:\nscroll(0, 1e308)").is_ok());
+    }
 
     #[test]
     fn reads_a_realistic_answer() {
