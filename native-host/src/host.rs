@@ -279,7 +279,7 @@ impl Host {
     }
 
     async fn send(&self, env: Envelope) {
-        if self.inner.out_tx.send(Outgoing::Message(env)).await.is_err() {
+        if self.inner.out_tx.send(Outgoing::Message(Box::new(env))).await.is_err() {
             tracing::debug!("the connection is closed; a message was dropped");
         }
     }
@@ -517,7 +517,8 @@ impl Host {
         if self.inner.disconnected.load(Ordering::SeqCst) {
             return Err(RequestError::Disconnected);
         }
-        if self.inner.out_tx.send(Outgoing::Message(Envelope::new(id, body))).await.is_err() {
+        let env = Box::new(Envelope::new(id, body));
+        if self.inner.out_tx.send(Outgoing::Message(env)).await.is_err() {
             return Err(RequestError::Disconnected);
         }
         let timeout = Duration::from_millis(self.inner.request_timeout_ms.load(Ordering::Relaxed));

@@ -417,6 +417,18 @@ where
     }
 }
 
+/// Whether the settings want structured output: `on`, `off`, or for
+/// `auto` whether the provider and model are known to support it.
+pub fn structured_wanted(settings: &Settings) -> bool {
+    match settings.structured {
+        crate::config::Switch::On => true,
+        crate::config::Switch::Off => false,
+        crate::config::Switch::Auto => {
+            structured_known(settings.provider, &settings.base_url, &settings.model)
+        }
+    }
+}
+
 /// Whether `structured = "auto"` turns structured output on for a provider,
 /// server and model: the ones known to support it.
 pub fn structured_known(provider: ProviderKind, base_url: &str, model: &str) -> bool {

@@ -179,8 +179,8 @@ pub fn spawn_reader<R: Read + Send + 'static>(reader: R, max: usize) -> mpsc::Re
 /// What the writer thread is asked to do.
 #[derive(Debug)]
 pub enum Outgoing {
-    /// Write this message.
-    Message(Envelope),
+    /// Write this message (boxed: envelopes are large, the queue is not).
+    Message(Box<Envelope>),
     /// Answer once everything before it is written, then stop.
     Close(oneshot::Sender<()>),
 }
@@ -737,7 +737,7 @@ pub(crate) mod tests {
         let shared = SharedBuf::default();
         let (tx, orx) = mpsc::channel(4);
         spawn_writer(shared.clone(), orx);
-        tx.send(Outgoing::Message(Envelope::new(3, Body::GetStatus {}))).await.unwrap();
+        tx.send(Outgoing::Message(Box::new(Envelope::new(3, Body::GetStatus {})))).await.unwrap();
         let (done, wait) = oneshot::channel();
         tx.send(Outgoing::Close(done)).await.unwrap();
         wait.await.unwrap();

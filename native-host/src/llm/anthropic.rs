@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::schema::{self, Flavour};
 use super::{ChatMessage, Completion, Expect, Feature, Http, LlmError, Role, Usage, excerpt};
-use crate::config::{Settings, Switch};
+use crate::config::Settings;
 
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
@@ -35,13 +35,7 @@ pub struct Anthropic {
 
 impl Anthropic {
     pub fn new(settings: &Settings) -> Self {
-        let structured = match settings.structured {
-            Switch::On => true,
-            Switch::Off => false,
-            Switch::Auto => {
-                super::structured_known(settings.provider, &settings.base_url, &settings.model)
-            }
-        };
+        let structured = super::structured_wanted(settings);
         Anthropic {
             http: Http::new(settings),
             structured: Feature::new("structured output (tool use)", structured, STRUCTURED_WORDS),

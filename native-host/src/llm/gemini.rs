@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::schema::{self, Flavour};
 use super::{ChatMessage, Completion, Expect, Feature, Http, LlmError, Role, Usage, excerpt};
-use crate::config::{Settings, Switch};
+use crate::config::Settings;
 
 const NOT_FOUND_HINT: &str = "Check the model name (like gemini-2.5-flash) and that base_url ends \
      where /models begins (https://generativelanguage.googleapis.com/v1beta)";
@@ -30,13 +30,7 @@ pub struct Gemini {
 
 impl Gemini {
     pub fn new(settings: &Settings) -> Self {
-        let structured = match settings.structured {
-            Switch::On => true,
-            Switch::Off => false,
-            Switch::Auto => {
-                super::structured_known(settings.provider, &settings.base_url, &settings.model)
-            }
-        };
+        let structured = super::structured_wanted(settings);
         Gemini {
             http: Http::new(settings),
             structured: Feature::new("structured output", structured, STRUCTURED_WORDS),

@@ -24,7 +24,7 @@ use super::schema::{self, AnswerSchema, Flavour};
 use super::{
     ChatMessage, Completion, Expect, Feature, Http, Image, LlmError, Reply, Role, Usage, excerpt,
 };
-use crate::config::{Settings, Switch};
+use crate::config::Settings;
 
 /// What a 404 most often means here.
 const NOT_FOUND_HINT: &str =
@@ -177,13 +177,7 @@ struct Delta {
 impl OpenAiCompatible {
     /// A provider for the configured server and model.
     pub fn new(settings: &Settings) -> Self {
-        let structured = match settings.structured {
-            Switch::On => true,
-            Switch::Off => false,
-            Switch::Auto => {
-                super::structured_known(settings.provider, &settings.base_url, &settings.model)
-            }
-        };
+        let structured = super::structured_wanted(settings);
         OpenAiCompatible {
             http: Http::new(settings),
             structured: Feature::new("structured output", structured, STRUCTURED_WORDS),
