@@ -132,18 +132,23 @@ pub fn open_in_tab(browser: &TestBrowser, tab: &Page) -> Result<Page> {
 /// The `chrome.tabs` id of `tab`, asked of the extension's service worker.
 pub fn chrome_tab_id(browser: &TestBrowser, tab: &Page) -> Result<i64> {
     let url = tab.url()?;
-    let sw = browser.service_worker()?;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let ids = sw.eval(&format!(
-            "chrome.tabs.query({{}}).then(ts => ts.filter(t => t.url === {u} || t.pendingUrl === {u}).map(t => t.id))",
-            u = json!(url)
-        ))?;
-        if let Some(id) = ids.as_array().and_then(|a| a.first()).and_then(|v| v.as_i64()) {
+        // Right after a start, an evaluation in the service worker can land
+        // in a context without extension APIs (`chrome is not defined`):
+        // attach again and retry until the deadline.
+        let ids = browser.service_worker().and_then(|sw| {
+            sw.eval(&format!(
+                "chrome.tabs.query({{}}).then(ts => ts.filter(t => t.url === {u} || t.pendingUrl === {u}).map(t => t.id))",
+                u = json!(url)
+            ))
+        });
+        let found = ids.as_ref().ok().and_then(|ids| ids.as_array()?.first()?.as_i64());
+        if let Some(id) = found {
             return Ok(id);
         }
         if Instant::now() >= deadline {
-            bail!("the service worker sees no tab at {url}: {ids}");
+            bail!("the service worker sees no tab at {url}: {ids:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
