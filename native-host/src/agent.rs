@@ -358,14 +358,7 @@ impl Agent<'_> {
     /// Why `action` may not run because it would navigate (a link, a
     /// form's submission) to a page the site lists refuse, if it would.
     fn leads_off_limits(&self, action: &Action, obs: &Observation) -> Option<String> {
-        let presses = match action {
-            Action::Click { .. } | Action::DblClick { .. } => true,
-            Action::Press { key, .. } => key.rsplit('+').next().is_some_and(|k| {
-                k.eq_ignore_ascii_case("enter") || k.eq_ignore_ascii_case("space") || k == " "
-            }),
-            _ => false,
-        };
-        let index = action.element().filter(|_| presses)?;
+        let index = action.element().filter(|_| approval::presses(action))?;
         let target = obs.elements.iter().find(|e| e.index == index)?.target.as_deref()?;
         let refused = self.sites().check(target).err()?;
         Some(format!("not done: it would open {}: {refused}", prompt::cut(target, 120)))

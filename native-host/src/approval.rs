@@ -118,7 +118,7 @@ fn changes_something(action: &Action) -> bool {
 }
 
 /// Whether `action` presses something: a click, or Enter / Space.
-fn presses(action: &Action) -> bool {
+pub fn presses(action: &Action) -> bool {
     match action {
         Action::Click { .. } | Action::DblClick { .. } => true,
         Action::Press { key, .. } => {
