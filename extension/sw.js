@@ -347,7 +347,7 @@ const PANEL_KINDS = new Set([
   'start_task', 'stop_task', 'get_status', 'answer', 'follow_up',
   'pause_task', 'resume_task', 'approve',
   'list_tasks', 'get_task', 'get_settings', 'save_settings', 'test_connection',
-  'get_profile', 'set_fact', 'set_secret', 'forget',
+  'get_profile', 'set_fact', 'set_secret', 'forget', 'ping',
 ]);
 
 chrome.runtime.onConnect.addListener((port) => {

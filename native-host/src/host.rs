@@ -701,6 +701,18 @@ impl Host {
                 let done = self.approve(task_id.as_deref(), approved);
                 self.ack_or_error(id, done).await;
             }
+            Body::Ping { pad: _, reply_bytes } => {
+                if reply_bytes > errand_protocol::MAX_PONG {
+                    let why = format!(
+                        "a pong of {reply_bytes} bytes was asked for; at most {} are sent",
+                        errand_protocol::MAX_PONG
+                    );
+                    self.reply_error(Some(id), ErrorCode::BadMessage, why).await;
+                } else {
+                    let data = "x".repeat(reply_bytes as usize);
+                    self.reply(id, Body::Pong { data }).await;
+                }
+            }
             Body::GetStatus {} => {
                 let s = self.settings();
                 let body = Body::Status {

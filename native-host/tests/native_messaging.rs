@@ -676,3 +676,27 @@ fn a_message_over_a_mebibyte_reaches_the_extension_in_chunks() {
     let id = host.send(Body::GetStatus {});
     assert_eq!(host.recv().re, Some(id));
 }
+
+#[test]
+fn ping_is_answered_with_a_pong_of_the_asked_size() {
+    let mut host = HostProc::spawn(ORIGIN, &nowhere());
+    // Small, and over the 1 MiB limit (so chunked): the exact size comes back.
+    for size in [0u32, 1_000, 1_500_000] {
+        let id = host.send(Body::Ping { pad: "p".repeat(2_000), reply_bytes: size });
+        let reply = host.recv();
+        assert_eq!(reply.re, Some(id));
+        match reply.body {
+            Body::Pong { data } => assert_eq!(data.len(), size as usize),
+            other => panic!("expected a pong, got {other:?}"),
+        }
+    }
+    // More than the host sends: a clear error, and the host goes on.
+    let id = host.send(Body::Ping { pad: String::new(), reply_bytes: u32::MAX });
+    let reply = host.recv();
+    assert_eq!(reply.re, Some(id));
+    let (code, message) = error_of(&reply);
+    assert_eq!(code, ErrorCode::BadMessage);
+    assert!(message.contains("at most"), "{message}");
+    let id = host.send(Body::GetStatus {});
+    assert_eq!(host.recv().re, Some(id));
+}

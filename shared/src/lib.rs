@@ -61,6 +61,10 @@ pub const CHUNK_DATA_MAX: usize = 900 * 1024;
 /// service worker drops a set that grows beyond it.
 pub const MAX_CHUNKED: usize = 64 * 1_048_576;
 
+/// The largest `pong` the host sends back (a `ping` asking for more is
+/// answered with an error): 16 MiB, well inside [`MAX_CHUNKED`].
+pub const MAX_PONG: u32 = 16 * 1_048_576;
+
 /// One message on any of Errand's channels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -309,6 +313,15 @@ pub enum Body {
     SetSecret { name: String, value: String, origins: Vec<String> },
     /// Forget a fact or a secret. Replied to with `profile`.
     Forget { name: String },
+    /// Measures the channel: replied to with `pong` carrying `reply_bytes`
+    /// bytes (at most [`MAX_PONG`]); `pad` is there only to make the
+    /// request as large as wanted. Used by the messaging benchmark.
+    Ping {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pad: String,
+        #[serde(default)]
+        reply_bytes: u32,
+    },
 
     // ---- Host → side panel ----
     /// Reply to `start_task`.
@@ -339,6 +352,8 @@ pub enum Body {
     Connection { ok: bool, checks: Vec<CheckLine> },
     /// Reply to the profile requests.
     Profile(ProfileView),
+    /// Reply to `ping`.
+    Pong { data: String },
 
     // ---- Service worker ↔ host ----
     /// The service worker introduces itself when it connects.

@@ -25,6 +25,7 @@ pub mod fixtures;
 pub mod model;
 pub mod rig;
 pub mod side_panel;
+pub mod stats;
 pub mod store;
 
 mod server;
