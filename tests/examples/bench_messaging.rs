@@ -13,7 +13,7 @@
 //! Each size: a few warm-up round trips, then `reps` timed ones. Errand's
 //! times are taken in the panel page (`performance.now()` around each
 //! `ping`/`pong`), the reference's by the driver around each CDP call.
-//! Writes `target/bench/messaging.json` and prints a markdown table.
+//! Writes `target/bench/messaging.{json,md}` and prints the markdown table.
 
 use std::time::Instant;
 
@@ -68,8 +68,14 @@ fn main() -> Result<()> {
         "cases": rows,
     });
     std::fs::write(out_dir.join("messaging.json"), serde_json::to_string_pretty(&report)?)?;
-    println!("{}", table(&report["cases"]));
-    eprintln!("wrote target/bench/messaging.json");
+    let table = table(&report["cases"]);
+    std::fs::write(out_dir.join("messaging.md"), &table)?;
+    // The table is the command's output (stdout), for BENCHMARKS.md.
+    {
+        use std::io::Write;
+        writeln!(std::io::stdout().lock(), "{table}")?;
+    }
+    eprintln!("wrote target/bench/messaging.{{json,md}}");
     Ok(())
 }
 
