@@ -29,19 +29,12 @@ impl Rig {
         let fixtures = FixtureServer::start().expect("starting the fixture server");
         let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
             .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
-        Rig {
-            browser,
-            model,
-            fixtures,
-        }
+        Rig { browser, model, fixtures }
     }
 
     /// Reports the test's own time (the browser's turn, launch included).
     pub fn done(&self, name: &str) {
-        eprintln!(
-            "{name}: passed in {:.1} s",
-            self.browser.running_for().as_secs_f64()
-        );
+        eprintln!("{name}: passed in {:.1} s", self.browser.running_for().as_secs_f64());
     }
 
     /// Opens `path` in a tab and the side panel for it.
@@ -87,18 +80,13 @@ impl Rig {
         panel.start_task(task)?;
         let view = panel.wait_finished(Duration::from_secs(90))?;
         self.model.check()?;
-        ensure!(
-            view["status"] == "done",
-            "the task ended as {}: {view:#}",
-            view["status"]
-        );
+        ensure!(view["status"] == "done", "the task ended as {}: {view:#}", view["status"]);
         let db = self.browser.db_path();
         let mut tasks = Vec::new();
-        self.browser
-            .wait_until("the task stored as done", Duration::from_secs(5), || {
-                tasks = store::tasks(&db)?;
-                Ok(tasks.len() == 1 && tasks[0].status == "done")
-            })?;
+        self.browser.wait_until("the task stored as done", Duration::from_secs(5), || {
+            tasks = store::tasks(&db)?;
+            Ok(tasks.len() == 1 && tasks[0].status == "done")
+        })?;
         let steps = store::steps(&db, &tasks[0].id)?;
         let records = steps
             .iter()
@@ -106,6 +94,23 @@ impl Rig {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(records)
     }
+}
+
+/// Every page action the host carried out, in order, from its log: name,
+/// whether it worked, and milliseconds from sending it to having its effect.
+pub fn action_times(rig: &Rig) -> Vec<(String, bool, f64)> {
+    let log = std::fs::read_to_string(rig.browser.host_log_path()).unwrap();
+    let mut times = Vec::new();
+    for line in log.lines().filter(|l| l.contains("action carried out")) {
+        let field = |k: &str| {
+            line.split(&format!("{k}="))
+                .nth(1)
+                .map(|r| r.split_whitespace().next().unwrap_or("").trim_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        times.push((field("action"), field("ok") == "true", field("action_ms").parse().unwrap()));
+    }
+    times
 }
 
 /// A model answer (Errand's JSON dialect) with these actions.
@@ -122,9 +127,8 @@ pub fn answer(actions: Value) -> Reply {
 pub fn element_by_label(req: &Value, label: &str) -> u32 {
     let text = last_user_message(req).unwrap_or_default();
     let field = format!("label=\"{label}");
-    if let Some((n, _)) = elements(&text)
-        .into_iter()
-        .find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
+    if let Some((n, _)) =
+        elements(&text).into_iter().find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
     {
         return n;
     }

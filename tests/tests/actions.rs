@@ -10,7 +10,7 @@ use errand_e2e::model::{Reply, last_user_message};
 use errand_e2e::side_panel;
 use serde_json::{Value, json};
 
-use errand_e2e::rig::{Rig, answer, element_by_label as el, record};
+use errand_e2e::rig::{Rig, action_times, answer, element_by_label as el, record};
 
 fn every_action_script(req: &Value, call: usize) -> Reply {
     match call {
@@ -261,93 +261,6 @@ fn upload_file_puts_allowed_files_into_file_inputs() {
     assert_eq!(refused["ok"], false, "{refused}");
     let ok = record(&records, "upload_file", "b.csv").unwrap();
     assert!(ok["detail"].as_str().unwrap().contains("a.txt, b.csv"), "{ok}");
-}
-
-fn bench_script(req: &Value, call: usize) -> Reply {
-    let fields = |value: &str| -> Vec<Value> {
-        (1..=10)
-            .map(|i| {
-                let v = if i == 9 {
-                    format!("{value}@example.com")
-                } else if i == 10 {
-                    "42".to_owned()
-                } else {
-                    value.to_owned()
-                };
-                json!({"fill": {"index": el(req, &format!("Field{i:02}")), "text": v}})
-            })
-            .collect()
-    };
-    match call {
-        // 50 clicks, 50 fills, 50 selects, ten per answer.
-        0..=4 => answer(json!(vec![json!({"click": {"index": el(req, "Tapper")}}); 10])),
-        5..=9 => answer(json!(fields(&format!("v{call}")))),
-        10..=14 => answer(json!(
-            (0..10)
-                .map(|i| {
-                    // Each answer differs (the loop detector stops a task
-                    // that repeats itself on an unchanged page).
-                    let pick = ["One", "Two", "Three"][(i + call) % 3];
-                    json!({"select_option": {"index": el(req, "Picker"), "options": [pick]}})
-                })
-                .collect::<Vec<_>>()
-        )),
-        // The ten-field form, from one answer.
-        15 => answer(json!(fields("form"))),
-        16 => answer(json!([{"done": {"text": "benchmarked", "success": true}}])),
-        n => panic!("unexpected model call {n}"),
-    }
-}
-
-/// Every page action the host carried out, in order, from its log: name,
-/// whether it worked, and milliseconds from sending it to having its effect.
-fn action_times(rig: &Rig) -> Vec<(String, bool, f64)> {
-    let log = std::fs::read_to_string(rig.browser.host_log_path()).unwrap();
-    let mut times = Vec::new();
-    for line in log.lines().filter(|l| l.contains("action carried out")) {
-        let field = |k: &str| {
-            line.split(&format!("{k}="))
-                .nth(1)
-                .map(|r| r.split_whitespace().next().unwrap_or("").trim_matches('"').to_owned())
-                .unwrap_or_default()
-        };
-        times.push((field("action"), field("ok") == "true", field("action_ms").parse().unwrap()));
-    }
-    times
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// The benchmark of BENCHMARKS.md: `cargo test -p errand-e2e --release
-/// --test actions bench -- --ignored --nocapture`.
-#[test]
-#[ignore = "a benchmark: run it on purpose"]
-fn bench_action_latency() {
-    let rig = Rig::start(bench_script);
-    let (tab, _records) = rig
-        .run("/actions/bench.html", "Benchmark")
-        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
-    let taps = tab.eval("document.getElementById('tap').dataset.n").unwrap();
-    assert_eq!(taps, "50");
-    let times = action_times(&rig);
-    assert!(times.iter().all(|(_, ok, _)| *ok), "{times:?}");
-    let times: Vec<(String, f64)> = times.into_iter().map(|(n, _, t)| (n, t)).collect();
-    assert_eq!(times.len(), 160, "{times:?}");
-    let of = |name: &str, range: std::ops::Range<usize>| -> Vec<f64> {
-        times[range].iter().filter(|(n, _)| n == name).map(|(_, t)| *t).collect()
-    };
-    let click = of("click", 0..50);
-    let fill = of("fill", 50..100);
-    let select = of("select_option", 100..150);
-    let form: f64 = times[150..160].iter().map(|(_, t)| t).sum();
-    eprintln!("click:  median {:.1} ms over {}", median(click.clone()), click.len());
-    eprintln!("fill:   median {:.1} ms over {}", median(fill.clone()), fill.len());
-    eprintln!("select: median {:.1} ms over {}", median(select.clone()), select.len());
-    eprintln!("10-field form from one answer: {form:.0} ms (sum of its ten actions)");
-    assert!(form < 1000.0, "the ten-field form took {form:.0} ms");
 }
 
 /// Asserts (inside the scripted model) that the page the model sees says
