@@ -38,7 +38,7 @@ impl ContentScript {
             let sw = browser.service_worker()?;
             match sw.eval("typeof chrome !== 'undefined' && !!chrome.tabs") {
                 Ok(Value::Bool(true)) => {
-                    let tab_id = tab_id_in(&sw, tab)?;
+                    let tab_id = crate::side_panel::chrome_tab_id(browser, tab)?;
                     return Ok(ContentScript { sw, tab_id, next_id: Cell::new(1) });
                 }
                 other => last = Some(format!("{other:?}")),
@@ -92,21 +92,4 @@ impl ContentScript {
     pub fn act(&self, action: Value) -> Result<Value> {
         self.command(json!({"op": "act", "action": action}))
     }
-}
-
-/// The `chrome.tabs` id of `tab`, asked of the service worker `sw`.
-fn tab_id_in(sw: &Page, tab: &Page) -> Result<i64> {
-    let url = tab.url()?;
-    for _ in 0..50 {
-        let ids = sw.eval(&format!(
-            "chrome.tabs.query({{}}).then(ts => ts.filter(t => t.url === {u} || t.pendingUrl === {u}).map(t => t.id))",
-            u = json!(url)
-        ))?;
-        // The newest tab at that URL (the tests may open one page twice).
-        if let Some(id) = ids.as_array().and_then(|a| a.iter().filter_map(Value::as_i64).max()) {
-            return Ok(id);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    bail!("the service worker sees no tab at {url}")
 }

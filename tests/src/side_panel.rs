@@ -143,7 +143,11 @@ pub fn chrome_tab_id(browser: &TestBrowser, tab: &Page) -> Result<i64> {
                 u = json!(url)
             ))
         });
-        let found = ids.as_ref().ok().and_then(|ids| ids.as_array()?.first()?.as_i64());
+        // The newest tab at that URL (a test may open one page twice).
+        let found = ids
+            .as_ref()
+            .ok()
+            .and_then(|ids| ids.as_array()?.iter().filter_map(serde_json::Value::as_i64).max());
         if let Some(id) = found {
             return Ok(id);
         }
