@@ -38,15 +38,17 @@ fn main() -> Result<()> {
     // format change against the texts written by `ERRAND_BENCH_TEXTS=1`).
     let args: Vec<String> = std::env::args().collect();
     if let Some(files) = args.iter().position(|a| a == "--count").map(|i| &args[i + 1..]) {
+        use std::io::Write;
         let bpe = tiktoken_rs::o200k_base()?;
+        let mut out = std::io::stdout().lock();
         for file in files {
             let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
             let ids = bpe.encode_with_special_tokens(&text);
-            println!("{}\t{file}", ids.len());
+            writeln!(out, "{}\t{file}", ids.len())?;
             if std::env::var("ERRAND_BENCH_SHOW_TOKENS").is_ok() {
                 let parts: Vec<String> =
                     ids.iter().map(|t| bpe.decode(vec![*t]).unwrap_or_default()).collect();
-                println!("{parts:?}");
+                writeln!(out, "{parts:?}")?;
             }
         }
         return Ok(());
