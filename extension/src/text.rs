@@ -74,11 +74,7 @@ pub enum Line {
     /// A numbered, interactive element (unnumbered when disabled).
     Element(Box<Seen>),
     /// An `h1`–`h6` heading, unnumbered, for context.
-    Heading {
-        level: u8,
-        text: String,
-        in_viewport: bool,
-    },
+    Heading { level: u8, text: String, in_viewport: bool },
     /// Text a person reads around the controls (paragraphs, labels,
     /// messages), unnumbered.
     Text { text: String, in_viewport: bool },
@@ -95,9 +91,7 @@ pub const TEXT_CAP: usize = 40_000;
 pub fn collapse(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(256));
     // Invisible bidi and zero-width marks cost tokens and say nothing.
-    let invisible = |c: char| {
-        matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
+    let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
     let cleaned;
     let text = if text.chars().any(invisible) {
         cleaned = text.chars().filter(|c| !invisible(*c)).collect::<String>();
@@ -119,10 +113,7 @@ pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some(_) => {
-            let cut = text
-                .char_indices()
-                .nth(max.saturating_sub(1))
-                .map_or(text.len(), |(i, _)| i);
+            let cut = text.char_indices().nth(max.saturating_sub(1)).map_or(text.len(), |(i, _)| i);
             format!("{}…", text[..cut].trim_end())
         }
     }
@@ -161,9 +152,7 @@ pub fn is_text_input(input_type: &str) -> bool {
 /// `true` when an attribute value can go unquoted (`type=email`).
 fn is_token(value: &str) -> bool {
     !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
 /// Appends ` key=value` or ` key="value"` (cleaned and cut).
@@ -181,96 +170,137 @@ fn push_attr(out: &mut String, key: &str, value: &str, max: usize, quote_always:
     }
 }
 
-/// Tags written without a closing tag.
-fn is_void(tag: &str) -> bool {
-    matches!(tag, "input" | "img" | "area")
+/// Appends ` "name"`: the element's name, quoted, without a key.
+fn push_name(out: &mut String, name: &str) {
+    out.push_str(" \"");
+    out.push_str(&truncate(name, ATTR_MAX).replace('"', "'"));
+    out.push('"');
 }
 
-/// Says where an element off the screen is: `(below, 1200px)`.
-/// `None` for an element any part of which is in the viewport.
-pub fn position_hint(rect: &Rect, in_viewport: bool, vw: f64, vh: f64) -> Option<String> {
-    if in_viewport {
-        return None;
+/// ARIA roles written in place of the tag (`<div role=tab>` is `<tab>`):
+/// what the element does matters to the model, not which tag does it.
+fn is_widget_role(role: &str) -> bool {
+    matches!(
+        role,
+        "button"
+            | "link"
+            | "checkbox"
+            | "radio"
+            | "tab"
+            | "menuitem"
+            | "menuitemcheckbox"
+            | "menuitemradio"
+            | "option"
+            | "combobox"
+            | "switch"
+            | "slider"
+            | "spinbutton"
+            | "textbox"
+            | "searchbox"
+            | "listbox"
+            | "treeitem"
+            | "gridcell"
+    )
+}
+
+/// The word written as the element's kind: the tag, an input's type
+/// (`<email>`, `<checkbox>`; a plain text field stays `<input>`; input
+/// buttons are `<button>`), or the widget role of an element that is not a
+/// form field. Also says whether an explicit role still needs writing.
+fn kind_of(seen: &Seen) -> (&str, Option<&str>) {
+    let implied = implied_role(&seen.tag, seen.input_type.as_deref());
+    let role = seen.role.as_deref().filter(|r| Some(*r) != implied);
+    let field = matches!(seen.tag.as_str(), "input" | "select" | "textarea");
+    if seen.tag == "input" {
+        let kind = match seen.input_type.as_deref().unwrap_or("text") {
+            "text" | "" => "input",
+            "submit" | "button" | "reset" | "image" => "button",
+            other => other,
+        };
+        return (kind, role);
     }
-    let (dir, dist) = if rect.y >= vh {
-        ("below", rect.y - vh)
-    } else if rect.y + rect.height <= 0.0 {
-        ("above", -(rect.y + rect.height))
-    } else if rect.x >= vw {
-        ("right", rect.x - vw)
-    } else if rect.x + rect.width <= 0.0 {
-        ("left", -(rect.x + rect.width))
-    } else {
-        // Inside the window's box yet not in view: clipped by a frame.
-        return Some("(hidden by scrolling)".to_owned());
-    };
-    Some(format!("({dir}, {}px)", dist.round().max(0.0) as i64))
-}
-
-/// The `href` as shown: without the page's own origin, never `javascript:`.
-pub fn shown_href(href: &str, page_origin: &str) -> Option<String> {
-    let href = href.trim();
-    if href.is_empty() || href == "#" || href.to_ascii_lowercase().starts_with("javascript:") {
-        return None;
+    match role {
+        // `<link>` is another thing in HTML.
+        Some("link") if !field => ("a", None),
+        Some(r) if !field && is_widget_role(r) => (r, None),
+        _ => (seen.tag.as_str(), role),
     }
-    let short = match href.strip_prefix(page_origin) {
-        Some(rest) if !page_origin.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
-            if rest.is_empty() {
-                "/"
-            } else {
-                rest
-            }
-        }
-        _ => href,
-    };
-    Some(short.to_owned())
 }
 
-/// The one line for an element, without the position hint.
+/// Lower-case letters and digits only: for telling whether one text repeats another.
+fn key(text: &str) -> String {
+    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// Whether two texts share a word of four letters or more.
+fn shares_a_word(a: &str, b: &str) -> bool {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let a = words(a);
+    words(b).iter().any(|w| a.contains(w))
+}
+
+/// The one line for an element, without where it is: `[12]<button>Submit`,
+/// `[3]<email "E-mail" value="a@b.c" required>`, `*[4]<a>New`.
 pub fn element_line(seen: &Seen) -> String {
+    let (kind, role) = kind_of(seen);
     let mut out = if seen.disabled || seen.index == 0 {
         // Reported, not offered: no number to act on.
-        format!("<{}", seen.tag)
+        format!("<{kind}")
     } else if seen.is_new {
-        format!("*[{}]<{}", seen.index, seen.tag)
+        format!("*[{}]<{kind}", seen.index)
     } else {
-        format!("[{}]<{}", seen.index, seen.tag)
+        format!("[{}]<{kind}", seen.index)
     };
-    let implied = implied_role(&seen.tag, seen.input_type.as_deref());
-    if let Some(role) = seen.role.as_ref().filter(|r| Some(r.as_str()) != implied) {
+    if let Some(role) = role {
         push_attr(&mut out, "role", role, ATTR_MAX, false);
     }
-    if let Some(t) = seen
-        .input_type
-        .as_ref()
-        .filter(|t| seen.tag == "input" && *t != "text")
-    {
-        push_attr(&mut out, "type", t, ATTR_MAX, false);
+    let input_button = kind == "button" && seen.tag == "input";
+    // What a person reads on it: its text; an input button shows its value.
+    let text = if input_button {
+        seen.value.as_deref().map(collapse).unwrap_or_default()
+    } else {
+        collapse(&seen.text)
+    };
+    let clean = |v: &Option<String>| v.as_deref().map(collapse).filter(|v| !v.is_empty());
+    let (aria, label, title, placeholder) =
+        (clean(&seen.aria_label), clean(&seen.label), clean(&seen.title), clean(&seen.placeholder));
+    // Its name, quoted, when the text does not say it already: the label
+    // (aria-label, `<label>`), else the placeholder; the title (a tooltip)
+    // only for what has no other name.
+    let name = aria.or(label);
+    let text_key = key(&text);
+    let says = |n: &str| !text_key.is_empty() && text_key.contains(&key(n));
+    let shown_name = name
+        .as_deref()
+        .or(placeholder.as_deref())
+        .or(title.as_deref().filter(|_| text.is_empty()))
+        .filter(|n| !says(n));
+    if let Some(n) = shown_name {
+        push_name(&mut out, n);
     }
-    if let Some(name) = &seen.name {
-        push_attr(&mut out, "name", name, ATTR_MAX, false);
-    }
-    if let Some(p) = &seen.placeholder {
-        push_attr(&mut out, "placeholder", p, ATTR_MAX, true);
-    }
-    if let Some(l) = &seen.aria_label {
-        push_attr(&mut out, "aria-label", l, ATTR_MAX, true);
-    }
-    let text = collapse(&seen.text);
-    let labelled = seen.aria_label.is_some() || seen.placeholder.is_some();
-    if text.is_empty() && !labelled {
-        if let Some(label) = &seen.label {
-            push_attr(&mut out, "label", label, ATTR_MAX, true);
-        } else if let Some(title) = &seen.title {
-            push_attr(&mut out, "title", title, ATTR_MAX, true);
+    // A placeholder beside a label is a hint of its own (`DD`, `YYYY`),
+    // unless it says the label again in other words ("Enter your email").
+    if let (Some(n), Some(p)) = (&name, &placeholder) {
+        if !key(n).contains(&key(p)) && !shares_a_word(n, p) && !says(p) {
+            push_attr(&mut out, "placeholder", p, ATTR_MAX, true);
         }
     }
-    // A link is named by its text; its address only when it has no name.
-    let named = !text.is_empty() || labelled || seen.title.is_some();
-    if let Some(href) = seen.href.as_ref().filter(|_| !named) {
-        push_attr(&mut out, "href", href, HREF_MAX, true);
+    let named = shown_name.is_some() || !text.is_empty();
+    // The `name` attribute and the address only for what has no name.
+    if !named {
+        if let Some(n) = clean(&seen.name) {
+            push_attr(&mut out, "name", &n, ATTR_MAX, false);
+        }
+        if let Some(href) = &seen.href {
+            push_attr(&mut out, "href", href, HREF_MAX, true);
+        }
     }
-    if let Some(v) = seen.value.as_ref().filter(|v| !v.is_empty()) {
+    if let Some(v) = seen.value.as_ref().filter(|v| !v.is_empty() && !input_button) {
         push_attr(&mut out, "value", v, ATTR_MAX, true);
     }
     if let Some(e) = seen.expanded {
@@ -296,93 +326,280 @@ pub fn element_line(seen: &Seen) -> String {
         ));
     }
     out.push('>');
-    if is_void(&seen.tag) {
-        return out;
-    }
-    if seen.tag == "select" {
+    if seen.tag == "select" && !seen.disabled {
+        // A disabled select's options cannot be chosen: its value says enough.
         out.push_str(&seen.options.join("|"));
         if seen.option_count > seen.options.len() {
-            out.push_str("|…");
+            out.push_str(&format!("|… ({} options)", seen.option_count));
         }
-        out.push_str(&format!(
-            " ({} option{})",
-            seen.option_count,
-            if seen.option_count == 1 { "" } else { "s" }
-        ));
-    } else {
+    } else if !is_void(&seen.tag) || input_button {
         out.push_str(&truncate(&text, TEXT_MAX));
     }
-    out.push_str("</");
-    out.push_str(&seen.tag);
-    out.push('>');
     out
 }
 
-/// The line above the list: where the window is scrolled to.
-pub fn scroll_line(vp: &Viewport) -> String {
+/// Tags whose text is not shown (their name is quoted in the tag).
+fn is_void(tag: &str) -> bool {
+    matches!(tag, "input" | "img" | "area" | "textarea")
+}
+
+/// Which screen an element is on, counted from the viewport: `0` in view,
+/// `n > 0` when scrolling down `n` screens shows it, `-n` when scrolling up
+/// `n` screens does. `None` beside the viewport (left, right, or clipped by
+/// a scrolled box), where a line of its own says so.
+pub fn screen_of(rect: &Rect, in_viewport: bool, vh: f64) -> Option<i64> {
+    if in_viewport {
+        return Some(0);
+    }
+    let vh = vh.max(1.0);
+    if rect.y >= vh {
+        Some((rect.y / vh).floor() as i64)
+    } else if rect.y + rect.height <= 0.0 {
+        Some(-((-rect.y / vh).ceil().max(1.0) as i64))
+    } else {
+        None
+    }
+}
+
+/// Says where an element beside the viewport is: `(right, 1200px)`, or
+/// `(hidden by scrolling)` inside a scrolled box. `None` for elements in
+/// view, above or below it (a marker line before them says how far).
+pub fn position_hint(rect: &Rect, in_viewport: bool, vw: f64, vh: f64) -> Option<String> {
+    if screen_of(rect, in_viewport, vh).is_some() {
+        return None;
+    }
+    let (dir, dist) = if rect.x >= vw {
+        ("right", rect.x - vw)
+    } else if rect.x + rect.width <= 0.0 {
+        ("left", -(rect.x + rect.width))
+    } else {
+        // Inside the window's box yet not in view: clipped by a frame.
+        return Some("(hidden by scrolling)".to_owned());
+    };
+    Some(format!("({dir}, {}px)", dist.round().max(0.0) as i64))
+}
+
+/// The line that starts a run of elements on another screen:
+/// `--- 2 screens below ---`, `--- in view ---`.
+fn screen_marker(screen: i64) -> String {
+    let n = screen.unsigned_abs();
+    let s = if n == 1 { "" } else { "s" };
+    match screen {
+        0 => "--- in view ---".to_owned(),
+        1.. => format!("--- {n} screen{s} below ---"),
+        _ => format!("--- {n} screen{s} above ---"),
+    }
+}
+
+/// The `href` as shown: without the page's own origin, never `javascript:`.
+pub fn shown_href(href: &str, page_origin: &str) -> Option<String> {
+    let href = href.trim();
+    if href.is_empty() || href == "#" || href.to_ascii_lowercase().starts_with("javascript:") {
+        return None;
+    }
+    let short = match href.strip_prefix(page_origin) {
+        Some(rest) if !page_origin.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+            if rest.is_empty() {
+                "/"
+            } else {
+                rest
+            }
+        }
+        _ => href,
+    };
+    Some(short.to_owned())
+}
+
+/// Less sideways scrolling than this is not worth a word.
+const SCROLL_MIN: i64 = 16;
+
+/// The first line: how far the window is scrolled, when it can scroll at all.
+pub fn scroll_line(vp: &Viewport) -> Option<String> {
     let below = (vp.page_height - vp.scroll_y - vp.height).round().max(0.0) as i64;
     let above = vp.scroll_y.round().max(0.0) as i64;
-    let mut out = format!("Viewport {}x{}, scrolled {above}px from the top, {below}px more below", vp.width.round() as i64, vp.height.round() as i64);
-    let right = (vp.page_width - vp.scroll_x - vp.width).round() as i64;
-    if vp.scroll_x > 0.0 || right > 0 {
-        out.push_str(&format!(", {}px left, {right}px right", vp.scroll_x.round() as i64));
+    let left = vp.scroll_x.round().max(0.0) as i64;
+    let right = (vp.page_width - vp.scroll_x - vp.width).round().max(0.0) as i64;
+    let mut parts = Vec::new();
+    if above > 0 {
+        parts.push(format!("Scrolled {above}px from the top, {below}px more below"));
+    } else if below > 0 {
+        parts.push(format!("At the top, {below}px more below"));
     }
-    out
+    // A few pixels of overflow are a rounding or a stray margin.
+    if left > SCROLL_MIN {
+        parts.push(format!("{left}px from the left"));
+    }
+    if right > SCROLL_MIN {
+        parts.push(format!("{right}px more to the right"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// One line as written, and whether it is in the viewport.
-fn line_text(line: &Line, vp: &Viewport) -> Option<(String, bool, bool)> {
-    match line {
-        Line::Heading { level, text, in_viewport } => {
-            let text = truncate(&collapse(text), TEXT_MAX);
-            (!text.is_empty()).then(|| {
-                (format!("{} {text}", "#".repeat(usize::from(*level))), *in_viewport, false)
-            })
-        }
-        Line::Text { text, in_viewport } => {
-            let max = if *in_viewport { TEXT_LINE_MAX } else { OFFSCREEN_TEXT_MAX };
-            let text = truncate(&collapse(text), max);
-            (!text.is_empty()).then_some((text, *in_viewport, false))
-        }
-        Line::Element(seen) => {
-            let mut out = element_line(seen);
-            if let Some(hint) = position_hint(&seen.rect, seen.in_viewport, vp.width, vp.height) {
-                out.push(' ');
-                out.push_str(&hint);
+/// What kind of line a written line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Element,
+    Heading,
+    Text,
+}
+
+/// One line as written, with what the budget needs to know about it.
+struct Written {
+    text: String,
+    kind: Kind,
+    in_viewport: bool,
+    /// The screen it is on (see [`screen_of`]); for text, the screen of the
+    /// elements around it.
+    screen: Option<i64>,
+    /// Context text that says nothing new (it repeats a neighbouring
+    /// element's name, or text seen before off-screen): left out.
+    redundant: bool,
+}
+
+/// The names a person reads on an element, to leave out context text that
+/// only repeats them (a radio's label printed beside it).
+fn names_of(seen: &Seen) -> Vec<String> {
+    [&seen.aria_label, &seen.label, &seen.placeholder, &seen.title]
+        .into_iter()
+        .flatten()
+        .chain(std::iter::once(&seen.text))
+        .map(|s| key(s))
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+/// Every line as written, in document order, redundant text marked.
+fn write_lines(lines: &[Line], vp: &Viewport) -> Vec<Written> {
+    let mut out: Vec<Written> = Vec::with_capacity(lines.len());
+    for line in lines {
+        let w = match line {
+            Line::Heading { level, text, in_viewport } => {
+                let text = truncate(&collapse(text), TEXT_MAX);
+                if text.is_empty() {
+                    continue;
+                }
+                Written {
+                    text: format!("{} {text}", "#".repeat(usize::from(*level))),
+                    kind: Kind::Heading,
+                    in_viewport: *in_viewport,
+                    screen: in_viewport.then_some(0),
+                    redundant: false,
+                }
             }
-            Some((out, seen.in_viewport, true))
+            Line::Text { text, in_viewport } => {
+                let max = if *in_viewport { TEXT_LINE_MAX } else { OFFSCREEN_TEXT_MAX };
+                let text = truncate(&collapse(text), max);
+                // Separators and stray punctuation (`|`, `.`) say nothing.
+                if !text.chars().any(char::is_alphanumeric) {
+                    continue;
+                }
+                Written {
+                    text,
+                    kind: Kind::Text,
+                    in_viewport: *in_viewport,
+                    screen: in_viewport.then_some(0),
+                    redundant: false,
+                }
+            }
+            Line::Element(seen) => {
+                let mut text = element_line(seen);
+                if let Some(hint) = position_hint(&seen.rect, seen.in_viewport, vp.width, vp.height)
+                {
+                    text.push(' ');
+                    text.push_str(&hint);
+                }
+                Written {
+                    text,
+                    kind: Kind::Element,
+                    in_viewport: seen.in_viewport,
+                    screen: screen_of(&seen.rect, seen.in_viewport, vp.height),
+                    redundant: false,
+                }
+            }
+        };
+        out.push(w);
+    }
+    // Element names by written line, for the repeats below.
+    let mut names: Vec<Option<Vec<String>>> = Vec::with_capacity(out.len());
+    let mut iter = lines.iter().filter_map(|l| match l {
+        Line::Element(seen) => Some(names_of(seen)),
+        _ => None,
+    });
+    for w in &out {
+        names.push(if w.kind == Kind::Element { iter.next() } else { None });
+    }
+    let mut seen_text = std::collections::HashSet::new();
+    for i in 0..out.len() {
+        if out[i].kind != Kind::Text {
+            continue;
+        }
+        let k = key(&out[i].text);
+        // Repeats the name of an element at most two lines away.
+        let near = i.saturating_sub(2)..(i + 3).min(out.len());
+        // (the whole name or how it starts: a long label's first words).
+        let repeats_name = near
+            .into_iter()
+            .any(|j| names[j].as_ref().is_some_and(|n| n.iter().any(|n| n.starts_with(&k))));
+        // A heading right beside it that says the same.
+        let heading = |j: usize| {
+            out.get(j).is_some_and(|w| w.kind == Kind::Heading && key(&w.text) == k)
+        };
+        let repeats_heading = heading(i + 1) || i.checked_sub(1).is_some_and(heading);
+        // Off-screen text already seen (a product grid's "Add to cart").
+        let repeats_text = !seen_text.insert(k.clone()) && !out[i].in_viewport;
+        out[i].redundant = repeats_name || repeats_heading || repeats_text;
+    }
+    // Off-screen text takes the screen of the elements around it.
+    let mut last = None;
+    let mut next: Vec<Option<i64>> = vec![None; out.len()];
+    for i in (0..out.len()).rev() {
+        if out[i].kind == Kind::Element && out[i].screen.is_some_and(|s| s != 0) {
+            last = out[i].screen;
+        }
+        next[i] = last;
+    }
+    let mut prev = None;
+    for (i, w) in out.iter_mut().enumerate() {
+        if w.kind == Kind::Element {
+            if w.screen.is_some_and(|s| s != 0) {
+                prev = w.screen;
+            }
+        } else if w.screen.is_none() {
+            w.screen = next[i].or(prev);
         }
     }
+    out
 }
 
 /// The whole page text: a scroll line, then one line per heading, text or
 /// element, in document order, within `cap` bytes. Everything in the
 /// viewport comes first; then the elements outside it, then its headings,
 /// then its text (cut short); what does not fit is summarised in place.
+/// Off the screen, a marker line says how many screens away what follows is.
 pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
-    let written: Vec<(String, bool, bool)> =
-        lines.iter().filter_map(|l| line_text(l, vp)).collect();
+    let written = write_lines(lines, vp);
     let mut keep = vec![false; written.len()];
     let mut used = 0usize;
     // Priorities: in view; elements out of view; headings; other text.
-    let rank = |(i, (_, inv, el)): (usize, &(String, bool, bool))| {
-        let heading = matches!(written[i].0.as_bytes().first(), Some(b'#'));
-        let r = if *inv {
+    let rank = |(i, w): (usize, &Written)| {
+        let r = if w.in_viewport {
             0
-        } else if *el {
-            1
-        } else if heading {
-            2
         } else {
-            3
+            match w.kind {
+                Kind::Element => 1,
+                Kind::Heading => 2,
+                Kind::Text => 3,
+            }
         };
         (r, i)
     };
-    let mut order: Vec<(u8, usize)> = written.iter().enumerate().map(rank).collect();
+    let mut order: Vec<(u8, usize)> =
+        written.iter().enumerate().filter(|(_, w)| !w.redundant).map(rank).collect();
     order.sort_unstable();
     let mut full = false;
     for (_, i) in order {
-        let len = written[i].0.len() + 1;
+        // A marker line may come with it.
+        let len = written[i].text.len() + 1 + if written[i].in_viewport { 0 } else { 8 };
         if !full && used + len <= cap.saturating_sub(400) {
             keep[i] = true;
             used += len;
@@ -390,8 +607,7 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
             full = true;
         }
     }
-    let mut out = scroll_line(vp);
-    out.push('\n');
+    let mut out = scroll_line(vp).map(|l| l + "\n").unwrap_or_default();
     // Left-out elements are summarised where they were (say which way to
     // scroll); left-out text only by count, at the end.
     let mut skipped_el = 0usize;
@@ -404,18 +620,24 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
             if n == 1 { "it" } else { "them" }
         )
     };
-    for (i, (text, _, el)) in written.iter().enumerate() {
+    let mut screen = 0i64;
+    for (i, w) in written.iter().enumerate() {
         if keep[i] {
             if run > 0 {
                 out.push_str(&summary(run));
                 run = 0;
             }
-            out.push_str(text);
+            if let Some(s) = w.screen.filter(|s| *s != screen) {
+                out.push_str(&screen_marker(s));
+                out.push('\n');
+                screen = s;
+            }
+            out.push_str(&w.text);
             out.push('\n');
-        } else if *el {
+        } else if w.kind == Kind::Element {
             skipped_el += 1;
             run += 1;
-        } else {
+        } else if !(w.redundant && w.in_viewport) {
             skipped_text += 1;
         }
     }
@@ -443,9 +665,7 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
 
 /// Keeps the first few option texts of a `<select>`.
 pub fn options_shown(all: impl Iterator<Item = String>) -> Vec<String> {
-    all.take(OPTIONS_SHOWN)
-        .map(|o| truncate(&collapse(&o), 30))
-        .collect()
+    all.take(OPTIONS_SHOWN).map(|o| truncate(&collapse(&o), 30)).collect()
 }
 
 /// The protocol's record of an element.
@@ -487,12 +707,11 @@ mod tests {
     use super::*;
 
     fn seen(tag: &str) -> Seen {
-        Seen {
-            index: 1,
-            tag: tag.into(),
-            in_viewport: true,
-            ..Default::default()
-        }
+        Seen { index: 1, tag: tag.into(), in_viewport: true, ..Default::default() }
+    }
+
+    fn input(kind: &str) -> Seen {
+        Seen { input_type: Some(kind.into()), ..seen("input") }
     }
 
     #[test]
@@ -500,74 +719,111 @@ mod tests {
         let mut b = seen("button");
         b.index = 12;
         b.text = "  Submit\n ".into();
-        assert_eq!(element_line(&b), "[12]<button>Submit</button>");
+        assert_eq!(element_line(&b), "[12]<button>Submit");
 
-        let mut i = seen("input");
+        let mut i = input("email");
         i.index = 3;
-        i.input_type = Some("email".into());
         i.placeholder = Some("E-mail".into());
         i.value = Some("a@b.c".into());
-        assert_eq!(
-            element_line(&i),
-            r#"[3]<input type=email placeholder="E-mail" value="a@b.c">"#
-        );
+        i.name = Some("login".into());
+        assert_eq!(element_line(&i), r#"[3]<email "E-mail" value="a@b.c">"#);
 
         let mut a = seen("a");
         a.index = 7;
         a.href = Some("/next".into());
         a.text = "Next page".into();
-        assert_eq!(element_line(&a), "[7]<a>Next page</a>");
+        assert_eq!(element_line(&a), "[7]<a>Next page");
         a.text = String::new();
-        assert_eq!(element_line(&a), r#"[7]<a href="/next"></a>"#);
+        assert_eq!(element_line(&a), r#"[7]<a href="/next">"#);
 
         let mut s = seen("select");
         s.index = 9;
-        s.name = Some("size".into());
+        s.label = Some("Size".into());
         s.options = options_shown(["S", "M", "L"].into_iter().map(String::from));
         s.option_count = 3;
-        assert_eq!(
-            element_line(&s),
-            "[9]<select name=size>S|M|L (3 options)</select>"
-        );
+        assert_eq!(element_line(&s), r#"[9]<select "Size">S|M|L"#);
     }
 
     #[test]
-    fn shows_role_only_when_it_says_more() {
+    fn writes_inputs_by_their_type() {
+        let mut t = input("text");
+        t.label = Some("Name".into());
+        t.value = Some("Ada".into());
+        assert_eq!(element_line(&t), r#"[1]<input "Name" value="Ada">"#);
+        let mut p = input("password");
+        p.label = Some("Password".into());
+        p.required = true;
+        assert_eq!(element_line(&p), r#"[1]<password "Password" required>"#);
+        // An input button is a button showing its value.
+        let mut s = input("submit");
+        s.value = Some("Log in".into());
+        assert_eq!(element_line(&s), "[1]<button>Log in");
+        // A field nothing names is known by its `name` attribute.
+        let mut n = input("text");
+        n.name = Some("authcode".into());
+        assert_eq!(element_line(&n), "[1]<input name=authcode>");
+        // A placeholder beside a label is a hint of its own.
+        let mut d = input("text");
+        d.label = Some("Day".into());
+        d.placeholder = Some("DD".into());
+        assert_eq!(element_line(&d), r#"[1]<input "Day" placeholder="DD">"#);
+        d.placeholder = Some("day".into());
+        assert_eq!(element_line(&d), r#"[1]<input "Day">"#);
+        d.label = Some("Confirm your email".into());
+        d.placeholder = Some("Enter your email again".into());
+        assert_eq!(element_line(&d), r#"[1]<input "Confirm your email">"#);
+        let mut area = seen("textarea");
+        area.label = Some("Note".into());
+        area.value = Some("hi".into());
+        area.text = "hi".into();
+        assert_eq!(element_line(&area), r#"[1]<textarea "Note" value="hi">"#);
+    }
+
+    #[test]
+    fn writes_widget_roles_as_the_kind() {
         let mut d = seen("div");
         d.role = Some("button".into());
         d.text = "Open".into();
-        assert_eq!(element_line(&d), "[1]<div role=button>Open</div>");
+        assert_eq!(element_line(&d), "[1]<button>Open");
         let mut b = seen("button");
         b.role = Some("button".into());
-        assert_eq!(element_line(&b), "[1]<button></button>");
-        let mut c = seen("input");
-        c.input_type = Some("checkbox".into());
+        assert_eq!(element_line(&b), "[1]<button>");
+        let mut l = seen("span");
+        l.role = Some("link".into());
+        l.text = "Continue".into();
+        assert_eq!(element_line(&l), "[1]<a>Continue");
+        let mut app = seen("div");
+        app.role = Some("application".into());
+        app.text = "Map".into();
+        assert_eq!(element_line(&app), "[1]<div role=application>Map");
+        // A form field keeps its kind; a role that says more is written.
+        let mut c = input("checkbox");
         c.role = Some("switch".into());
         c.checked = true;
         c.required = true;
-        assert_eq!(
-            element_line(&c),
-            "[1]<input role=switch type=checkbox checked required>"
-        );
+        assert_eq!(element_line(&c), "[1]<checkbox role=switch checked required>");
     }
 
     #[test]
-    fn labels_empty_elements() {
+    fn names_elements_once() {
         let mut b = seen("button");
         b.title = Some("Close".into());
-        assert_eq!(element_line(&b), r#"[1]<button title="Close"></button>"#);
+        assert_eq!(element_line(&b), r#"[1]<button "Close">"#);
         b.aria_label = Some("Close dialog".into());
-        assert_eq!(
-            element_line(&b),
-            r#"[1]<button aria-label="Close dialog"></button>"#
-        );
-        let mut i = seen("input");
+        assert_eq!(element_line(&b), r#"[1]<button "Close dialog">"#);
+        // Text that says the name already: the name is not repeated.
+        b.text = "Close dialog".into();
+        assert_eq!(element_line(&b), "[1]<button>Close dialog");
+        // A label that says more than the text is kept; a tooltip is not.
+        let mut a = seen("a");
+        a.text = "Buy".into();
+        a.aria_label = Some("Buy item 3".into());
+        a.title = Some("Adds it to the cart".into());
+        assert_eq!(element_line(&a), r#"[1]<a "Buy item 3">Buy"#);
+        let mut i = input("text");
         i.label = Some("Your \"name\"".into());
         i.disabled = true;
-        assert_eq!(
-            element_line(&i),
-            r#"<input label="Your 'name'" disabled>"#
-        );
+        assert_eq!(element_line(&i), r#"<input "Your 'name'" disabled>"#);
     }
 
     #[test]
@@ -575,15 +831,16 @@ mod tests {
         let mut b = seen("a");
         b.text = "word ".repeat(40);
         let line = element_line(&b);
-        assert!(line.ends_with("…</a>"), "{line}");
+        assert!(line.ends_with('…'), "{line}");
         assert!(line.chars().count() < 100, "{line}");
         let mut s = seen("select");
         s.options = options_shown((1..=20).map(|n| n.to_string()));
         s.option_count = 20;
-        assert_eq!(
-            element_line(&s),
-            "[1]<select>1|2|3|4|5|6|7|8|… (20 options)</select>"
-        );
+        assert_eq!(element_line(&s), "[1]<select>1|2|3|4|5|6|7|8|… (20 options)");
+        // A disabled select cannot be chosen from: its value is enough.
+        s.disabled = true;
+        s.value = Some("3".into());
+        assert_eq!(element_line(&s), r#"<select value="3" disabled>"#);
     }
 
     #[test]
@@ -595,36 +852,38 @@ mod tests {
         assert_eq!(collapse("Germany \u{202a}(+49)\u{202c}"), "Germany (+49)");
     }
 
+    fn r(x: f64, y: f64) -> Rect {
+        Rect { x, y, width: 100.0, height: 20.0 }
+    }
+
     #[test]
-    fn tells_where_offscreen_elements_are() {
-        let r = |x, y| Rect {
-            x,
-            y,
-            width: 100.0,
-            height: 20.0,
-        };
-        assert_eq!(position_hint(&r(0.0, 10.0), true, 800.0, 600.0), None);
-        assert_eq!(
-            position_hint(&r(0.0, 1800.0), false, 800.0, 600.0).as_deref(),
-            Some("(below, 1200px)")
-        );
-        assert_eq!(
-            position_hint(&r(0.0, -520.0), false, 800.0, 600.0).as_deref(),
-            Some("(above, 500px)")
-        );
+    fn tells_which_screen_offscreen_elements_are_on() {
+        assert_eq!(screen_of(&r(0.0, 10.0), true, 600.0), Some(0));
+        // Scrolling one screen (600px) down shows what starts 600–1199px down.
+        assert_eq!(screen_of(&r(0.0, 600.0), false, 600.0), Some(1));
+        assert_eq!(screen_of(&r(0.0, 1199.0), false, 600.0), Some(1));
+        assert_eq!(screen_of(&r(0.0, 1800.0), false, 600.0), Some(3));
+        assert_eq!(screen_of(&r(0.0, -30.0), false, 600.0), Some(-1));
+        assert_eq!(screen_of(&r(0.0, -700.0), false, 600.0), Some(-2));
+        // Beside the viewport: a hint on its own line.
+        assert_eq!(screen_of(&r(900.0, 10.0), false, 600.0), None);
+        assert_eq!(position_hint(&r(0.0, 1800.0), false, 800.0, 600.0), None);
         assert_eq!(
             position_hint(&r(900.0, 10.0), false, 800.0, 600.0).as_deref(),
             Some("(right, 100px)")
         );
+        assert_eq!(
+            position_hint(&r(10.0, 10.0), false, 800.0, 600.0).as_deref(),
+            Some("(hidden by scrolling)")
+        );
+        assert_eq!(screen_marker(2), "--- 2 screens below ---");
+        assert_eq!(screen_marker(-1), "--- 1 screen above ---");
     }
 
     #[test]
     fn shortens_hrefs() {
         let o = "https://example.com";
-        assert_eq!(
-            shown_href("https://example.com/a/b", o).as_deref(),
-            Some("/a/b")
-        );
+        assert_eq!(shown_href("https://example.com/a/b", o).as_deref(), Some("/a/b"));
         assert_eq!(
             shown_href("https://example.community/", o).as_deref(),
             Some("https://example.community/")
@@ -645,39 +904,75 @@ mod tests {
         }
     }
 
+    fn text(t: &str, in_viewport: bool) -> Line {
+        Line::Text { text: t.into(), in_viewport }
+    }
+
+    fn element(s: Seen) -> Line {
+        Line::Element(Box::new(s))
+    }
+
     #[test]
-    fn renders_headings_text_and_hints() {
+    fn renders_headings_text_and_screens() {
         let mut a = seen("a");
         a.index = 2;
         a.text = "More".into();
         a.in_viewport = false;
-        a.rect = Rect {
-            x: 0.0,
-            y: 1800.0,
-            width: 10.0,
-            height: 10.0,
-        };
+        a.rect = Rect { x: 0.0, y: 1800.0, width: 10.0, height: 10.0 };
+        let mut b = seen("button");
+        b.index = 3;
+        b.text = "Top".into();
         let lines = vec![
-            Line::Heading {
-                level: 1,
-                text: " Welcome ".into(),
-                in_viewport: true,
-            },
-            Line::Heading {
-                level: 2,
-                text: "   ".into(),
-                in_viewport: true,
-            },
-            Line::Text {
-                text: " Thanks,\n submitted! ".into(),
-                in_viewport: true,
-            },
-            Line::Element(Box::new(a)),
+            Line::Heading { level: 1, text: " Welcome ".into(), in_viewport: true },
+            Line::Heading { level: 2, text: "   ".into(), in_viewport: true },
+            text(" Thanks,\n submitted! ", true),
+            text("Read on below", false),
+            element(a),
+            element(b),
         ];
         assert_eq!(
             render(&lines, &vp(), TEXT_CAP),
-            "Viewport 800x600, scrolled 100px from the top, 2300px more below\n\
-             # Welcome\nThanks, submitted!\n[2]<a>More</a> (below, 1200px)\n"
+            "Scrolled 100px from the top, 2300px more below\n# Welcome\nThanks, submitted!\n\
+             --- 3 screens below ---\nRead on below\n[2]<a>More\n--- in view ---\n[3]<button>Top\n"
+        );
+        // A page that does not scroll has no scroll line.
+        let fits = Viewport { scroll_y: 0.0, page_height: 600.0, ..vp() };
+        assert_eq!(render(&lines[..3], &fits, TEXT_CAP), "# Welcome\nThanks, submitted!\n");
+    }
+
+    #[test]
+    fn leaves_out_text_that_says_nothing_new() {
+        let mut radio = input("radio");
+        radio.label = Some("Prefer not to say".into());
+        let mut check = input("checkbox");
+        check.label = Some("I agree to the Terms of Service and the Privacy Statement".into());
+        let mut far = seen("a");
+        far.text = "Details".into();
+        far.in_viewport = false;
+        far.rect = r(0.0, 900.0);
+        let lines = vec![
+            text("Create an account", true),
+            Line::Heading { level: 1, text: "Create an account".into(), in_viewport: true },
+            text("What's your gender?", true),
+            element(radio),
+            text("Prefer not to say", true),
+            text("|", true),
+            element(check),
+            text("I agree to the", true),
+            text("Terms of Service", true),
+            text("In stock", true),
+            text("In stock", false),
+            element(far),
+            text("Required", true),
+        ];
+        let out = render(&lines, &Viewport { scroll_y: 0.0, ..vp() }, TEXT_CAP);
+        assert_eq!(
+            out,
+            "At the top, 2400px more below\n# Create an account\n\
+             What's your gender?\n[1]<radio \"Prefer not to say\">\n\
+             [1]<checkbox \"I agree to the Terms of Service and the Privacy Statement\">\n\
+             Terms of Service\nIn stock\n--- 1 screen below ---\n[1]<a>Details\n--- in view ---\nRequired\n\
+             … (1 line of text outside the viewport left out)\n"
         );
     }
 
@@ -687,9 +982,9 @@ mod tests {
         b.index = 4;
         b.text = "Pay".into();
         b.is_new = true;
-        assert_eq!(element_line(&b), "*[4]<button>Pay</button>");
+        assert_eq!(element_line(&b), "*[4]<button>Pay");
         b.disabled = true;
-        assert_eq!(element_line(&b), "<button disabled>Pay</button>");
+        assert_eq!(element_line(&b), "<button disabled>Pay");
         let mut t = seen("div");
         t.role = Some("tab".into());
         t.selected = true;
@@ -698,7 +993,7 @@ mod tests {
         t.scroll = Some(ScrollInfo { above: 0.0, below: 420.4 });
         assert_eq!(
             element_line(&t),
-            r#"[1]<div role=tab collapsed selected invalid scroll="0px above, 420px below"></div>"#
+            r#"[1]<tab collapsed selected invalid scroll="0px above, 420px below">"#
         );
     }
 
@@ -710,17 +1005,9 @@ mod tests {
             b.index = i + 1;
             b.text = format!("link number {i} with some words");
             b.in_viewport = i < 10;
-            b.rect = Rect {
-                x: 0.0,
-                y: f64::from(i) * 30.0,
-                width: 100.0,
-                height: 20.0,
-            };
-            lines.push(Line::Element(Box::new(b)));
-            lines.push(Line::Text {
-                text: "words ".repeat(100),
-                in_viewport: i < 10,
-            });
+            b.rect = Rect { x: 0.0, y: f64::from(i) * 30.0, width: 100.0, height: 20.0 };
+            lines.push(element(b));
+            lines.push(text(&format!("{i} {}", "words ".repeat(100)), i < 10));
         }
         let out = render(&lines, &vp(), 20_000);
         assert!(out.len() <= 20_000, "{}", out.len());
@@ -732,6 +1019,8 @@ mod tests {
         assert!(out.contains("left out"), "{out}");
         // Elements out of view come before text out of view.
         assert!(out.contains("[200]<a>"), "{out}");
+        assert!(out.contains("--- 1 screen below ---\n"), "{out}");
+        assert!(out.contains("more elements here"), "{out}");
     }
 
     #[test]

@@ -84,7 +84,7 @@ mod tests {
         let mut d = LoopDetector::default();
         let obs = Observation {
             url: "http://a/".into(),
-            text: "[1]<button>Go</button>".into(),
+            text: "[1]<button>Go".into(),
             ..Default::default()
         };
         let page = page_fingerprint(&obs);
@@ -106,7 +106,7 @@ mod tests {
         assert_eq!(d.record(page, click), Verdict::Warn(4));
         // The same click on a changed page is not a repeat.
         let changed = page_fingerprint(&Observation {
-            text: "[1]<button>Go</button> 2".into(),
+            text: "[1]<button>Go\nTwo".into(),
             ..obs.clone()
         });
         assert_eq!(d.record(changed, click), Verdict::Fine);

@@ -34,6 +34,25 @@ const SLOW_MS: f64 = 4000.0;
 const GIVE_UP_MS: f64 = 60_000.0;
 
 fn main() -> Result<()> {
+    // `-- --count FILE…` prints the o200k tokens of each file (to weigh a
+    // format change against the texts written by `ERRAND_BENCH_TEXTS=1`).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(files) = args.iter().position(|a| a == "--count").map(|i| &args[i + 1..]) {
+        use std::io::Write;
+        let bpe = tiktoken_rs::o200k_base()?;
+        let mut out = std::io::stdout().lock();
+        for file in files {
+            let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
+            let ids = bpe.encode_with_special_tokens(&text);
+            writeln!(out, "{}\t{file}", ids.len())?;
+            if std::env::var("ERRAND_BENCH_SHOW_TOKENS").is_ok() {
+                let parts: Vec<String> =
+                    ids.iter().map(|t| bpe.decode(vec![*t]).unwrap_or_default()).collect();
+                writeln!(out, "{parts:?}")?;
+            }
+        }
+        return Ok(());
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let root = repo_root();
     let out_dir = root.join("target/bench");
@@ -69,6 +88,19 @@ fn main() -> Result<()> {
         pages.retain(|(id, _, _)| only.contains(&id.as_str()));
     }
     let no_reference = std::env::var("ERRAND_BENCH_NO_REFERENCE").is_ok_and(|v| v == "1");
+    // `ERRAND_BENCH_TOKENS_ONLY=1` takes one observation per page (WASM
+    // build, no marks) and one reference run per mode without overlays: the
+    // token and recall figures without the timing repeats.
+    let tokens_only = std::env::var("ERRAND_BENCH_TOKENS_ONLY").is_ok_and(|v| v == "1");
+    // `ERRAND_BENCH_TEXTS=1` writes both model-facing texts of every page
+    // into `target/bench/texts/` (`PAGE.errand.txt`, `PAGE.ref-page.txt`,
+    // `PAGE.ref-viewport.txt`) to compare them side by side.
+    let texts_dir = std::env::var("ERRAND_BENCH_TEXTS")
+        .is_ok_and(|v| v == "1")
+        .then(|| out_dir.join("texts"));
+    if let Some(dir) = &texts_dir {
+        std::fs::create_dir_all(dir)?;
+    }
     let corpus = FixtureServer::start_in(corpus_dir)?;
     let generated = FixtureServer::start_in(out_dir.join("pages"))?;
     let url = |path: &str, csp: bool| {
@@ -92,7 +124,9 @@ fn main() -> Result<()> {
         let mut one_page = || -> Result<()> {
         // Errand, both builds (the JS build on the same page under a CSP
         // that refuses WebAssembly).
-        for (build, csp) in [("wasm", false), ("js", true)] {
+        let builds: &[(&str, bool)] =
+            if tokens_only { &[("wasm", false)] } else { &[("wasm", false), ("js", true)] };
+        for &(build, csp) in builds {
             let tab = open(&browser, &url(path, csp))?;
             let cs = ContentScript::of(&browser, &tab)?;
             let t = Instant::now();
@@ -103,10 +137,12 @@ fn main() -> Result<()> {
             row[&format!("errand_{build}_ran")] = json!(build_name(&first));
             let elements = tab.eval("document.getElementsByTagName('*').length")?;
             row["elements"] = elements;
-            for marks in [false, true] {
+            let (marks_modes, reps): (&[bool], usize) =
+                if tokens_only { (&[false], 1) } else { (&[false, true], REPS) };
+            for &marks in marks_modes {
                 let mut times = Vec::new();
                 let mut last = None;
-                for _ in 0..REPS {
+                for _ in 0..reps {
                     let o = cs.observe(marks)?;
                     times.push(o.elapsed_ms);
                     last = Some(o);
@@ -118,6 +154,9 @@ fn main() -> Result<()> {
                     row["errand_listed"] = json!(o.elements.len());
                     row["errand_tokens"] = json!(tokens(&o.text));
                     row["errand_chars"] = json!(o.text.len());
+                    if let Some(dir) = &texts_dir {
+                        std::fs::write(dir.join(format!("{id}.errand.txt")), &o.text)?;
+                    }
                     if let Some(want) = want {
                         let found: BTreeSet<String> = o.elements.iter().map(|e| e.name.clone()).collect();
                         let (r, p) = recall_precision(want, &found);
@@ -125,6 +164,10 @@ fn main() -> Result<()> {
                         row["errand_precision"] = json!(p);
                     }
                 }
+            }
+            if tokens_only {
+                close(&browser, &tab);
+                continue;
             }
             // Re-observation after one element changed.
             let mut times = Vec::new();
@@ -153,6 +196,9 @@ fn main() -> Result<()> {
                 if expansion < 0 { "page" } else { "viewport" },
                 if overlays { "marks" } else { "plain" }
             );
+            if tokens_only && overlays {
+                continue;
+            }
             if ref_gave_up[k].is_some_and(|n| size > n) {
                 // It took over a minute on a smaller page already.
                 row[&key] = Value::Null;
@@ -162,7 +208,10 @@ fn main() -> Result<()> {
             let first = run_reference(&tab, expansion, overlays, true)?;
             let first_ms = first["ms"].as_f64().unwrap_or(0.0);
             let mut reps = 0;
-            if first_ms < SLOW_MS {
+            if tokens_only {
+                times.push(first_ms);
+                reps = 1;
+            } else if first_ms < SLOW_MS {
                 for _ in 0..REPS {
                     times.push(run_reference(&tab, expansion, overlays, false)?["ms"].as_f64().unwrap_or(0.0));
                     reps += 1;
@@ -180,6 +229,9 @@ fn main() -> Result<()> {
                 let text = first["text"].as_str().unwrap_or_default();
                 let which = if expansion < 0 { "page" } else { "viewport" };
                 row[&format!("ref_{which}_tokens")] = json!(tokens(text));
+                if let Some(dir) = &texts_dir {
+                    std::fs::write(dir.join(format!("{id}.ref-{which}.txt")), text)?;
+                }
                 row[&format!("ref_{which}_listed")] = first["count"].clone();
                 if let Some(want) = want {
                     let found: BTreeSet<String> = first["labels"]
@@ -211,13 +263,20 @@ fn main() -> Result<()> {
         "reps": REPS,
         "pages": results,
     });
-    let json_path = out_dir.join("observe.json");
+    // A tokens-only run does not overwrite the full run's figures.
+    let json_path =
+        out_dir.join(if tokens_only { "observe.tokens.json" } else { "observe.json" });
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
     drop(browser);
     // The table is the command's output (stdout), for BENCHMARKS.md.
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
+        if tokens_only {
+            writeln!(out, "{}", token_table(&results))?;
+            eprintln!("wrote {}", json_path.display());
+            return Ok(());
+        }
         writeln!(out, "{}", table(&results))?;
     }
     plot(&root, &json_path, &out_dir.join("observe.png"))?;
@@ -440,6 +499,25 @@ fn table(rows: &[Value]) -> String {
             r["errand_precision"].as_f64().unwrap_or(0.0),
             f(&r["ref_page_recall"]),
             f(&r["ref_page_precision"]),
+        ));
+    }
+    t
+}
+
+/// The token figures alone: Errand against the reference's whole-page text
+/// (the target is a ratio of at most 0.6).
+fn token_table(rows: &[Value]) -> String {
+    let mut t = String::from(
+        "| page | tokens Errand | ref page | ref viewport | Errand / ref page |\n|---|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        t.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r["page"].as_str().unwrap_or("?"),
+            r["errand_tokens"],
+            r["ref_page_tokens"],
+            r["ref_viewport_tokens"],
+            ratio(&r["errand_tokens"], &r["ref_page_tokens"]),
         ));
     }
     t

@@ -367,12 +367,18 @@ fn next_marker(s: &str) -> Option<usize> {
 }
 
 /// An element's visible text: its description without `<…>` tags and
-/// quotes, whitespace collapsed, lower-case.
+/// quotes, whitespace collapsed, lower-case; for an element without text
+/// (a field), the name quoted in its tag (`[5]<email "E-mail">`).
 fn visible(desc: &str) -> String {
     let mut out = String::new();
+    let mut name = String::new();
     let mut in_tag = false;
+    let mut in_name = false;
+    let mut prev = ' ';
     for c in desc.chars() {
         match c {
+            '"' if in_tag && (in_name || prev == ' ') => in_name = !in_name,
+            _ if in_name => name.push(c),
             '<' => {
                 in_tag = true;
                 out.push(' ');
@@ -382,8 +388,11 @@ fn visible(desc: &str) -> String {
             '"' | '\'' => out.push(' '),
             _ => out.push(c),
         }
+        prev = c;
     }
-    out.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    let text = norm(&out);
+    if text.is_empty() { norm(&name) } else { text }
 }
 
 /// The number of the element whose text is `label` in an element list:
@@ -428,11 +437,16 @@ mod tests {
     #[test]
     fn finds_elements_by_their_text() {
         let text = "Page: Contact\n[1]<a>Help</a>\n[2]<input type=text placeholder=\"Ada\" />\n\
-                    [3]<button>Cancel</button>\n\t[14]<button>Submit</button>\nsome text";
+                    [3]<button>Cancel</button>\n\t[14]<button>Submit</button>\nsome text\n\
+                    [15]<email \"E-mail\" value=\"a@b.c\">\n[16]<button \"Close dialog\">×\n[17]<a>Details";
         assert_eq!(element_index(text, "Submit"), Some(14));
         assert_eq!(element_index(text, "cancel"), Some(3));
         assert_eq!(element_index(text, "Help"), Some(1));
         assert_eq!(element_index(text, "Nothing"), None);
+        // The compact shape: a field by the name quoted in its tag.
+        assert_eq!(element_index(text, "E-mail"), Some(15));
+        assert_eq!(element_index(text, "Close dialog"), Some(16));
+        assert_eq!(element_index(text, "details"), Some(17));
         let inline = "[1]<a>Home</a> [2]<button>Submit form</button>";
         assert_eq!(elements(inline).len(), 2);
         assert_eq!(element_index(inline, "Submit"), Some(2));

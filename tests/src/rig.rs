@@ -122,11 +122,11 @@ pub fn answer(actions: Value) -> Reply {
 }
 
 /// The number of the element named `label` in the request's element list:
-/// a field whose description carries `label="…"` first (not its `<label>`),
-/// else by its text.
+/// a field whose tag quotes that name first (`[5]<email "E-mail">`; not a
+/// `<label>`), else by its text.
 pub fn element_by_label(req: &Value, label: &str) -> u32 {
     let text = last_user_message(req).unwrap_or_default();
-    let field = format!("label=\"{label}");
+    let field = format!(" \"{label}");
     if let Some((n, _)) =
         elements(&text).into_iter().find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
     {

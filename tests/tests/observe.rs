@@ -81,11 +81,11 @@ fn lists_every_input_type_but_hidden() {
     let want: Vec<String> = want.iter().map(|t| format!("t-{t}")).collect();
     assert_eq!(names(&o), want.iter().map(String::as_str).map(String::from).collect());
     assert!(!o.text.contains("secret-pw"), "a password value leaked:\n{}", o.text);
-    assert!(line_of(&o, "t-email").contains("type=email"), "{}", o.text);
+    assert!(line_of(&o, "t-email").contains("<email "), "{}", o.text);
     assert!(line_of(&o, "t-email").contains(r#"value="a@b.c""#), "{}", o.text);
     assert!(line_of(&o, "t-email").contains("required"), "{}", o.text);
     assert!(line_of(&o, "t-checkbox").contains("checked"), "{}", o.text);
-    assert!(line_of(&o, "t-select").contains("one|two (2 options)"), "{}", o.text);
+    assert!(line_of(&o, "t-select").ends_with(">one|two"), "{}", o.text);
     assert!(line_of(&o, "t-select").contains(r#"value="two""#), "{}", o.text);
     assert!(o.text.contains("# Every input type"), "{}", o.text);
     // URL and title are the host's to print.
@@ -168,8 +168,11 @@ fn off_screen_elements_say_where_and_scroll_regions_are_listed() {
         names(&o),
         set(&["top-button", "results", "in-list-visible", "in-list-hidden", "far-below", "far-right"])
     );
+    // A marker line says how many screens down what follows it is.
     let far = line_of(&o, "far-below");
-    assert!(far.contains("(below, "), "{far}");
+    let before_far = &o.text[..o.text.find(far).unwrap()];
+    let marker = before_far.lines().rev().find(|l| l.starts_with("--- ")).unwrap_or_default();
+    assert!(marker.ends_with(" below ---") && marker.contains(" screen"), "{}", o.text);
     assert!(line_of(&o, "far-right").contains("(right, "), "{}", o.text);
     let list = line_of(&o, "results");
     assert!(list.contains(r#"scroll="0px above, "#), "{list}");
@@ -185,9 +188,9 @@ fn disabled_controls_are_reported_not_offered() {
     let o = observe(&cs, false);
     assert_eq!(names(&o), set(&["enabled-button", "enabled-input"]));
     for line in [
-        "<button disabled>disabled-button</button>",
-        "<input aria-label=\"fieldset-input\" disabled>",
-        "<div role=button disabled>aria-disabled</div>",
+        "<button disabled>disabled-button",
+        "<input \"fieldset-input\" disabled>",
+        "<button disabled>aria-disabled",
     ] {
         assert!(o.text.lines().any(|l| l == line), "no line {line:?} in\n{}", o.text);
     }
@@ -203,7 +206,7 @@ fn a_thousand_option_select_is_one_short_line() {
     assert_eq!(o.elements.len(), 1, "{:#?}", o.elements);
     let line = o.text.lines().find(|l| l.contains("<select")).unwrap();
     assert!(line.contains("Option 0|Option 1|"), "{line}");
-    assert!(line.ends_with("|… (1000 options)</select>"), "{line}");
+    assert!(line.ends_with("|… (1000 options)"), "{line}");
     assert!(line.len() < 200, "{line}");
 }
 
@@ -233,7 +236,7 @@ fn aria_widgets_and_script_clickables() {
     assert!(line_of(&o, "role-checkbox").contains("checked"), "{}", o.text);
     // A visible checkbox is listed, named by its label; a hidden one's
     // label is listed instead.
-    assert!(line_of(&o, "label-toggle").contains("<input type=checkbox"), "{}", o.text);
+    assert!(line_of(&o, "label-toggle").contains("<checkbox"), "{}", o.text);
     assert!(line_of(&o, "styled-toggle").contains("<label"), "{}", o.text);
     assert!(line_of(&o, "tab-one").contains("selected"), "{}", o.text);
     assert!(!line_of(&o, "tab-two").contains("selected"), "{}", o.text);
@@ -262,8 +265,9 @@ fn numbers_survive_a_re_render_and_gone_elements_say_so() {
     assert_eq!(index(&second, "keep-b"), b);
     let new = index(&second, "replaced");
     assert_ne!(new, old);
-    assert!(second.text.contains(&format!("*[{new}]<button>replaced</button>")), "{}", second.text);
-    assert!(second.text.contains(&format!("\n[{a}]<button>keep-a</button>")), "{}", second.text);
+    let has_line = |want: String| second.text.lines().any(|l| l == want);
+    assert!(has_line(format!("*[{new}]<button>replaced")), "{}", second.text);
+    assert!(has_line(format!("[{a}]<button>keep-a")), "{}", second.text);
     let r = cs.act(json!({"click": {"index": old}})).unwrap();
     assert_eq!(r["kind"], "error", "{r}");
     assert_eq!(r["code"], "element_gone", "{r}");

@@ -92,8 +92,7 @@ fn observation(url: &str) -> Observation {
                 ..Default::default()
             },
         ],
-        text: "[1]<button>Submit</button>\n[2]<input type=text placeholder=\"Name\"></input>"
-            .into(),
+        text: "[1]<button>Submit\n[2]<input \"Name\">".into(),
         ..Default::default()
     }
 }

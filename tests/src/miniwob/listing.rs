@@ -1,5 +1,9 @@
-//! Reading Errand's element list the way a model does: `[12]<button>Submit</button>`,
-//! `[3]<input type=checkbox label="abc">`, `[7]<a href="/x">Next</a> (below, 900px)`.
+//! Reading Errand's element list the way a model does: `[12]<button>Submit`,
+//! `[3]<checkbox "abc" checked>`, `[5]<email "E-mail" value="a@b.c">`,
+//! `[7]<a href="/x">` (the format is `extension/src/text.rs`'s). The kind
+//! word of an input (`email`, `checkbox`…) reads back as tag `input` with that
+//! `type`, the quoted name as attribute `label`; the older shape with closing
+//! tags and `type=` attributes is read too.
 
 use crate::model::elements;
 
@@ -62,10 +66,16 @@ pub fn parse(text: &str) -> Vec<Listed> {
         .collect()
 }
 
+/// Input types written as the element's kind (`[3]<email …>`).
+const INPUT_KINDS: &[&str] = &[
+    "email", "password", "number", "search", "tel", "url", "date", "time", "datetime-local",
+    "month", "week", "color", "range", "file", "checkbox", "radio",
+];
+
 fn parse_one(index: u32, desc: &str) -> Listed {
     let mut desc = desc.trim().trim_start_matches(':').trim();
-    // Drop a trailing position note: `(below, 900px)`.
-    for note in [" (below", " (above", " (left", " (right"] {
+    // Drop a trailing position note: `(right, 900px)`.
+    for note in [" (below", " (above", " (left", " (right", " (hidden by scrolling"] {
         if let Some(at) = desc.rfind(note) {
             if desc.ends_with(')') {
                 desc = desc[..at].trim_end();
@@ -86,7 +96,10 @@ fn parse_one(index: u32, desc: &str) -> Listed {
         .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
         .unwrap_or(rest.len());
     listed.tag = rest[..tag_end].to_lowercase();
-    let (attrs, after) = read_attrs(&rest[tag_end..]);
+    let (mut attrs, after) = read_attrs(&rest[tag_end..]);
+    if INPUT_KINDS.contains(&listed.tag.as_str()) {
+        attrs.insert(0, ("type".to_owned(), std::mem::replace(&mut listed.tag, "input".into())));
+    }
     listed.attrs = attrs;
     let inner = match after.rfind("</") {
         Some(close) => &after[..close],
@@ -115,6 +128,18 @@ fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
         }
         if c.is_whitespace() || c == '/' {
             i += 1;
+            continue;
+        }
+        if c == '"' {
+            // A quoted name without a key: the element's label.
+            i += 1;
+            let mut value = String::new();
+            while i < bytes.len() && bytes[i] != '"' {
+                value.push(bytes[i]);
+                i += 1;
+            }
+            i += 1;
+            attrs.push(("label".to_owned(), value));
             continue;
         }
         let start = i;
@@ -177,6 +202,7 @@ mod tests {
 
     #[test]
     fn reads_tags_attributes_and_text() {
+        // The older shape, with closing tags and `type=` attributes.
         let list = parse(
             "# Heading\n[3]<button>Submit</button>\n  [4]<input type=checkbox label=\"ab cd\" checked>\n\
              [5]<a href=\"/x\">Next page</a> (below, 900px)\n[6]<textarea placeholder='Your note'>",
@@ -192,5 +218,30 @@ mod tests {
         assert_eq!(list[2].text, "Next page");
         assert_eq!(list[3].name(), "Your note");
         assert!(list[3].is_text_field());
+    }
+
+    #[test]
+    fn reads_the_compact_shape() {
+        let list = parse(
+            "At the top, 900px more below\n## Sign in\n[3]<button>Submit\n*[4]<checkbox \"ab cd\" checked>\n\
+             --- 1 screen below ---\n[5]<a href=\"/x\">\n[6]<textarea \"Your note\" value=\"hi\">\n\
+             [7]<input \"Name\" placeholder=\"Ada\"> (right, 20px)\n[8]<password \"Password\" required>\n\
+             [9]<select \"Size\">S|M|L\n<button disabled>Pay",
+        );
+        assert_eq!(list.len(), 7, "{list:#?}");
+        assert_eq!((list[0].index, list[0].tag.as_str(), list[0].name()), (3, "button", "Submit"));
+        assert_eq!(list[1].tag, "input");
+        assert_eq!(list[1].input_type(), Some("checkbox"));
+        assert_eq!(list[1].name(), "ab cd");
+        assert!(list[1].flag("checked"));
+        assert_eq!(list[2].attr("href"), Some("/x"));
+        assert_eq!((list[3].name(), list[3].attr("value")), ("Your note", Some("hi")));
+        assert!(list[3].is_text_field());
+        assert_eq!(list[4].input_type(), Some("text"));
+        assert_eq!((list[4].name(), list[4].text.as_str()), ("Name", ""));
+        assert!(list[4].is_text_field());
+        assert_eq!(list[5].input_type(), Some("password"));
+        assert!(list[5].flag("required"));
+        assert_eq!((list[6].tag.as_str(), list[6].text.as_str()), ("select", "S|M|L"));
     }
 }
