@@ -53,6 +53,9 @@ pub struct Seen {
     pub scroll: Option<ScrollInfo>,
     /// Visible text inside the element (not inside nested listed elements).
     pub text: String,
+    /// The file name of a CSS icon it shows before any text (`send`,
+    /// `folder-closed`).
+    pub icon: Option<String>,
     /// For `<select>`: the option texts (at most a few) and how many there are.
     pub options: Vec<String>,
     pub option_count: usize,
@@ -255,6 +258,9 @@ pub fn element_line(seen: &Seen) -> String {
     }
     if let Some(l) = &seen.aria_label {
         push_attr(&mut out, "aria-label", l, ATTR_MAX, true);
+    }
+    if let Some(icon) = &seen.icon {
+        push_attr(&mut out, "icon", icon, ATTR_MAX, false);
     }
     let text = collapse(&seen.text);
     let labelled = seen.aria_label.is_some() || seen.placeholder.is_some();
@@ -466,6 +472,7 @@ pub fn info(seen: &Seen) -> ElementInfo {
         })
         .or_else(|| seen.placeholder.clone())
         .or_else(|| seen.title.clone())
+        .or_else(|| seen.icon.clone())
         .unwrap_or_default();
     let implied = implied_role(&seen.tag, seen.input_type.as_deref());
     ElementInfo {

@@ -11,6 +11,7 @@
 
 pub mod listing;
 pub mod solver;
+pub mod steps;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -32,32 +33,20 @@ pub const VERSION: &str = "1.1.0";
 
 /// MiniWoB's `html/` folder, fetched from PyPI into `.tools/` when missing.
 pub fn html_dir() -> Result<PathBuf> {
-    let root = repo_root()
-        .join(".tools")
-        .join(format!("miniwob-{VERSION}"));
+    let root = repo_root().join(".tools").join(format!("miniwob-{VERSION}"));
     let html = root.join("miniwob").join("html");
     if html.join("miniwob").join("click-button.html").is_file() {
         return Ok(html);
     }
     let download = tempfile::tempdir()?;
     let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--no-cache-dir",
-        ])
+        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir"])
         .arg(format!("miniwob=={VERSION}"))
         .arg("-d")
         .arg(download.path())
         .status()
         .context("running python3 -m pip (is Python 3 with pip installed?)")?;
-    ensure!(
-        status.success(),
-        "pip could not download miniwob=={VERSION} from PyPI"
-    );
+    ensure!(status.success(), "pip could not download miniwob=={VERSION} from PyPI");
     let wheel = std::fs::read_dir(download.path())?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
@@ -92,11 +81,7 @@ pub enum ModelChoice {
     /// The scripted solvers of [`solver`].
     Scripted,
     /// A real OpenAI-compatible provider.
-    Real {
-        base_url: String,
-        model: String,
-        api_key: Option<String>,
-    },
+    Real { base_url: String, model: String, api_key: Option<String> },
 }
 
 /// What one episode gave.
@@ -114,6 +99,8 @@ pub struct Episode {
     pub steps: i64,
     pub tokens: i64,
     pub seconds: f64,
+    /// Actions the host asked the user to approve (the harness approved them).
+    pub approvals: u32,
 }
 
 impl Episode {
@@ -145,15 +132,10 @@ impl Miniwob {
                 let opts = LaunchOptions::new(model.base_url());
                 (Some(model), opts)
             }
-            ModelChoice::Real {
-                base_url,
-                model,
-                api_key,
-            } => {
+            ModelChoice::Real { base_url, model, api_key } => {
                 let mut opts = LaunchOptions::new(base_url);
                 opts.model = model;
-                opts.env
-                    .push(("ERRAND_API_KEY".into(), api_key.unwrap_or_default()));
+                opts.env.push(("ERRAND_API_KEY".into(), api_key.unwrap_or_default()));
                 (None, opts)
             }
         };
@@ -161,14 +143,7 @@ impl Miniwob {
         let pages = FixtureServer::start_in(html)?;
         let tab = browser.new_page(&pages.url("/miniwob/click-test.html"))?;
         let panel = side_panel::open(&browser, &tab)?;
-        Ok(Miniwob {
-            browser,
-            tab,
-            panel,
-            pages,
-            _model: model,
-            solver,
-        })
+        Ok(Miniwob { browser, tab, panel, pages, _model: model, solver })
     }
 
     /// Runs one episode of `task` with `seed`.
@@ -177,7 +152,7 @@ impl Miniwob {
         let utterance = self.start_episode(task, seed)?;
         let started = Instant::now();
         self.panel.start_task(&utterance)?;
-        let view = self.panel.wait_finished(Duration::from_secs(180))?;
+        let (view, approvals) = self.panel.finish_approving(Duration::from_secs(180))?;
         let seconds = started.elapsed().as_secs_f64();
         let result = self.tab.eval(
             "({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,
@@ -195,6 +170,7 @@ impl Miniwob {
             steps,
             tokens,
             seconds,
+            approvals,
         })
     }
 
@@ -217,8 +193,7 @@ impl Miniwob {
         self.tab.eval(&format!(
             "Math.seedrandom({seed}); core.EPISODE_MAX_TIME = 600000; core.startEpisodeReal(); true"
         ))?;
-        self.tab
-            .wait_for("WOB_TASK_READY === true", Duration::from_secs(10))?;
+        self.tab.wait_for("WOB_TASK_READY === true", Duration::from_secs(10))?;
         let utterance = self.tab.eval("core.getUtterance()")?;
         match utterance {
             Value::String(s) if !s.is_empty() => Ok(s),
@@ -263,9 +238,6 @@ pub fn report(episodes: &[Episode]) -> String {
         ));
     }
     let won = episodes.iter().filter(|e| e.success()).count();
-    out.push_str(&format!(
-        "\n{won} of {} episodes with reward > 0\n",
-        episodes.len()
-    ));
+    out.push_str(&format!("\n{won} of {} episodes with reward > 0\n", episodes.len()));
     out
 }
