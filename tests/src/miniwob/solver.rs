@@ -54,12 +54,15 @@ pub const TASKS: &[&str] = &[
 #[derive(Default)]
 pub struct Solver {
     calls: Mutex<usize>,
+    /// Episodes begun, to name the dumps.
+    episodes: std::sync::atomic::AtomicUsize,
 }
 
 impl Solver {
     /// Forgets the previous episode.
     pub fn new_episode(&self) {
         *self.calls.lock().unwrap_or_else(|e| e.into_inner()) = 0;
+        self.episodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The model's answer to one request.
@@ -72,7 +75,7 @@ impl Solver {
         // The whole conversation of this step: the observation, and the
         // host's request to answer again if an answer could not be read.
         let text = all_text(req);
-        dump(call, &text);
+        dump(self.episodes.load(std::sync::atomic::Ordering::Relaxed), call, &text);
         let Some(task) = task_name(&text) else {
             return finish(false, "the request does not name a MiniWoB page");
         };
@@ -101,12 +104,13 @@ impl Solver {
 }
 
 /// With `MINIWOB_DUMP=<dir>`, writes each request's text to
-/// `<dir>/<task>-<call>.txt`: what the solver saw, for debugging a failure.
-fn dump(call: usize, text: &str) {
+/// `<dir>/<task>-<episode>-<call>.txt`: what the solver saw, for debugging a
+/// failure.
+fn dump(episode: usize, call: usize, text: &str) {
     let Some(dir) = std::env::var_os("MINIWOB_DUMP") else {
         return;
     };
-    let name = format!("{}-{call}.txt", task_name(text).unwrap_or("unknown"));
+    let name = format!("{}-{episode}-{call}.txt", task_name(text).unwrap_or("unknown"));
     let _ = std::fs::create_dir_all(&dir);
     let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
 }
