@@ -225,20 +225,23 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     let visibility = prop("visibility");
     let contents = display == "contents";
     let block = !display.starts_with("inline") && !contents;
+    // `move` and `grab`: items of drag-and-drop lists (sortables,
+    // boards), which `drag_and_drop` needs the numbers of.
+    let pointer = matches!(prop("cursor").as_str(), "pointer" | "move" | "grab");
     StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
         block,
-        // `move` and `grab`: items of drag-and-drop lists (sortables,
-        // boards), which `drag_and_drop` needs the numbers of.
-        pointer: matches!(prop("cursor").as_str(), "pointer" | "move" | "grab"),
+        pointer,
         contents,
         scrolls: block && matches!(prop("overflow-y").as_str(), "auto" | "scroll" | "overlay"),
         boxed: display != "inline",
         image: prop("content").starts_with("url(")
             || (prop("background-image").starts_with("url(")
                 && matches!(prop("background-position").as_str(), "0% 0%" | "0px 0px")),
-        hover: hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
+        // Asked only when the cursor does not say it already (one
+        // `matches` per element on pages with such rules).
+        hover: !pointer && hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
     }
 }
 
