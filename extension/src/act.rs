@@ -491,14 +491,18 @@ pub fn usable(index: u32) -> Result<Element, Fail> {
 }
 
 /// Scrolls the element to the middle of its window when its centre is not
-/// in view, then returns the centre of its visible part (in its own
-/// window's coordinates).
+/// in view — outside the window, or hidden by the scrolling of a box it is
+/// in (what shows at its centre is not it) — then returns the centre of
+/// its visible part (in its own window's coordinates).
 fn centre_in_view(el: &Element, window: &Window) -> (f64, f64) {
     let vw = window.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let vh = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let centre = |r: &web_sys::DomRect| (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0);
     let (x, y) = centre(&el.get_bounding_client_rect());
-    if !(0.0..vw).contains(&x) || !(0.0..vh).contains(&y) {
+    let in_window = (0.0..vw).contains(&x) && (0.0..vh).contains(&y);
+    let shows =
+        || dom::element_at(el, x, y).is_some_and(|hit| hit == *el || el.contains(Some(&hit)));
+    if !in_window || !shows() {
         let options = ScrollIntoViewOptions::new();
         options.set_block(ScrollLogicalPosition::Center);
         options.set_inline(ScrollLogicalPosition::Center);

@@ -72,11 +72,42 @@ pub fn is_disabled(el: &Element, tag: &str) -> bool {
 
 /// The text of a form field's first `<label>`.
 pub fn field_label(el: &Element) -> Option<String> {
-    let labels = js_sys::Reflect::get(el, &"labels".into()).ok().filter(|l| l.is_object())?;
-    let first = labels.unchecked_ref::<web_sys::NodeList>().item(0)?;
+    let labels = js_sys::Reflect::get(el, &"labels".into()).ok().filter(|l| l.is_object());
+    let Some(first) = labels.and_then(|l| l.unchecked_ref::<web_sys::NodeList>().item(0)) else {
+        return row_label(el);
+    };
     let mut text = String::new();
     label_text(&first, &mut text);
     Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
+}
+
+/// Longest text taken as the label of a field from its row.
+const ROW_LABEL_MAX: usize = 40;
+
+/// A field without a `<label>` named by the text of its row: the nearest
+/// parent or grandparent that holds this one field and a short text
+/// (`<p><span>Year:</span><input></p>`, `<tr><th>Genre</th><td><input>`,
+/// the text after the field too). Not attributes, placeholders or buttons.
+fn row_label(el: &Element) -> Option<String> {
+    let mut row = el.parent_element();
+    for _ in 0..2 {
+        let r = row?;
+        if matches!(r.local_name().as_str(), "form" | "body" | "html") {
+            return None;
+        }
+        let fields = r.query_selector_all("input, select, textarea").ok()?.length();
+        if fields != 1 {
+            return None;
+        }
+        let mut text = String::new();
+        label_text(&r, &mut text);
+        let text = crate::text::collapse(&text);
+        if !text.is_empty() {
+            return (text.len() <= ROW_LABEL_MAX).then_some(text);
+        }
+        row = r.parent_element();
+    }
+    None
 }
 
 /// The text a label shows of itself: not the options of a select or the
@@ -91,7 +122,7 @@ fn label_text(node: &Node, out: &mut String) {
                 let name = k.unchecked_ref::<Element>().local_name();
                 if !matches!(
                     name.as_str(),
-                    "select" | "textarea" | "option" | "datalist" | "script" | "style"
+                    "select" | "textarea" | "option" | "datalist" | "script" | "style" | "button"
                 ) {
                     label_text(&k, out);
                 }

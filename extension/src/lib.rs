@@ -25,6 +25,7 @@ pub mod act;
 pub mod dom;
 pub mod dropdown;
 pub mod focus;
+pub mod hover;
 pub mod keys;
 pub mod marks;
 pub mod messages;

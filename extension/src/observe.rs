@@ -181,6 +181,9 @@ struct Frame {
 struct Ctx {
     /// The parent has `cursor: pointer` (or `move`, `grab`).
     pointer: bool,
+    /// The parent has it only under the mouse (`hover.rs`): so does this
+    /// element, as the cursor is inherited.
+    hover: bool,
     /// The parent's text is hidden (`visibility: hidden`).
     text_hidden: bool,
     /// The parent's style was read afresh (it or an ancestor changed):
@@ -201,9 +204,16 @@ pub struct StyleBits {
     contents: bool,
     /// `overflow-y` lets it scroll.
     scrolls: bool,
+    /// Not a plain inline box (`inline-block`, `block`, `flex`…).
+    boxed: bool,
+    /// Drawn as an image by CSS (`content: url(…)`, or an unshifted
+    /// `background-image`, not a sprite): an icon, named by its file.
+    image: bool,
+    /// Its `:hover` rule gives the pointer cursor (`hover.rs`).
+    hover: bool,
 }
 
-fn read_style(el: &Element, frame: &Frame) -> StyleBits {
+fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     let Ok(Some(style)) = frame.window.get_computed_style(el) else {
         return StyleBits { skip: true, ..StyleBits::default() };
     };
@@ -215,16 +225,43 @@ fn read_style(el: &Element, frame: &Frame) -> StyleBits {
     let visibility = prop("visibility");
     let contents = display == "contents";
     let block = !display.starts_with("inline") && !contents;
+    // `move` and `grab`: items of drag-and-drop lists (sortables,
+    // boards), which `drag_and_drop` needs the numbers of.
+    let pointer = matches!(prop("cursor").as_str(), "pointer" | "move" | "grab");
     StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
         block,
-        // `move` and `grab`: items of drag-and-drop lists (sortables,
-        // boards), which `drag_and_drop` needs the numbers of.
-        pointer: matches!(prop("cursor").as_str(), "pointer" | "move" | "grab"),
+        pointer,
         contents,
         scrolls: block && matches!(prop("overflow-y").as_str(), "auto" | "scroll" | "overlay"),
+        boxed: display != "inline",
+        image: prop("content").starts_with("url(")
+            || (prop("background-image").starts_with("url(")
+                && matches!(prop("background-position").as_str(), "0% 0%" | "0px 0px")),
+        // Asked only when the cursor does not say it already (one
+        // `matches` per element on pages with such rules).
+        hover: !pointer && hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
     }
+}
+
+/// An icon's name: the file name of its image, without the extension
+/// (`url("…/images/folder-closed.gif")` → `folder-closed`).
+fn icon_name(el: &Element, frame: &Frame) -> Option<String> {
+    let style = frame.window.get_computed_style(el).ok()??;
+    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
+    let mut value = prop("content");
+    if !value.starts_with("url(") {
+        value = prop("background-image");
+    }
+    let url = value.strip_prefix("url(")?.trim_end_matches(')').trim_matches(['"', '\'']);
+    if url.starts_with("data:") {
+        return None;
+    }
+    let path = url.split(['?', '#']).next()?;
+    let file = path.rsplit('/').next()?;
+    let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
+    (!stem.is_empty() && stem.len() <= 40).then(|| stem.to_owned())
 }
 
 /// The state of one walk.
@@ -256,6 +293,8 @@ struct Walk {
     clips: Vec<Rect>,
     /// The top window's scroll position.
     scroll: (f64, f64),
+    /// Elements whose `:hover` rule gives the pointer cursor (`hover.rs`).
+    hover: Option<String>,
 }
 
 impl Walk {
@@ -276,6 +315,9 @@ impl Walk {
             scroll: web_sys::window()
                 .map(|w| (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0)))
                 .unwrap_or_default(),
+            hover: web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| crate::hover::pointer_selector(&d)),
         }
     }
 
@@ -399,7 +441,7 @@ impl Walk {
         let st = match cached {
             Some(st) => st,
             None => {
-                let st = read_style(el, frame);
+                let st = read_style(el, frame, self.hover.as_deref().filter(|_| frame.cached));
                 if frame.cached {
                     style_cache::put(el, st);
                 }
@@ -410,6 +452,9 @@ impl Walk {
             return;
         }
         let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
+        // A pointer cursor only under the mouse is one all the same.
+        let hovered = st.hover || ctx.hover;
+        let pointer = pointer || hovered;
 
         let heading = match tag.as_str() {
             "h1" => 1,
@@ -426,7 +471,11 @@ impl Walk {
             || (pointer
                 && !ctx.pointer
                 && self.open_elements == 0
-                && !matches!(tag.as_str(), "html" | "body" | "label"));
+                && !matches!(tag.as_str(), "html" | "body" | "label"))
+            // The items of a clickable list or tree (menu entries, tree
+            // nodes) are targets of their own inside it.
+            || (pointer && tag == "li" && self.open_elements > 0)
+            || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el));
         // A scrollable region is something a person uses too.
         let mut scroll = None;
         if scrolls && block && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
@@ -497,6 +546,9 @@ impl Walk {
                 }
             }
         }
+        if st.image && shown_style && el.first_element_child().is_none() {
+            self.note_icon(el, frame);
+        }
 
         // The text of a label whose control is listed is that control's
         // name already: not a line of its own.
@@ -505,6 +557,7 @@ impl Walk {
             && el.unchecked_ref::<web_sys::HtmlLabelElement>().control().is_some();
         let inner = Ctx {
             pointer,
+            hover: hovered,
             text_hidden: (!shown_style && !contents) || label_of_listed,
             dirty: fresh,
         };
@@ -554,6 +607,41 @@ impl Walk {
             if closed.is_some_and(|i| matches!(self.lines[i], Line::Element(_))) {
                 self.open_elements -= 1;
             }
+        }
+    }
+
+    /// Whether `el`, a clickable box inside an element listed only for its
+    /// pointer cursor (a `div` of "Reply" and "Forward"), is one of several
+    /// targets there: it has text and is less than half as wide.
+    fn part_of_group(&self, el: &Element) -> bool {
+        let Some(Line::Element(outer)) = self.open.last().map(|&i| &self.lines[i]) else {
+            return false;
+        };
+        if outer.role.is_some()
+            || matches!(
+                outer.tag.as_str(),
+                "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
+            )
+        {
+            return false;
+        }
+        let r = el.get_bounding_client_rect();
+        r.width() > 0.0
+            && r.width() < outer.rect.width * 0.5
+            && el.text_content().is_some_and(|t| !t.trim().is_empty())
+    }
+
+    /// Names the innermost listed element after the icon `el` when nothing
+    /// named it before (an icon-only control, or an icon before the text).
+    fn note_icon(&mut self, el: &Element, frame: &Frame) {
+        let Some(&i) = self.open.last() else { return };
+        let Line::Element(seen) = &self.lines[i] else { return };
+        if seen.icon.is_some() || !seen.text.trim().is_empty() {
+            return;
+        }
+        let name = icon_name(el, frame);
+        if let Line::Element(seen) = &mut self.lines[i] {
+            seen.icon = name;
         }
     }
 
@@ -869,7 +957,9 @@ mod style_cache {
     fn pack(s: StyleBits) -> f64 {
         let mut n = 0u32;
         for (i, b) in
-            [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls].into_iter().enumerate()
+            [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls, s.boxed, s.image, s.hover]
+                .into_iter()
+                .enumerate()
         {
             if b {
                 n |= 1 << i;
@@ -888,6 +978,9 @@ mod style_cache {
             pointer: bit(3),
             contents: bit(4),
             scrolls: bit(5),
+            boxed: bit(6),
+            image: bit(7),
+            hover: bit(8),
         }
     }
 

@@ -53,6 +53,9 @@ pub struct Seen {
     pub scroll: Option<ScrollInfo>,
     /// Visible text inside the element (not inside nested listed elements).
     pub text: String,
+    /// The file name of a CSS icon it shows before any text (`send`,
+    /// `folder-closed`).
+    pub icon: Option<String>,
     /// For `<select>`: the option texts (at most a few) and how many there are.
     pub options: Vec<String>,
     pub option_count: usize,
@@ -258,6 +261,9 @@ pub fn element_line(seen: &Seen) -> String {
     };
     if let Some(role) = role {
         push_attr(&mut out, "role", role, ATTR_MAX, false);
+    }
+    if let Some(icon) = &seen.icon {
+        push_attr(&mut out, "icon", icon, ATTR_MAX, false);
     }
     let input_button = kind == "button" && seen.tag == "input";
     // What a person reads on it: its text; an input button shows its value.
@@ -541,9 +547,8 @@ fn write_lines(lines: &[Line], vp: &Viewport) -> Vec<Written> {
             .into_iter()
             .any(|j| names[j].as_ref().is_some_and(|n| n.iter().any(|n| n.starts_with(&k))));
         // A heading right beside it that says the same.
-        let heading = |j: usize| {
-            out.get(j).is_some_and(|w| w.kind == Kind::Heading && key(&w.text) == k)
-        };
+        let heading =
+            |j: usize| out.get(j).is_some_and(|w| w.kind == Kind::Heading && key(&w.text) == k);
         let repeats_heading = heading(i + 1) || i.checked_sub(1).is_some_and(heading);
         // Off-screen text already seen (a product grid's "Add to cart").
         let repeats_text = !seen_text.insert(k.clone()) && !out[i].in_viewport;
@@ -686,6 +691,7 @@ pub fn info(seen: &Seen) -> ElementInfo {
         })
         .or_else(|| seen.placeholder.clone())
         .or_else(|| seen.title.clone())
+        .or_else(|| seen.icon.clone())
         .unwrap_or_default();
     let implied = implied_role(&seen.tag, seen.input_type.as_deref());
     ElementInfo {

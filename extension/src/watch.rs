@@ -238,9 +238,17 @@ impl Watch {
     /// nothing has moved yet: after typing, autocompletes answer after a
     /// debounce timer, which no mutation announces.
     pub async fn settle_for(&self, quiet_ms: f64) {
+        // What the typing itself changed is not the page's answer to it.
+        let pending = self.observer.take_records();
+        if pending.length() > 0 {
+            record(&mut self.seen.borrow_mut(), &pending);
+        }
         let begin = now();
         self.seen.borrow_mut().last = begin;
         let mut still_since = None;
+        // Still at two polls in a row: a busy machine runs the page's
+        // overdue debounce timer before the second one.
+        let mut was_still = false;
         while self.leaving.to().is_none() {
             self.net.ask();
             gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
@@ -256,7 +264,12 @@ impl Watch {
                 break;
             }
             if t - last >= quiet && self.network_still(t, last, &mut still_since) {
-                break;
+                if was_still {
+                    break;
+                }
+                was_still = true;
+            } else {
+                was_still = false;
             }
         }
         self.settled_at.set(now());

@@ -220,6 +220,42 @@ impl Panel {
         Ok(view)
     }
 
+    /// Waits until the task ended, approving every action it asks approval
+    /// for (the `.approval` box's Approve button, clicked as a user does);
+    /// returns [`Panel::view`] and how many approvals were given.
+    pub fn finish_approving(&self, timeout: Duration) -> Result<(serde_json::Value, u32)> {
+        const PENDING: &str = ".approval:not(.answered) button.approve:not(:disabled)";
+        let deadline = std::time::Instant::now() + timeout;
+        let mut approvals = 0;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let settled = self.page.wait_for(
+                &format!(
+                    "(() => {{ const s = document.querySelector('#status')?.dataset.state;
+                        return {ended}.includes(s) ? 'ended'
+                            : s === 'waiting' && document.querySelector({p}) ? 'approval' : false;
+                    }})()",
+                    ended = json!(ENDED),
+                    p = json!(PENDING)
+                ),
+                left,
+            );
+            let view = self.view()?;
+            match settled.with_context(|| format!("the task did not finish; panel: {view:#}"))? {
+                v if v == "ended" => return Ok((view, approvals)),
+                _ => {
+                    self.click(PENDING)?;
+                    approvals += 1;
+                    // The box is answered once the host took the decision.
+                    self.page.wait_for(
+                        &format!("!document.querySelector({})", json!(PENDING)),
+                        Duration::from_secs(10),
+                    )?;
+                }
+            }
+        }
+    }
+
     /// Waits until `#status` is in `state` (`running`, `waiting`, `paused`…).
     pub fn wait_status(&self, state: &str, timeout: Duration) -> Result<serde_json::Value> {
         let reached = self.page.wait_for(

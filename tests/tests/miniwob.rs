@@ -14,6 +14,11 @@ const SUBSET: &[&str] = &[
     "login-user",
     "choose-list",
     "enter-date",
+    // Several steps: suggestions after typing, a tree to open, an inbox
+    // whose Send waits for the user's approval (the harness approves).
+    "use-autocomplete",
+    "navigate-tree",
+    "email-inbox-forward",
 ];
 
 #[test]
@@ -26,6 +31,7 @@ fn miniwob_subset_earns_a_reward_on_every_episode() {
             .unwrap_or_else(|e| panic!("{task}: {e:#}"));
         episodes.push(episode);
     }
+    let approvals: u32 = episodes.iter().map(|e| e.approvals).sum();
     let table = report(&episodes);
     eprintln!("{table}");
     let failed: Vec<String> = episodes
@@ -42,4 +48,6 @@ fn miniwob_subset_earns_a_reward_on_every_episode() {
         failed.is_empty(),
         "episodes without reward: {failed:#?}\n{table}"
     );
+    // Forwarding the email asks approval for its Send, once.
+    assert_eq!(approvals, 1, "approvals given: {approvals}\n{table}");
 }

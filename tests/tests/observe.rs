@@ -433,3 +433,38 @@ fn a_value_meant_for_one_origin_is_never_filled_on_another() {
     let value = tab.eval("document.querySelector('[aria-label=form-field]').value").unwrap();
     assert_eq!(value, "hunter2");
 }
+
+#[test]
+fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/widgets.html");
+    let o = observe(&cs, false);
+    assert_eq!(
+        names(&o),
+        set(&[
+            // The icon with a hand only under the mouse, named by its image;
+            // the unnamed wrapper of the menu icon (a sprite: no name).
+            "like", "", "Mute @nadia", "Block @nadia", "send",
+            // A tree: every node a target, the folder named by its icon too.
+            "Documents", "notes.txt", "todo.txt",
+            // A clickable bar of two parts, and the scroll box's item.
+            "Reply", "Forward", "Deep item",
+            // Fields named by the text of their row.
+            "Genre:", "Year", "Director",
+        ]),
+        "{}",
+        o.text
+    );
+    assert!(line_of(&o, "like").contains("icon=like"), "{}", o.text);
+    assert!(line_of(&o, "send").contains("icon=send"), "{}", o.text);
+    assert!(line_of(&o, "Documents").contains("icon=folder-closed"), "{}", o.text);
+    assert_eq!(o.text.matches("icon=").count(), 3, "a sprite is no icon: {}", o.text);
+
+    let index = |name: &str| o.elements.iter().find(|e| e.name == name).unwrap().index;
+    for name in ["Deep item", "Forward", "like"] {
+        let r = cs.act(json!({"click": {"index": index(name)}})).unwrap();
+        assert_ne!(r["kind"], "error", "clicking {name}: {r}");
+    }
+    // The item hidden by the box's scrolling was scrolled to and hit.
+    assert_eq!(tab.eval("clicked.join()").unwrap(), "deep,forward,like");
+}

@@ -20,10 +20,7 @@ pub struct Listed {
 impl Listed {
     /// An attribute's value (`type`, `label`, `placeholder`…).
     pub fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// Whether the element has the flag attribute `name` (`checked`, `disabled`).
@@ -58,18 +55,55 @@ impl Listed {
     }
 }
 
+/// One line of the page as listed: a numbered element, or the text a person
+/// reads between elements (headings, labels, values).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Element(Listed),
+    Text(String),
+}
+
+/// The page's lines in order, elements and text between them (multi-layout
+/// forms, tweets, tickets: which text goes with which element).
+pub fn lines(text: &str) -> Vec<Line> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let els = parse(line);
+        if els.is_empty() {
+            let t = collapse(line.trim_start_matches('#'));
+            if !t.is_empty() {
+                out.push(Line::Text(t));
+            }
+        } else {
+            out.extend(els.into_iter().map(Line::Element));
+        }
+    }
+    out
+}
+
 /// Parses every numbered element of `text`.
 pub fn parse(text: &str) -> Vec<Listed> {
-    elements(text)
-        .into_iter()
-        .map(|(index, desc)| parse_one(index, &desc))
-        .collect()
+    elements(text).into_iter().map(|(index, desc)| parse_one(index, &desc)).collect()
 }
 
 /// Input types written as the element's kind (`[3]<email …>`).
 const INPUT_KINDS: &[&str] = &[
-    "email", "password", "number", "search", "tel", "url", "date", "time", "datetime-local",
-    "month", "week", "color", "range", "file", "checkbox", "radio",
+    "email",
+    "password",
+    "number",
+    "search",
+    "tel",
+    "url",
+    "date",
+    "time",
+    "datetime-local",
+    "month",
+    "week",
+    "color",
+    "range",
+    "file",
+    "checkbox",
+    "radio",
 ];
 
 fn parse_one(index: u32, desc: &str) -> Listed {
@@ -82,19 +116,13 @@ fn parse_one(index: u32, desc: &str) -> Listed {
             }
         }
     }
-    let mut listed = Listed {
-        index,
-        tag: String::new(),
-        attrs: Vec::new(),
-        text: String::new(),
-    };
+    let mut listed = Listed { index, tag: String::new(), attrs: Vec::new(), text: String::new() };
     let Some(rest) = desc.strip_prefix('<') else {
         listed.text = collapse(desc);
         return listed;
     };
-    let tag_end = rest
-        .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
-        .unwrap_or(rest.len());
+    let tag_end =
+        rest.find(|c: char| c.is_whitespace() || c == '>' || c == '/').unwrap_or(rest.len());
     listed.tag = rest[..tag_end].to_lowercase();
     let (mut attrs, after) = read_attrs(&rest[tag_end..]);
     if INPUT_KINDS.contains(&listed.tag.as_str()) {
@@ -119,11 +147,7 @@ fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
     while i < bytes.len() {
         let c = bytes[i];
         if c == '>' {
-            consumed = s
-                .char_indices()
-                .nth(i)
-                .map(|(b, _)| b + 1)
-                .unwrap_or(s.len());
+            consumed = s.char_indices().nth(i).map(|(b, _)| b + 1).unwrap_or(s.len());
             break;
         }
         if c.is_whitespace() || c == '/' {
@@ -170,11 +194,7 @@ fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
         }
         attrs.push((key.to_lowercase(), value));
     }
-    let after = if consumed <= s.len() {
-        &s[consumed..]
-    } else {
-        ""
-    };
+    let after = if consumed <= s.len() { &s[consumed..] } else { "" };
     (attrs, after)
 }
 
@@ -243,5 +263,16 @@ mod tests {
         assert_eq!(list[5].input_type(), Some("password"));
         assert!(list[5].flag("required"));
         assert_eq!((list[6].tag.as_str(), list[6].text.as_str()), ("select", "S|M|L"));
+    }
+
+    #[test]
+    fn keeps_text_lines_in_order() {
+        let lines = lines("## Primary\nGenre\n[1]<input>\n  Year \n*[2]<button>Go!</button>");
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert_eq!(lines[0], Line::Text("Primary".into()));
+        assert_eq!(lines[1], Line::Text("Genre".into()));
+        assert!(matches!(&lines[2], Line::Element(e) if e.index == 1));
+        assert_eq!(lines[3], Line::Text("Year".into()));
+        assert!(matches!(&lines[4], Line::Element(e) if e.text == "Go!"));
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod listing;
 pub mod solver;
+pub mod steps;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,41 +24,31 @@ use serde_json::{Value, json};
 use crate::browser::{LaunchOptions, TestBrowser, repo_root};
 use crate::cdp::Page;
 use crate::fixtures::FixtureServer;
-use crate::model::ScriptedModel;
+use crate::model::{Reply, ScriptedModel, all_text};
 use crate::side_panel::{self, Panel};
+use errand_host::config::ProviderKind;
 use solver::Solver;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 /// The MiniWoB++ release whose pages are used.
 pub const VERSION: &str = "1.1.0";
 
 /// MiniWoB's `html/` folder, fetched from PyPI into `.tools/` when missing.
 pub fn html_dir() -> Result<PathBuf> {
-    let root = repo_root()
-        .join(".tools")
-        .join(format!("miniwob-{VERSION}"));
+    let root = repo_root().join(".tools").join(format!("miniwob-{VERSION}"));
     let html = root.join("miniwob").join("html");
     if html.join("miniwob").join("click-button.html").is_file() {
         return Ok(html);
     }
     let download = tempfile::tempdir()?;
     let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--no-cache-dir",
-        ])
+        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir"])
         .arg(format!("miniwob=={VERSION}"))
         .arg("-d")
         .arg(download.path())
         .status()
         .context("running python3 -m pip (is Python 3 with pip installed?)")?;
-    ensure!(
-        status.success(),
-        "pip could not download miniwob=={VERSION} from PyPI"
-    );
+    ensure!(status.success(), "pip could not download miniwob=={VERSION} from PyPI");
     let wheel = std::fs::read_dir(download.path())?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
@@ -91,12 +82,63 @@ pub fn html_dir() -> Result<PathBuf> {
 pub enum ModelChoice {
     /// The scripted solvers of [`solver`].
     Scripted,
-    /// A real OpenAI-compatible provider.
-    Real {
-        base_url: String,
-        model: String,
-        api_key: Option<String>,
-    },
+    /// A real provider, configured as a user configures the host
+    /// (`ERRAND_PROVIDER`, `ERRAND_BASE_URL`, `ERRAND_MODEL`, `ERRAND_API_KEY`).
+    Real(RealModel),
+}
+
+/// A real provider's settings.
+#[derive(Debug, Clone)]
+pub struct RealModel {
+    /// `openai`, `anthropic`, `gemini` or `ollama` (an OpenAI-compatible
+    /// local server); OpenAI-compatible when `None`.
+    pub provider: Option<String>,
+    /// The server; the provider's own when `None` (`ollama`: 127.0.0.1:11434).
+    pub base_url: Option<String>,
+    pub model: String,
+    /// The key; else `ERRAND_API_KEY`, else the vendor's variable
+    /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`).
+    pub api_key: Option<String>,
+}
+
+impl RealModel {
+    /// The host's settings for this model, as environment variables.
+    pub fn env(&self) -> Result<Vec<(String, String)>> {
+        let name = self.provider.as_deref().unwrap_or("openai").to_ascii_lowercase();
+        let kind = ProviderKind::parse(&name).with_context(|| {
+            format!("unknown provider {name:?}: use openai, anthropic, gemini or ollama")
+        })?;
+        let base_url = match (&self.base_url, name.as_str()) {
+            (Some(url), _) => url.clone(),
+            (None, "openai") => "https://api.openai.com/v1".to_owned(),
+            (None, _) => kind.default_base_url().to_owned(),
+        };
+        let vendor = match kind {
+            ProviderKind::OpenAi => Some("OPENAI_API_KEY").filter(|_| name == "openai"),
+            other => other.vendor_key_var(),
+        };
+        let key = self
+            .api_key
+            .clone()
+            .or_else(|| std::env::var("ERRAND_API_KEY").ok())
+            .or_else(|| vendor.and_then(|v| std::env::var(v).ok()))
+            .filter(|k| !k.is_empty());
+        let key = match key {
+            Some(k) => k,
+            // A local OpenAI-compatible server (Ollama) wants no key.
+            None if vendor.is_none() => "none".to_owned(),
+            None => bail!(
+                "no API key: pass --api-key, or set ERRAND_API_KEY or {}",
+                vendor.unwrap_or_default()
+            ),
+        };
+        Ok(vec![
+            ("ERRAND_PROVIDER".into(), kind.name().into()),
+            ("ERRAND_BASE_URL".into(), base_url),
+            ("ERRAND_MODEL".into(), self.model.clone()),
+            ("ERRAND_API_KEY".into(), key),
+        ])
+    }
 }
 
 /// What one episode gave.
@@ -112,8 +154,12 @@ pub struct Episode {
     pub status: String,
     pub answer: String,
     pub steps: i64,
+    /// Scripted: the requests' and answers' text counted with the o200k
+    /// tokenizer; real providers: the usage they reported to the host.
     pub tokens: i64,
     pub seconds: f64,
+    /// Actions the host asked the user to approve (the harness approved them).
+    pub approvals: u32,
 }
 
 impl Episode {
@@ -132,58 +178,68 @@ pub struct Miniwob {
     pages: FixtureServer,
     _model: Option<ScriptedModel>,
     solver: Arc<Solver>,
+    /// The scripted episode's o200k token count (`None` for real providers).
+    counted: Option<Arc<AtomicI64>>,
 }
 
 impl Miniwob {
     pub fn start(choice: ModelChoice) -> Result<Miniwob> {
         let html = html_dir()?;
         let solver = Arc::new(Solver::default());
-        let (model, opts) = match choice {
+        let (model, opts, counted) = match choice {
             ModelChoice::Scripted => {
                 let s = Arc::clone(&solver);
-                let model = ScriptedModel::start(move |req, _| s.answer(req))?;
+                let counted = Arc::new(AtomicI64::new(0));
+                let count = Arc::clone(&counted);
+                let bpe = tiktoken_rs::o200k_base().map_err(|e| anyhow::anyhow!("{e}"))?;
+                let model = ScriptedModel::start(move |req, _| {
+                    let reply = s.answer(req);
+                    let answer = match &reply {
+                        Reply::Content(t) | Reply::Delayed(_, t) => t.as_str(),
+                        Reply::Status(_) => "",
+                    };
+                    let n = bpe.encode_ordinary(&all_text(req)).len()
+                        + bpe.encode_ordinary(answer).len();
+                    count.fetch_add(n as i64, Ordering::Relaxed);
+                    reply
+                })?;
                 let opts = LaunchOptions::new(model.base_url());
-                (Some(model), opts)
+                (Some(model), opts, Some(counted))
             }
-            ModelChoice::Real {
-                base_url,
-                model,
-                api_key,
-            } => {
-                let mut opts = LaunchOptions::new(base_url);
-                opts.model = model;
-                opts.env
-                    .push(("ERRAND_API_KEY".into(), api_key.unwrap_or_default()));
-                (None, opts)
+            ModelChoice::Real(real) => {
+                let env = real.env()?;
+                let base_url =
+                    env.iter().find(|(k, _)| k == "ERRAND_BASE_URL").map(|(_, v)| v.clone());
+                let mut opts = LaunchOptions::new(base_url.unwrap_or_default());
+                opts.model = real.model.clone();
+                opts.env.extend(env);
+                (None, opts, None)
             }
         };
         let browser = TestBrowser::launch(opts)?;
         let pages = FixtureServer::start_in(html)?;
         let tab = browser.new_page(&pages.url("/miniwob/click-test.html"))?;
         let panel = side_panel::open(&browser, &tab)?;
-        Ok(Miniwob {
-            browser,
-            tab,
-            panel,
-            pages,
-            _model: model,
-            solver,
-        })
+        Ok(Miniwob { browser, tab, panel, pages, _model: model, solver, counted })
     }
 
     /// Runs one episode of `task` with `seed`.
     pub fn episode(&self, task: &str, seed: u64) -> Result<Episode> {
         self.solver.new_episode();
+        if let Some(c) = &self.counted {
+            c.store(0, Ordering::Relaxed);
+        }
         let utterance = self.start_episode(task, seed)?;
         let started = Instant::now();
         self.panel.start_task(&utterance)?;
-        let view = self.panel.wait_finished(Duration::from_secs(180))?;
+        let (view, approvals) = self.panel.finish_approving(Duration::from_secs(180))?;
         let seconds = started.elapsed().as_secs_f64();
         let result = self.tab.eval(
             "({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,
                reason: String(WOB_REWARD_REASON)})",
         )?;
-        let (steps, tokens) = self.last_task_usage()?;
+        let (steps, reported) = self.last_task_usage()?;
+        let tokens = self.counted.as_ref().map_or(reported, |c| c.load(Ordering::Relaxed));
         Ok(Episode {
             task: task.to_owned(),
             seed,
@@ -195,6 +251,7 @@ impl Miniwob {
             steps,
             tokens,
             seconds,
+            approvals,
         })
     }
 
@@ -217,8 +274,7 @@ impl Miniwob {
         self.tab.eval(&format!(
             "Math.seedrandom({seed}); core.EPISODE_MAX_TIME = 600000; core.startEpisodeReal(); true"
         ))?;
-        self.tab
-            .wait_for("WOB_TASK_READY === true", Duration::from_secs(10))?;
+        self.tab.wait_for("WOB_TASK_READY === true", Duration::from_secs(10))?;
         let utterance = self.tab.eval("core.getUtterance()")?;
         match utterance {
             Value::String(s) if !s.is_empty() => Ok(s),
@@ -239,11 +295,12 @@ impl Miniwob {
 }
 
 /// A markdown table, one row per task (episodes, reward > 0, mean reward,
-/// mean steps and tokens, median seconds), and the overall count.
+/// mean steps and tokens, median seconds, approvals given), and the overall
+/// count.
 pub fn report(episodes: &[Episode]) -> String {
     let mut out = String::from(
-        "| task | episodes | reward > 0 | mean reward | mean steps | mean tokens | median s |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| task | episodes | reward > 0 | mean reward | mean steps | mean tokens | median s | approvals |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let mut tasks: Vec<&str> = episodes.iter().map(|e| e.task.as_str()).collect();
     tasks.dedup();
@@ -253,19 +310,17 @@ pub fn report(episodes: &[Episode]) -> String {
         let mut secs: Vec<f64> = of.iter().map(|e| e.seconds).collect();
         secs.sort_by(f64::total_cmp);
         out.push_str(&format!(
-            "| {task} | {} | {} | {:.2} | {:.1} | {:.0} | {:.2} |\n",
+            "| {task} | {} | {} | {:.2} | {:.1} | {:.0} | {:.2} | {} |\n",
             of.len(),
             of.iter().filter(|e| e.success()).count(),
             of.iter().map(|e| e.reward).sum::<f64>() / n,
             of.iter().map(|e| e.steps as f64).sum::<f64>() / n,
             of.iter().map(|e| e.tokens as f64).sum::<f64>() / n,
             secs[secs.len() / 2],
+            of.iter().map(|e| e.approvals).sum::<u32>(),
         ));
     }
     let won = episodes.iter().filter(|e| e.success()).count();
-    out.push_str(&format!(
-        "\n{won} of {} episodes with reward > 0\n",
-        episodes.len()
-    ));
+    out.push_str(&format!("\n{won} of {} episodes with reward > 0\n", episodes.len()));
     out
 }

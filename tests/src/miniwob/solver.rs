@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::listing::{self, Listed};
+use super::steps;
 use crate::model::{Reply, all_text};
 
 /// The tasks a solver exists for.
@@ -37,18 +38,31 @@ pub const TASKS: &[&str] = &[
     "enter-time",
     "focus-text",
     "login-user",
+    "click-tab-2",
+    "login-user-popup",
+    "use-autocomplete",
+    "navigate-tree",
+    "form-sequence-2",
+    "search-engine",
+    "social-media",
+    "email-inbox-forward",
+    "buy-ticket",
+    "multi-layouts",
 ];
 
 /// Answers the model requests of one episode at a time.
 #[derive(Default)]
 pub struct Solver {
     calls: Mutex<usize>,
+    /// Episodes begun, to name the dumps.
+    episodes: std::sync::atomic::AtomicUsize,
 }
 
 impl Solver {
     /// Forgets the previous episode.
     pub fn new_episode(&self) {
         *self.calls.lock().unwrap_or_else(|e| e.into_inner()) = 0;
+        self.episodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The model's answer to one request.
@@ -61,13 +75,22 @@ impl Solver {
         // The whole conversation of this step: the observation, and the
         // host's request to answer again if an answer could not be read.
         let text = all_text(req);
+        dump(self.episodes.load(std::sync::atomic::Ordering::Relaxed), call, &text);
         let Some(task) = task_name(&text) else {
             return finish(false, "the request does not name a MiniWoB page");
         };
         // The elements of the current page only: the prompt also quotes
         // earlier steps and what worked before, with their old numbers.
-        let list = listing::parse(current_page(&text));
-        match solve(task, task_section(&text), &list, call) {
+        let page = current_page(&text);
+        let list = listing::parse(page);
+        // MiniWoB covers the finished episode with its START button.
+        if call > 0 && list.iter().any(|e| e.name() == "START") {
+            return finish(true, "Finished the task.");
+        }
+        let task_text = task_section(&text);
+        let solved = steps::solve(task, task_text, page, &list, call)
+            .unwrap_or_else(|| solve(task, task_text, &list, call));
+        match solved {
             Ok(actions) if actions.is_empty() => finish(true, "Finished the task."),
             Ok(actions) => Reply::json(&json!({
                 "evaluation_previous_goal": if call == 0 { "Starting." } else { "Going on." },
@@ -78,6 +101,18 @@ impl Solver {
             Err(why) => finish(false, &format!("{task}: {why}")),
         }
     }
+}
+
+/// With `MINIWOB_DUMP=<dir>`, writes each request's text to
+/// `<dir>/<task>-<episode>-<call>.txt`: what the solver saw, for debugging a
+/// failure.
+fn dump(episode: usize, call: usize, text: &str) {
+    let Some(dir) = std::env::var_os("MINIWOB_DUMP") else {
+        return;
+    };
+    let name = format!("{}-{episode}-{call}.txt", task_name(text).unwrap_or("unknown"));
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
 }
 
 fn finish(success: bool, text: &str) -> Reply {
@@ -106,13 +141,11 @@ fn task_name(text: &str) -> Option<&str> {
     text.match_indices("/miniwob/").find_map(|(at, marker)| {
         let rest = &text[at + marker.len()..];
         let name = &rest[..rest.find(".html")?];
-        name.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-')
-            .then_some(name)
+        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-').then_some(name)
     })
 }
 
-type Actions = Result<Vec<Value>, String>;
+pub(super) type Actions = Result<Vec<Value>, String>;
 
 fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
     match task {
@@ -125,9 +158,7 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
             // MiniWoB's links are underlined spans with a pointer cursor.
             Ok(vec![click(named(list, &want, |_| true)?)])
         }),
-        "click-test" => once(call, || {
-            Ok(vec![click(first(list, |e| e.tag == "button")?)])
-        }),
+        "click-test" => once(call, || Ok(vec![click(first(list, |e| e.tag == "button")?)])),
         "click-test-2" => once(call, || {
             let want = between(text, "Click button ", ".")?;
             Ok(vec![click(named(list, &want, |e| e.tag == "button")?)])
@@ -142,9 +173,7 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
             let mut actions = Vec::new();
             if wanted != "nothing" {
                 for name in wanted.split(", ") {
-                    actions.push(click(named(list, name, |e| {
-                        e.input_type() == Some("checkbox")
-                    })?));
+                    actions.push(click(named(list, name, |e| e.input_type() == Some("checkbox"))?));
                 }
             }
             actions.push(click(named(list, "Submit", |e| e.tag == "button")?));
@@ -166,15 +195,10 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
         }),
         "enter-password" => once(call, || {
             let want = between(text, "Enter the password \"", "\" into both")?;
-            let fields: Vec<&Listed> = list
-                .iter()
-                .filter(|e| e.input_type() == Some("password"))
-                .collect();
+            let fields: Vec<&Listed> =
+                list.iter().filter(|e| e.input_type() == Some("password")).collect();
             if fields.len() != 2 {
-                return Err(format!(
-                    "expected two password fields, found {}",
-                    fields.len()
-                ));
+                return Err(format!("expected two password fields, found {}", fields.len()));
             }
             Ok(vec![
                 fill(fields[0].index, &want),
@@ -185,9 +209,8 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
         "login-user" => once(call, || {
             let user = between(text, "username \"", "\" and the")?;
             let password = between(text, "password \"", "\" into the")?;
-            let name_field = first(list, |e| {
-                e.is_text_field() && e.input_type() != Some("password")
-            })?;
+            let name_field =
+                first(list, |e| e.is_text_field() && e.input_type() != Some("password"))?;
             let pass_field = first(list, |e| e.input_type() == Some("password"))?;
             Ok(vec![
                 fill(name_field, &user),
@@ -195,9 +218,7 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
                 click(named(list, "Login", |e| e.tag == "button")?),
             ])
         }),
-        "focus-text" => once(call, || {
-            Ok(vec![click(first(list, Listed::is_text_field)?)])
-        }),
+        "focus-text" => once(call, || Ok(vec![click(first(list, Listed::is_text_field)?)])),
         "click-dialog" => once(call, || Ok(vec![click(close_button(list)?)])),
         "click-dialog-2" => once(call, || {
             let want = between(text, "in the dialog box labeled \"", "\".")?;
@@ -213,9 +234,7 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
             Ok(vec![click(named(list, &format!("Tab #{n}"), |_| true)?)])
         }),
         "click-collapsible" => match call {
-            0 => Ok(vec![click(first(list, |e| {
-                e.name().starts_with("Section")
-            })?)]),
+            0 => Ok(vec![click(first(list, |e| e.name().starts_with("Section"))?)]),
             1 => Ok(vec![click(named(list, "Submit", |e| e.tag == "button")?)]),
             _ => Ok(vec![]),
         },
@@ -233,20 +252,14 @@ fn solve(task: &str, text: &str, list: &[Listed], call: usize) -> Actions {
                 return Err(format!("unreadable date {date:?}"));
             };
             Ok(vec![
-                fill(
-                    first(list, |e| e.input_type() == Some("date"))?,
-                    &format!("{y}-{m}-{d}"),
-                ),
+                fill(first(list, |e| e.input_type() == Some("date"))?, &format!("{y}-{m}-{d}")),
                 click(named(list, "Submit", |e| e.tag == "button")?),
             ])
         }),
         "enter-time" => once(call, || {
             let time = between(text, "Enter ", " as the time")?;
             Ok(vec![
-                fill(
-                    first(list, |e| e.input_type() == Some("time"))?,
-                    &to_24h(&time)?,
-                ),
+                fill(first(list, |e| e.input_type() == Some("time"))?, &to_24h(&time)?),
                 click(named(list, "Submit", |e| e.tag == "button")?),
             ])
         }),
@@ -270,11 +283,11 @@ fn once(call: usize, act: impl FnOnce() -> Actions) -> Actions {
     if call == 0 { act() } else { Ok(vec![]) }
 }
 
-fn click(index: u32) -> Value {
+pub(super) fn click(index: u32) -> Value {
     json!({"click": {"index": index}})
 }
 
-fn fill(index: u32, text: &str) -> Value {
+pub(super) fn fill(index: u32, text: &str) -> Value {
     json!({"fill": {"index": index, "text": text}})
 }
 
@@ -283,14 +296,10 @@ fn select(index: u32, option: &str) -> Value {
 }
 
 /// The text between the first `before` and the next `after`.
-fn between(text: &str, before: &str, after: &str) -> Result<String, String> {
-    let start = text
-        .find(before)
-        .ok_or_else(|| format!("the task does not say {before:?}"))?
+pub(super) fn between(text: &str, before: &str, after: &str) -> Result<String, String> {
+    let start = text.find(before).ok_or_else(|| format!("the task does not say {before:?}"))?
         + before.len();
-    let len = text[start..]
-        .find(after)
-        .ok_or_else(|| format!("no {after:?} after {before:?}"))?;
+    let len = text[start..].find(after).ok_or_else(|| format!("no {after:?} after {before:?}"))?;
     Ok(text[start..start + len].to_owned())
 }
 
@@ -302,32 +311,33 @@ fn task_section(text: &str) -> &str {
         return text;
     };
     let body = &text[at + HEAD.len()..];
-    &body[..body.find("\n# ").unwrap_or(body.len())]
+    let body = &body[..body.find("\n# ").unwrap_or(body.len())];
+    // The instruction is the first paragraph; then may come the task before
+    // it in the same tab, whose words would be read for this one's.
+    &body[..body.find("\n\n").unwrap_or(body.len())]
 }
 
 /// The element named exactly `name` (case-sensitive first, then not)
 /// among those `kind` accepts.
-fn named(list: &[Listed], name: &str, kind: impl Fn(&Listed) -> bool) -> Result<u32, String> {
+pub(super) fn named(
+    list: &[Listed],
+    name: &str,
+    kind: impl Fn(&Listed) -> bool,
+) -> Result<u32, String> {
     let candidates: Vec<&Listed> = list.iter().filter(|e| kind(e)).collect();
     candidates
         .iter()
         .find(|e| e.name() == name)
-        .or_else(|| {
-            candidates
-                .iter()
-                .find(|e| e.name().eq_ignore_ascii_case(name))
-        })
+        .or_else(|| candidates.iter().find(|e| e.name().eq_ignore_ascii_case(name)))
         .map(|e| e.index)
         .ok_or_else(|| {
-            let seen: Vec<String> = candidates
-                .iter()
-                .map(|e| format!("[{}] {:?}", e.index, e.name()))
-                .collect();
+            let seen: Vec<String> =
+                candidates.iter().map(|e| format!("[{}] {:?}", e.index, e.name())).collect();
             format!("no element named {name:?} among {}", seen.join(", "))
         })
 }
 
-fn first(list: &[Listed], kind: impl Fn(&Listed) -> bool) -> Result<u32, String> {
+pub(super) fn first(list: &[Listed], kind: impl Fn(&Listed) -> bool) -> Result<u32, String> {
     list.iter()
         .find(|e| kind(e))
         .map(|e| e.index)
@@ -346,16 +356,10 @@ fn close_button(list: &[Listed]) -> Result<u32, String> {
 
 /// `2:12 PM` → `14:12`.
 fn to_24h(time: &str) -> Result<String, String> {
-    let (clock, half) = time
-        .trim()
-        .split_once(' ')
-        .ok_or_else(|| format!("unreadable time {time:?}"))?;
-    let (h, m) = clock
-        .split_once(':')
-        .ok_or_else(|| format!("unreadable time {time:?}"))?;
-    let h: u32 = h
-        .parse()
-        .map_err(|_| format!("unreadable hour in {time:?}"))?;
+    let (clock, half) =
+        time.trim().split_once(' ').ok_or_else(|| format!("unreadable time {time:?}"))?;
+    let (h, m) = clock.split_once(':').ok_or_else(|| format!("unreadable time {time:?}"))?;
+    let h: u32 = h.parse().map_err(|_| format!("unreadable hour in {time:?}"))?;
     let h = match (half, h) {
         ("AM", 12) => 0,
         ("AM", h) => h,
@@ -376,10 +380,7 @@ mod tests {
                     [1]<button>cancel</button>\n[2]<button>ok</button>";
         assert_eq!(task_name(text), Some("click-button"));
         let list = listing::parse(text);
-        assert_eq!(
-            solve("click-button", text, &list, 0).unwrap(),
-            vec![click(2)]
-        );
+        assert_eq!(solve("click-button", text, &list, 0).unwrap(), vec![click(2)]);
         assert!(solve("click-button", text, &list, 1).unwrap().is_empty());
         assert_eq!(to_24h("2:05 PM").unwrap(), "14:05");
         assert_eq!(to_24h("12:30 AM").unwrap(), "00:30");
