@@ -73,9 +73,30 @@ fn lists_every_input_type_but_hidden() {
     let o = observe(&cs, false);
     assert_eq!(o.build, Some(Build::Wasm));
     let want: Vec<&str> = [
-        "text", "default", "email", "password", "number", "search", "tel", "url", "date", "time",
-        "datetime-local", "month", "week", "color", "range", "file", "checkbox", "radio",
-        "submit", "reset", "button", "image", "textarea", "select",
+        "text",
+        "default",
+        "email",
+        "password",
+        "number",
+        "search",
+        "tel",
+        "url",
+        "date",
+        "time",
+        "datetime-local",
+        "month",
+        "week",
+        "color",
+        "range",
+        "file",
+        "checkbox",
+        "radio",
+        "submit",
+        "reset",
+        "button",
+        "image",
+        "textarea",
+        "select",
     ]
     .to_vec();
     let want: Vec<String> = want.iter().map(|t| format!("t-{t}")).collect();
@@ -98,10 +119,7 @@ fn walks_nested_open_shadow_roots() {
     let (_tab, cs) = rig.open("/observe/shadow.html");
     let o = observe(&cs, false);
     // A closed shadow root is out of the content script's reach.
-    assert_eq!(
-        names(&o),
-        set(&["light-button", "shadow-1", "shadow-2-link", "shadow-3-input"])
-    );
+    assert_eq!(names(&o), set(&["light-button", "shadow-1", "shadow-2-link", "shadow-3-input"]));
     // The numbers act: click the button three roots down is reachable.
     let n = o.elements.iter().find(|e| e.name == "shadow-3-input").unwrap().index;
     let r = cs.act(json!({"fill": {"index": n, "text": "deep"}})).unwrap();
@@ -113,10 +131,7 @@ fn walks_same_origin_iframes_with_top_window_positions() {
     let rig = Rig::start();
     let (_tab, cs) = rig.open("/observe/iframes.html");
     let o = observe(&cs, true);
-    assert_eq!(
-        names(&o),
-        set(&["top-button", "frame-button", "frame-input", "srcdoc-button"])
-    );
+    assert_eq!(names(&o), set(&["top-button", "frame-button", "frame-input", "srcdoc-button"]));
     let b = o.elements.iter().find(|e| e.name == "frame-button").unwrap();
     // The iframe sits at (100, 200); the button is below a paragraph in it.
     assert!(b.rect.x >= 100.0 && b.rect.x < 120.0, "{:?}", b.rect);
@@ -166,7 +181,14 @@ fn off_screen_elements_say_where_and_scroll_regions_are_listed() {
     let o = observe(&cs, false);
     assert_eq!(
         names(&o),
-        set(&["top-button", "results", "in-list-visible", "in-list-hidden", "far-below", "far-right"])
+        set(&[
+            "top-button",
+            "results",
+            "in-list-visible",
+            "in-list-hidden",
+            "far-below",
+            "far-right"
+        ])
     );
     let far = line_of(&o, "far-below");
     assert!(far.contains("(below, "), "{far}");
@@ -223,10 +245,26 @@ fn aria_widgets_and_script_clickables() {
     assert_eq!(
         names(&o),
         set(&[
-            "role-button", "role-link", "role-checkbox", "role-radio", "tab-one", "tab-two",
-            "role-switch", "role-slider", "role-combobox", "menu-item", "the-listbox",
-            "list-option", "role-textbox", "tabindex-div", "pointer-div inner-span",
-            "onclick-div", "closed-summary", "open-summary", "shown-in-details", "label-toggle",
+            "role-button",
+            "role-link",
+            "role-checkbox",
+            "role-radio",
+            "tab-one",
+            "tab-two",
+            "role-switch",
+            "role-slider",
+            "role-combobox",
+            "menu-item",
+            "the-listbox",
+            "list-option",
+            "role-textbox",
+            "tabindex-div",
+            "pointer-div inner-span",
+            "onclick-div",
+            "closed-summary",
+            "open-summary",
+            "shown-in-details",
+            "label-toggle",
             "styled-toggle",
         ])
     );
@@ -294,7 +332,10 @@ fn marks_follow_scrolling_and_leave_no_trace() {
     // through DevTools, which sees into the closed shadow root.
     let tops_before = mark_tops(&tab);
     assert_eq!(tops_before.len(), marked, "{tops_before:?}");
-    tab.eval("scrollTo(0, 40); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))").unwrap();
+    tab.eval(
+        "scrollTo(0, 40); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
+    )
+    .unwrap();
     let tops_after = mark_tops(&tab);
     for (b, a) in tops_before.iter().zip(&tops_after) {
         assert!((b - a - 40.0).abs() < 1.0, "before {tops_before:?} after {tops_after:?}");
@@ -305,7 +346,10 @@ fn marks_follow_scrolling_and_leave_no_trace() {
     let cleaned = tab.eval("document.documentElement.children.length").unwrap();
     assert_eq!(cleaned, before);
     // After cleanup, scrolling does not bring anything back.
-    tab.eval("scrollTo(0, 500); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))").unwrap();
+    tab.eval(
+        "scrollTo(0, 500); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
+    )
+    .unwrap();
     assert_eq!(tab.eval("document.documentElement.children.length").unwrap(), before);
 }
 
@@ -419,7 +463,10 @@ fn a_value_meant_for_one_origin_is_never_filled_on_another() {
         .command(json!({"op": "act", "action": fill, "only_on": "https://bank.example"}))
         .unwrap();
     assert_eq!(refused["kind"], "error", "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("not on https://bank.example"), "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("not on https://bank.example"),
+        "{refused}"
+    );
     let value = tab.eval("document.querySelector('[aria-label=form-field]').value").unwrap();
     assert_eq!(value, "", "the value landed on the wrong origin");
     let origin = rig.fixtures.url("/");
@@ -428,4 +475,121 @@ fn a_value_meant_for_one_origin_is_never_filled_on_another() {
     assert_eq!(done["kind"], "action_done", "{done}");
     let value = tab.eval("document.querySelector('[aria-label=form-field]').value").unwrap();
     assert_eq!(value, "hunter2");
+}
+
+// ---- Cross-origin frames: one content script per frame, one list ----
+// The fixtures load the frames from the other name of the same server
+// (127.0.0.1 ↔ localhost): another origin, so another content script.
+
+/// Observes until `name` is listed (a frame that just loaded a page).
+fn observe_until(cs: &ContentScript, name: &str) -> Observation {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let o = observe(cs, false);
+        if names(&o).contains(name) || std::time::Instant::now() > deadline {
+            return o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+fn index_of(o: &Observation, name: &str) -> u32 {
+    o.elements
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no element named {name:?} in {:#?}", o.elements))
+        .index
+}
+
+#[test]
+fn cross_origin_frames_are_listed_placed_and_acted_in() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe_until(&cs, "nested-button");
+    // The frame, the frame in it (back on the top's origin) and the frame
+    // below the fold; nothing of the hidden frame.
+    assert_eq!(
+        names(&o),
+        set(&[
+            "top-button",
+            "xo-button",
+            "xo-input",
+            "xo-password",
+            "nested-button",
+            "below-button",
+            "below-input",
+        ]),
+        "{}",
+        o.text
+    );
+    assert!(o.text.contains("Inside the other origin"), "{}", o.text);
+    assert!(!o.text.contains("frame-secret"), "a password value leaked:\n{}", o.text);
+    // Positions in the top viewport: the frame sits at (100, 200), the
+    // nested one at (50, 120) inside it.
+    let rect = |name: &str| o.elements.iter().find(|e| e.name == name).unwrap().rect;
+    let b = rect("xo-button");
+    assert!(b.x >= 100.0 && b.x < 120.0 && b.y > 200.0 && b.y < 280.0, "{b:?}");
+    let n = rect("nested-button");
+    assert!(n.x >= 150.0 && n.x < 170.0 && n.y >= 320.0 && n.y < 340.0, "{n:?}");
+    assert!(line_of(&o, "below-button").contains("(below, "), "{}", o.text);
+    assert!(!o.elements.iter().find(|e| e.name == "below-button").unwrap().in_viewport);
+    // The numbers are one list: all different.
+    let numbers: BTreeSet<u32> = o.elements.iter().map(|e| e.index).collect();
+    assert_eq!(numbers.len(), o.elements.len(), "{:#?}", o.elements);
+
+    // Acting: each action goes to the frame holding the element and is
+    // checked there.
+    let input = index_of(&o, "xo-input");
+    let r = cs.act(json!({"fill": {"index": input, "text": "hello"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let summary = r["effect"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains(&format!("[{input}]")), "the frame's own number leaked: {summary}");
+    assert!(summary.contains("in a frame from http://localhost:"), "{summary}");
+    let r = cs.act(json!({"click": {"index": index_of(&o, "xo-button")}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let r = cs.act(json!({"click": {"index": index_of(&o, "nested-button")}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let again = observe(&cs, false);
+    assert!(
+        names(&again).contains("xo-clicked") && names(&again).contains("nested-clicked"),
+        "{}",
+        again.text
+    );
+    assert!(line_of(&again, "xo-input").contains(r#"value="hello""#), "{}", again.text);
+    assert_eq!(index_of(&again, "xo-input"), input, "the number changed");
+
+    // A number from a page the frame has left is refused, never applied
+    // to the new page's elements.
+    let old = index_of(&again, "xo-input");
+    tab.eval("document.getElementById('xo').src = otherOrigin('xo-plain.html?moved'); true")
+        .unwrap();
+    let moved = observe_until(&cs, "moved-button");
+    assert!(names(&moved).contains("moved-input"), "{}", moved.text);
+    let r = cs.act(json!({"fill": {"index": old, "text": "nope"}})).unwrap();
+    assert_eq!(r["kind"], "error", "{r}");
+    assert_eq!(r["code"], "element_gone", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("another page"), "{r}");
+    // A frame removed from the page: a clear error too.
+    let gone = index_of(&moved, "moved-button");
+    tab.eval("document.getElementById('xo').remove(); true").unwrap();
+    let r = cs.act(json!({"click": {"index": gone}})).unwrap();
+    assert_eq!(r["code"], "element_gone", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("removed"), "{r}");
+}
+
+#[test]
+fn a_modal_hides_a_cross_origin_frame_under_it() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo-modal.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["modal-ok"]), "{}", o.text);
+    // Without the modal, the frame's elements are there.
+    tab.eval(
+        "document.getElementById('veil').remove(); document.getElementById('modal').remove(); true",
+    )
+    .unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["covered-button", "covered-input"]), "{}", o.text);
 }
