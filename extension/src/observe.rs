@@ -641,7 +641,11 @@ impl Walk {
     /// A cross-origin frame to observe (`frames.rs`), unless a person
     /// cannot see into it: no size, pushed off the page, or in view but
     /// covered at every point tried (a modal over it).
-    fn cross_origin_frame(&mut self, el: &Element, outer: &Frame) -> Option<crate::frames::Pending> {
+    fn cross_origin_frame(
+        &mut self,
+        el: &Element,
+        outer: &Frame,
+    ) -> Option<crate::frames::Pending> {
         let r = el.get_bounding_client_rect();
         let (width, height) = (f64::from(el.client_width()), f64::from(el.client_height()));
         if width <= 0.0 || height <= 0.0 || self.unreachable(&r, outer) {
