@@ -424,9 +424,12 @@ pub async fn merge(
     for p in &pending {
         found.push(observe_frame(p, marks, depth).await);
     }
-    for (p, got) in pending.iter().zip(found).rev() {
+    // Numbered in document order, spliced in from the last (so the earlier
+    // positions hold).
+    let mut spliced = Vec::with_capacity(pending.len());
+    for (p, got) in pending.iter().zip(found) {
         let in_viewport = p.view.clip.width > 0.0 && p.view.clip.height > 0.0;
-        let mut child_lines = match got {
+        let child_lines = match got {
             Ok((token, mut child_lines)) => {
                 let mut labels = Vec::new();
                 renumber(&mut child_lines, |local| {
@@ -444,7 +447,10 @@ pub async fn merge(
                 in_viewport,
             }],
         };
-        let at = p.at.min(lines.len());
+        spliced.push((p.at, child_lines));
+    }
+    for (at, mut child_lines) in spliced.into_iter().rev() {
+        let at = at.min(lines.len());
         let count = child_lines.len();
         nodes.splice(at..at, std::iter::repeat_n(None, count));
         lines.splice(at..at, child_lines.drain(..));
@@ -622,13 +628,15 @@ async fn forward(
         Ok(Reply::Done { mut effect }) => {
             effect.summary = relabel_text(&effect.summary, back);
             effect.summary.push_str(&format!(" (in a frame from {source})"));
+            effect.appeared = effect.appeared.iter().map(|a| relabel_text(a, back)).collect();
             if effect.url_changed {
-                effect.summary.push_str(&format!("; the frame loaded {}", effect.url));
+                // Unforeseen like a new URL (the host stops a multi-action
+                // answer there), but the tab's address is still the top
+                // page's.
+                effect.appeared.push(format!("the frame loaded {}", effect.url));
             }
-            // The effect is the tab's: its address is the top page's.
             effect.url = crate::watch::current_url();
             effect.url_changed = false;
-            effect.appeared = effect.appeared.iter().map(|a| relabel_text(a, back)).collect();
             Ok(effect)
         }
         Ok(Reply::Failed { code, message }) => Err(Fail::new(code, relabel_text(&message, back))),
