@@ -420,10 +420,7 @@ pub async fn merge(
     if pending.is_empty() {
         return;
     }
-    let mut found = Vec::with_capacity(pending.len());
-    for p in &pending {
-        found.push(observe_frame(p, marks, depth).await);
-    }
+    let found = observe_frames(&pending, marks, depth).await;
     // Numbered in document order, spliced in from the last (so the earlier
     // positions hold).
     let mut spliced = Vec::with_capacity(pending.len());
@@ -457,17 +454,40 @@ pub async fn merge(
     }
 }
 
-/// Asks one frame to observe itself.
-async fn observe_frame(
-    p: &Pending,
-    marks: bool,
-    depth: u32,
-) -> Result<(String, Vec<Line>), String> {
+/// What a frame answered when asked to observe itself: its token and
+/// lines, or why not.
+type Observed = Result<(String, Vec<Line>), String>;
+
+/// Asks the frames to observe themselves, all at once (a slow frame holds
+/// the others up by its own time only); answers in the same order.
+async fn observe_frames(pending: &[Pending], marks: bool, depth: u32) -> Vec<Observed> {
+    let asks = js_sys::Array::new();
+    for p in pending {
+        let to = path_of_iframe(&p.iframe);
+        let view = p.view;
+        asks.push(&wasm_bindgen_futures::future_to_promise(async move {
+            let got = observe_frame(to, view, marks, depth).await;
+            Ok(JsValue::from_str(&serde_json::to_string(&got).unwrap_or_default()))
+        }));
+    }
+    let all = wasm_bindgen_futures::JsFuture::from(Promise::all(&asks)).await;
+    let all: js_sys::Array = all.map(JsCast::unchecked_into).unwrap_or_default();
+    (0..pending.len() as u32)
+        .map(|i| {
+            let text = all.get(i).as_string().unwrap_or_default();
+            serde_json::from_str::<Observed>(&text)
+                .unwrap_or_else(|_| Err("its answer was lost".into()))
+        })
+        .collect()
+}
+
+/// Asks one frame (at path `to`) to observe itself.
+async fn observe_frame(to: Option<Vec<u32>>, view: View, marks: bool, depth: u32) -> Observed {
     if depth >= MAX_DEPTH {
         return Err(format!("frames nested more than {MAX_DEPTH} deep are not read"));
     }
-    let to = path_of_iframe(&p.iframe).ok_or("it has no window")?;
-    let command = Command::Observe { view: p.view, marks, depth: depth + 1 };
+    let to = to.ok_or("it has no window")?;
+    let command = Command::Observe { view, marks, depth: depth + 1 };
     match send(&to, Message::new(None, command), OBSERVE_TIMEOUT_MS).await {
         Ok(Reply::Seen { token, lines, .. }) => Ok((token, lines)),
         Ok(Reply::Failed { message, .. }) => Err(message),
@@ -639,7 +659,13 @@ async fn forward(
             effect.url_changed = false;
             Ok(effect)
         }
-        Ok(Reply::Failed { code, message }) => Err(Fail::new(code, relabel_text(&message, back))),
+        Ok(Reply::Failed { code, message }) => {
+            let message = match message.strip_prefix("the element ") {
+                Some(rest) if !shown.is_empty() => format!("{shown}{rest}"),
+                _ => message,
+            };
+            Err(Fail::new(code, relabel_text(&message, back)))
+        }
         Ok(_) => Err(Fail::new(ErrorCode::Internal, "the frame answered something else")),
         Err(Fail { message, .. }) => Err(Fail::new(
             ErrorCode::PageUnavailable,
@@ -703,9 +729,15 @@ fn failed(Fail { code, message }: Fail) -> Reply {
 
 async fn answer(message: Message) -> Reply {
     if message.expect.as_ref().is_some_and(|t| *t != token()) {
+        if let Command::Marks { .. } = message.command {
+            // Another document than the one numbered: no marks, but its
+            // secret fields are blanked all the same.
+            draw_own_marks(Vec::new()).await;
+            return Reply::Ack {};
+        }
         return failed(Fail::new(
             ErrorCode::ElementGone,
-            "is gone: its frame has loaded another page since it was observed",
+            "the element is gone: its frame has loaded another page since it was observed",
         ));
     }
     match message.command {

@@ -503,6 +503,25 @@ fn cross_origin_frames_are_listed_placed_and_acted_in() {
     assert_eq!(r["kind"], "action_done", "{r}");
     let r = cs.act(json!({"click": {"index": index_of(&o, "nested-button")}})).unwrap();
     assert_eq!(r["kind"], "action_done", "{r}");
+    // A key pressed with no element goes where the focus is: into the frame.
+    let r = cs.act(json!({"focus": {"index": input}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let r = cs.act(json!({"press": {"key": "End"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    assert!(r["effect"]["summary"].as_str().unwrap().contains("in a frame from"), "{r}");
+    // A value bound to an origin goes only into a field whose own document
+    // has that origin: not the top page's.
+    let top = rig.fixtures.url("/");
+    let top = top.trim_end_matches('/');
+    let fill = json!({"fill": {"index": input, "text": "s3cret"}});
+    let refused = cs.command(json!({"op": "act", "action": fill, "only_on": top})).unwrap();
+    assert_eq!(refused["kind"], "error", "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("http://localhost:"), "{refused}");
+    let frame_origin = top.replace("127.0.0.1", "localhost");
+    let done = cs.command(json!({"op": "act", "action": fill, "only_on": frame_origin})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    let r = cs.act(json!({"fill": {"index": input, "text": "hello"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
     let again = observe(&cs, false);
     assert!(
         names(&again).contains("xo-clicked") && names(&again).contains("nested-clicked"),
