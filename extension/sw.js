@@ -348,25 +348,36 @@ chrome.runtime.onMessage.addListener((message, sender, reply) => {
 // ---- cross-origin frames (extension/src/frames.rs) ----
 // A content script reaches the content script of a frame inside its own
 // frame only through here: it sends `{errand_frame: {to, message}}`, where
-// `to` is the frame's path (its window's index in its parent's `frames`,
-// from the top down). Every frame of the tab runs `framePath` to say where
-// it is; the crate (`frame_route`) picks the frame and refuses any that is
+// `to` is the frame's place: its path (its window's index in its parent's
+// `frames`, from the top down), or for a frame in a shadow root its
+// parent's path and its size. Every frame of the tab runs `framePath` to
+// say where it is; the crate (`frame_route`) picks the frame and refuses any that is
 // not inside the sender's; the message goes to that frame alone (its
 // loader injected first when needed) and its reply comes back untouched.
 
-/** This frame's path from the top window (runs in each frame). */
+/**
+ * Where this frame is (runs in each frame): its path from the top window,
+ * or, when its parent's `frames` does not list it (an iframe in a shadow
+ * root), its parent's path and its viewport's size (`frames::Place`).
+ */
 function framePath() {
-  const path = [];
-  let w = window;
-  for (let depth = 0; depth < 64 && w.parent !== w; depth++) {
-    const parent = w.parent;
-    let i = 0;
-    while (i < parent.length && parent[i] !== w) i++;
-    if (i === parent.length) return null;
-    path.unshift(i);
-    w = parent;
-  }
-  return path;
+  const pathOf = (start) => {
+    const path = [];
+    let w = start;
+    for (let depth = 0; depth < 64 && w.parent !== w; depth++) {
+      const parent = w.parent;
+      let i = 0;
+      while (i < parent.length && parent[i] !== w) i++;
+      if (i === parent.length) return null;
+      path.unshift(i);
+      w = parent;
+    }
+    return path;
+  };
+  const path = pathOf(window);
+  if (path || window.parent === window) return path;
+  const parent = pathOf(window.parent);
+  return parent && { parent, width: innerWidth, height: innerHeight };
 }
 
 async function relayToFrame(message, sender) {

@@ -137,8 +137,21 @@ pub struct Relay {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
-    pub to: Vec<u32>,
+    pub to: Place,
     pub message: Message,
+}
+
+/// Where a frame is in its tab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Place {
+    /// Its path: the index of each window in its parent's `frames`, from
+    /// the top down.
+    Path(Vec<u32>),
+    /// A frame its parent's `frames` does not list (an iframe in a shadow
+    /// root): its parent's path and its viewport's size, to be told from
+    /// its siblings.
+    Loose { parent: Vec<u32>, width: f64, height: f64 },
 }
 
 /// A frame's answer.
@@ -169,22 +182,40 @@ pub struct Located {
     #[serde(rename = "frameId")]
     pub frame_id: i64,
     #[serde(default)]
-    pub result: Option<Vec<u32>>,
+    pub result: Option<Place>,
 }
 
-/// The frame at path `to`, which must be inside the frame `sender` (a frame
+/// The frame at `to`, which must be inside the frame `sender` (a frame
 /// reaches only the frames nested in it, never its parent or a sibling).
-pub fn pick(to: &[u32], sender: i64, located: &[Located]) -> Result<i64, String> {
-    let from = located
-        .iter()
-        .find(|l| l.frame_id == sender)
-        .and_then(|l| l.result.as_ref())
-        .ok_or("the asking frame is not among its tab's frames any more")?;
-    if to.len() <= from.len() || !to.starts_with(from) {
+pub fn pick(to: &Place, sender: i64, located: &[Located]) -> Result<i64, String> {
+    let from = match located.iter().find(|l| l.frame_id == sender).and_then(|l| l.result.as_ref()) {
+        Some(Place::Path(p)) => p,
+        // A loose frame's own frames cannot be told apart from here.
+        Some(Place::Loose { .. }) => {
+            return Err("a frame in a shadow root cannot reach its frames".into());
+        }
+        None => return Err("the asking frame is not among its tab's frames any more".into()),
+    };
+    let inside = match to {
+        Place::Path(p) => p.len() > from.len() && p.starts_with(from),
+        Place::Loose { parent, .. } => parent.starts_with(from),
+    };
+    if !inside {
         return Err("a frame may only reach the frames inside it".into());
     }
-    let found: Vec<i64> =
-        located.iter().filter(|l| l.result.as_deref() == Some(to)).map(|l| l.frame_id).collect();
+    let here = |at: &Place| match (at, to) {
+        (Place::Path(a), Place::Path(b)) => a == b,
+        (
+            Place::Loose { parent: a, width: aw, height: ah },
+            Place::Loose { parent: b, width: bw, height: bh },
+        ) => a == b && (aw - bw).abs() < 1.0 && (ah - bh).abs() < 1.0,
+        _ => false,
+    };
+    let found: Vec<i64> = located
+        .iter()
+        .filter(|l| l.result.as_ref().is_some_and(here))
+        .map(|l| l.frame_id)
+        .collect();
     match found.as_slice() {
         [one] => Ok(*one),
         [] => Err("the frame is gone: it was removed, or it is loading another page".into()),
@@ -316,19 +347,28 @@ pub fn path_of(window: &JsValue) -> Option<Vec<u32>> {
     None
 }
 
-/// The path of the frame an `<iframe>` element holds.
-fn path_of_iframe(iframe: &Element) -> Option<Vec<u32>> {
+/// Where the frame an `<iframe>` element holds is.
+fn path_of_iframe(iframe: &Element) -> Option<Place> {
     let window = Reflect::get(iframe, &"contentWindow".into()).ok().filter(JsValue::is_object)?;
-    path_of(&window)
+    if let Some(path) = path_of(&window) {
+        return Some(Place::Path(path));
+    }
+    // Not in its parent's `frames` (an iframe in a shadow root).
+    let parent = iframe.owner_document()?.default_view()?;
+    Some(Place::Loose {
+        parent: path_of(&parent)?,
+        width: f64::from(iframe.client_width()),
+        height: f64::from(iframe.client_height()),
+    })
 }
 
 /// Sends `message` to the frame at `to` through the service worker and
 /// waits for its reply, at most `timeout_ms`.
-async fn send(to: &[u32], message: Message, timeout_ms: i32) -> Result<Reply, Fail> {
+async fn send(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, Fail> {
     let unavailable = |why: &str| Fail::new(ErrorCode::PageUnavailable, why);
     let (runtime, send) =
         crate::net::runtime().ok_or_else(|| unavailable("the extension is not reachable"))?;
-    let relay = Relay { errand_frame: Target { to: to.to_vec(), message } };
+    let relay = Relay { errand_frame: Target { to: to.clone(), message } };
     let text = serde_json::to_string(&relay).map_err(|e| unavailable(&e.to_string()))?;
     let msg = js_sys::JSON::parse(&text).map_err(|_| unavailable("cannot build the message"))?;
     let sent: Promise = send
@@ -482,7 +522,7 @@ async fn observe_frames(pending: &[Pending], marks: bool, depth: u32) -> Vec<Obs
 }
 
 /// Asks one frame (at path `to`) to observe itself.
-async fn observe_frame(to: Option<Vec<u32>>, view: View, marks: bool, depth: u32) -> Observed {
+async fn observe_frame(to: Option<Place>, view: View, marks: bool, depth: u32) -> Observed {
     if depth >= MAX_DEPTH {
         return Err(format!("frames nested more than {MAX_DEPTH} deep are not read"));
     }
@@ -836,8 +876,12 @@ mod tests {
     fn located(frames: &[(i64, Option<&[u32]>)]) -> Vec<Located> {
         frames
             .iter()
-            .map(|(id, p)| Located { frame_id: *id, result: p.map(<[u32]>::to_vec) })
+            .map(|(id, p)| Located { frame_id: *id, result: p.map(|p| Place::Path(p.to_vec())) })
             .collect()
+    }
+
+    fn at(p: &[u32]) -> Place {
+        Place::Path(p.to_vec())
     }
 
     #[test]
@@ -849,20 +893,38 @@ mod tests {
             (12, Some(&[1, 0])),
             (13, None),
         ]);
-        assert_eq!(pick(&[1], 0, &tab), Ok(9));
-        assert_eq!(pick(&[1, 0], 0, &tab), Ok(12));
-        assert_eq!(pick(&[1, 0], 9, &tab), Ok(12));
+        assert_eq!(pick(&at(&[1]), 0, &tab), Ok(9));
+        assert_eq!(pick(&at(&[1, 0]), 0, &tab), Ok(12));
+        assert_eq!(pick(&at(&[1, 0]), 9, &tab), Ok(12));
         // Never up, sideways or to itself.
-        assert!(pick(&[], 9, &tab).unwrap_err().contains("inside it"));
-        assert!(pick(&[0], 9, &tab).unwrap_err().contains("inside it"));
-        assert!(pick(&[1], 9, &tab).unwrap_err().contains("inside it"));
-        assert!(pick(&[1, 0], 7, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[]), 9, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[0]), 9, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[1]), 9, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[1, 0]), 7, &tab).unwrap_err().contains("inside it"));
         // Gone, or an unknown sender.
-        assert!(pick(&[2], 0, &tab).unwrap_err().contains("gone"));
-        assert!(pick(&[1], 13, &tab).is_err());
-        assert!(pick(&[1], 99, &tab).is_err());
+        assert!(pick(&at(&[2]), 0, &tab).unwrap_err().contains("gone"));
+        assert!(pick(&at(&[1]), 13, &tab).is_err());
+        assert!(pick(&at(&[1]), 99, &tab).is_err());
         let twice = located(&[(0, Some(&[])), (3, Some(&[0])), (4, Some(&[0]))]);
-        assert!(pick(&[0], 0, &twice).is_err());
+        assert!(pick(&at(&[0]), 0, &twice).is_err());
+        // Frames of a shadow root: told apart by their size.
+        let mut loose = located(&[(0, Some(&[])), (3, Some(&[0]))]);
+        let l =
+            |parent: &[u32], width, height| Place::Loose { parent: parent.to_vec(), width, height };
+        loose.push(Located { frame_id: 5, result: Some(l(&[], 420.0, 90.0)) });
+        loose.push(Located { frame_id: 6, result: Some(l(&[], 300.0, 90.0)) });
+        loose.push(Located { frame_id: 8, result: Some(l(&[0], 420.0, 90.0)) });
+        assert_eq!(pick(&l(&[], 420.4, 90.0), 0, &loose), Ok(5));
+        assert_eq!(pick(&l(&[], 300.0, 90.0), 0, &loose), Ok(6));
+        assert_eq!(pick(&l(&[0], 420.0, 90.0), 0, &loose), Ok(8));
+        assert_eq!(pick(&l(&[0], 420.0, 90.0), 3, &loose), Ok(8));
+        assert!(pick(&l(&[], 420.0, 90.0), 3, &loose).unwrap_err().contains("inside it"));
+        assert!(pick(&l(&[], 500.0, 90.0), 0, &loose).unwrap_err().contains("gone"));
+        assert!(pick(&at(&[0]), 5, &loose).is_err());
+        let text = r#"[{"frameId":5,"result":{"parent":[0],"width":4,"height":5}},{"frameId":0,"result":[]}]"#;
+        let read: Vec<Located> = serde_json::from_str(text).unwrap();
+        assert_eq!(read[0].result, Some(l(&[0], 4.0, 5.0)));
+        assert_eq!(read[1].result, Some(at(&[])));
     }
 
     #[test]
@@ -880,7 +942,7 @@ mod tests {
             },
         );
         let text = serde_json::to_string(&Relay {
-            errand_frame: Target { to: vec![0, 2], message: m.clone() },
+            errand_frame: Target { to: at(&[0, 2]), message: m.clone() },
         })
         .unwrap();
         assert!(text.starts_with(r#"{"errand_frame":{"to":[0,2],"message":{"kind":"frame","expect":"ab","command":{"op":"observe""#), "{text}");

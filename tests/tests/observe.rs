@@ -565,3 +565,33 @@ fn a_modal_hides_a_cross_origin_frame_under_it() {
     let o = observe(&cs, false);
     assert_eq!(names(&o), set(&["covered-button", "covered-input"]), "{}", o.text);
 }
+
+#[test]
+fn cross_origin_frames_in_same_origin_frames_and_shadow_roots_and_one_that_navigates() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo-wrapped.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe_until(&cs, "wrapped-button");
+    assert_eq!(
+        names(&o),
+        set(&["wrapped-button", "wrapped-input", "shadow-button", "shadow-input", "nav-button"]),
+        "{}",
+        o.text
+    );
+    // Inside the same-origin frame at (0, 0), the cross-origin one at (20, 30).
+    let w = o.elements.iter().find(|e| e.name == "wrapped-button").unwrap().rect;
+    assert!(w.x >= 20.0 && w.x < 30.0 && w.y >= 30.0 && w.y < 40.0, "{w:?}");
+    let r = cs.act(json!({"fill": {"index": index_of(&o, "shadow-input"), "text": "in shadow"}}));
+    assert_eq!(r.unwrap()["kind"], "action_done");
+    // A click that makes its frame load another page: said so clearly
+    // (done, with the frame's new page reported, or the frame gone mid-way).
+    let r = cs.act(json!({"click": {"index": index_of(&o, "nav-button")}})).unwrap();
+    let said = r.to_string();
+    assert!(
+        said.contains("the frame loaded") || said.contains("navigated or was removed"),
+        "{r}"
+    );
+    let after = observe_until(&cs, "after-button");
+    assert!(names(&after).contains("after-button"), "{}", after.text);
+    assert!(line_of(&after, "shadow-input").contains(r#"value="in shadow""#), "{}", after.text);
+}
