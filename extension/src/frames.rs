@@ -262,6 +262,7 @@ struct Remote {
 
 /// A frame observed in the latest observation: its iframe, token, and the
 /// `(its number, this instance's number)` pairs of its lines.
+#[derive(Clone)]
 struct Child {
     iframe: Element,
     token: String,
@@ -550,14 +551,8 @@ pub fn renumber(lines: &mut [Line], mut f: impl FnMut(u32) -> u32) {
 /// After this instance drew its own marks: each frame of the latest
 /// observation draws its own, with this instance's numbers.
 pub async fn draw_marks() {
-    let children: Vec<(Element, String, Vec<(u32, u32)>)> = STATE.with(|s| {
-        s.borrow()
-            .children
-            .iter()
-            .map(|c| (c.iframe.clone(), c.token.clone(), c.labels.clone()))
-            .collect()
-    });
-    for (iframe, token, labels) in children {
+    let children: Vec<Child> = STATE.with(|s| s.borrow().children.clone());
+    for Child { iframe, token, labels } in children {
         mark_frame(iframe, token, labels).await;
     }
 }
@@ -846,12 +841,19 @@ async fn answer(message: Message) -> Reply {
 /// secret fields; passes the labels of its own frames' elements on.
 async fn draw_own_marks(labels: Vec<(u32, u32)>) {
     let mut here: Vec<(u32, Element)> = Vec::new();
-    let mut inner: Vec<(Element, String, Vec<(u32, u32)>)> = Vec::new();
+    // Every frame of this one's latest observation, asked even with no
+    // label (it blanks its secret fields all the same).
+    let mut inner: Vec<Child> = STATE.with(|s| {
+        let s = s.borrow();
+        s.children
+            .iter()
+            .map(|c| Child { iframe: c.iframe.clone(), token: c.token.clone(), labels: Vec::new() })
+            .collect()
+    });
     for (mine, shown) in labels {
         if let Some(r) = remote_of(mine) {
-            match inner.iter_mut().find(|(_, t, _)| *t == r.token) {
-                Some((_, _, l)) => l.push((r.local, shown)),
-                None => inner.push((r.iframe, r.token, vec![(r.local, shown)])),
+            if let Some(c) = inner.iter_mut().find(|c| c.token == r.token) {
+                c.labels.push((r.local, shown));
             }
         } else if let Some((_, el)) =
             STATE.with(|s| s.borrow().markable.iter().find(|(n, _)| *n == mine).cloned())
@@ -863,7 +865,7 @@ async fn draw_own_marks(labels: Vec<(u32, u32)>) {
         // The blanks are drawn even with no mark here.
         let _ = observe::own_writes(|| marks::draw(&document, &here));
     }
-    for (iframe, token, labels) in inner {
+    for Child { iframe, token, labels } in inner {
         mark_frame(iframe, token, labels).await;
     }
 }
