@@ -323,11 +323,6 @@ fn remote_of(n: u32) -> Option<Remote> {
     STATE.with(|s| s.borrow().remote.get(&n).cloned())
 }
 
-/// Whether number `n` names an element of a cross-origin frame.
-pub fn is_remote(n: u32) -> bool {
-    STATE.with(|s| s.borrow().remote.contains_key(&n))
-}
-
 /// The path of a window: the index of each window in its parent's
 /// `frames`, from the top window down; `None` when it cannot be told.
 pub fn path_of(window: &JsValue) -> Option<Vec<u32>> {
@@ -445,6 +440,12 @@ pub async fn merge(
     let had_marks = STATE.with(|s| {
         let mut s = s.borrow_mut();
         s.children.clear();
+        // Frames removed from the page: their numbers are never given out
+        // again (an action on one says the element no longer exists).
+        s.remote.retain(|_, r| r.iframe.is_connected());
+        let remote = std::mem::take(&mut s.remote);
+        s.numbers.retain(|_, n| remote.contains_key(n));
+        s.remote = remote;
         !s.drew.is_empty()
     });
     if had_marks {
