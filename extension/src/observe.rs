@@ -3,9 +3,10 @@
 //!
 //! The walk goes through open shadow roots (nested) and same-origin
 //! iframes, in document order; cross-origin iframes are observed by their
-//! own content scripts and spliced in (`frames.rs`). It only reads (styles, rectangles, hit
-//! tests) — the DOM is written once, afterwards, when the marks are drawn —
-//! so the browser lays the page out at most once.
+//! own content scripts and spliced in (`frames.rs`). It only reads
+//! (styles, rectangles, hit tests) — the DOM is written once, afterwards,
+//! when the marks are drawn — so the browser lays the page out at most
+//! once.
 
 use errand_protocol::{Build, Observation, Rect, Viewport};
 use wasm_bindgen::JsCast;
@@ -175,12 +176,13 @@ pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
     style_cache::own_writes(write)
 }
 
+/// A frame's walk: its lines, their elements, its cross-origin frames.
+pub(crate) type FrameWalk = (Vec<Line>, Vec<Option<Element>>, Vec<crate::frames::Pending>);
+
 /// The lines (with their elements) and cross-origin frames of this
 /// document, observed as a frame of another page (`frames.rs`): positions
 /// in the top viewport through `view`. Links are shown whole (the model
 /// reads them against the top page's address).
-pub(crate) type FrameWalk = (Vec<Line>, Vec<Option<Element>>, Vec<crate::frames::Pending>);
-
 pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
