@@ -23,10 +23,14 @@
   })();
 
   chrome.runtime.onMessage.addListener((message, sender, reply) => {
-    // Only the extension itself may talk to the content script.
-    if (sender.id !== chrome.runtime.id || sender.tab || message?.kind !== 'page') return false;
+    // Only the extension itself may talk to the content script: the service
+    // worker's `page` commands, and the `frame` messages it relays from the
+    // content script of a parent frame (extension/src/frames.rs).
+    if (sender.id !== chrome.runtime.id || sender.tab) return false;
+    const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];
+    if (!handler) return false;
     crate
-      .then((errand) => errand.handle(JSON.stringify(message)))
+      .then((errand) => errand[handler](JSON.stringify(message)))
       .then((text) => reply({ ok: JSON.parse(text) }))
       .catch((e) => reply({ failed: String(e?.message ?? e) }));
     return true; // the reply comes asynchronously

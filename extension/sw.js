@@ -4,7 +4,7 @@
 // host's browser requests: tabs, content-script injection, screenshots.
 // Every message is built and checked by the Rust protocol crate
 // (`envelope`, `check`); no message shape is written here.
-import init, { envelope, check, net_request, net_answer, net_forget } from './pkg/wasm/errand_page.js';
+import init, { envelope, check, net_request, net_answer, net_forget, frame_route } from './pkg/wasm/errand_page.js';
 import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
 
 const HOST = 'errand.host';
@@ -334,12 +334,79 @@ chrome.tabs.onRemoved.addListener((tabId) => crate.then(() => net_forget(tabId))
 chrome.runtime.onMessage.addListener((message, sender, reply) => {
   // Only this extension's own content scripts ask.
   if (sender.id !== chrome.runtime.id || sender.tab?.id == null) return false;
+  if (message?.errand_frame) {
+    relayToFrame(message, sender).then(reply, (e) => reply({ failed: String(e?.message ?? e) }));
+    return true;
+  }
   crate
     .then(() => net_answer(JSON.stringify(message), sender.tab.id))
     .then((answer) => reply(answer === undefined ? undefined : JSON.parse(answer)))
     .catch(() => reply(undefined));
   return true;
 });
+
+// ---- cross-origin frames (extension/src/frames.rs) ----
+// A content script reaches the content script of a frame inside its own
+// frame only through here: it sends `{errand_frame: {to, message}}`, where
+// `to` is the frame's place: its path (its window's index in its parent's
+// `frames`, from the top down), or for a frame in a shadow root its
+// parent's path and its size. Every frame of the tab runs `framePath` to
+// say where it is; the crate (`frame_route`) picks the frame and refuses any that is
+// not inside the sender's; the message goes to that frame alone (its
+// loader injected first when needed) and its reply comes back untouched.
+
+/**
+ * Where this frame is (runs in each frame): its path from the top window,
+ * or, when its parent's `frames` does not list it (an iframe in a shadow
+ * root), its parent's path and its viewport's size (`frames::Place`).
+ */
+function framePath() {
+  const pathOf = (start) => {
+    const path = [];
+    let w = start;
+    for (let depth = 0; depth < 64 && w.parent !== w; depth++) {
+      const parent = w.parent;
+      let i = 0;
+      while (i < parent.length && parent[i] !== w) i++;
+      if (i === parent.length) return null;
+      path.unshift(i);
+      w = parent;
+    }
+    return path;
+  };
+  const path = pathOf(window);
+  if (path || window.parent === window) return path;
+  const parent = pathOf(window.parent);
+  return parent && { parent, width: innerWidth, height: innerHeight };
+}
+
+async function relayToFrame(message, sender) {
+  const tabId = sender.tab.id;
+  const located = await chrome.scripting.executeScript({
+    target: { tabId, allFrames: true }, func: framePath, injectImmediately: true,
+  });
+  await crate;
+  const { frame_id: frameId, message: forward } =
+    JSON.parse(frame_route(JSON.stringify(message), sender.frameId ?? 0, JSON.stringify(located)));
+  const send = () => chrome.tabs.sendMessage(tabId, forward, { frameId });
+  let answer;
+  try {
+    answer = await send();
+  } catch (e) {
+    if (!/Receiving end does not exist|Could not establish connection/i.test(String(e?.message ?? e))) {
+      throw new Error('the frame navigated or was removed while the command ran');
+    }
+    // No content script in that frame yet.
+    try {
+      await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: ['extension/loader.js'] });
+    } catch (why) {
+      throw new Error(`Errand cannot run in the frame: ${why?.message ?? why}`);
+    }
+    answer = await send();
+  }
+  if (answer?.ok) return { ok: answer.ok };
+  throw new Error(answer?.failed ?? 'the frame did not answer');
+}
 
 // ---- the side panels ----
 

@@ -16,7 +16,8 @@
 //! lines), [`messages`] (envelopes), [`watch`] (waiting for the page to
 //! settle after an action), [`net`] (requests in flight, counted in the
 //! service worker for the settle wait), [`focus`] (focus changes with
-//! their events), [`dropdown`] and [`selects`] (selects).
+//! their events), [`dropdown`] and [`selects`] (selects), [`frames`]
+//! (cross-origin iframes: one instance per frame, merged and routed).
 
 use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
 use wasm_bindgen::prelude::*;
@@ -25,6 +26,7 @@ pub mod act;
 pub mod dom;
 pub mod dropdown;
 pub mod focus;
+pub mod frames;
 pub mod hover;
 pub mod keys;
 pub mod marks;
@@ -67,21 +69,35 @@ async fn answer(message: &str) -> Envelope {
         dropdown::enable();
     }
     let body = match request.command {
-        PageCommand::Observe { marks } => match observe::observe(marks) {
+        PageCommand::Observe { marks } => match observe::observe(marks).await {
             Ok(o) => Body::Observation(o),
             Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
         },
-        PageCommand::Act { action, only_on } => match act::act(action, only_on.as_deref()).await {
-            Ok(effect) => Body::ActionDone { effect },
-            Err(Fail { code, message }) => Body::Error { code, message },
-        },
-        PageCommand::SetFiles { index, files } => match act::upload(index, files).await {
-            Ok(effect) => Body::ActionDone { effect },
-            Err(Fail { code, message }) => Body::Error { code, message },
-        },
+        PageCommand::Act { action, only_on } => {
+            // frames.rs: an element of a cross-origin frame is that frame's to act on.
+            let done = match frames::route_act(&action, only_on.as_deref()).await {
+                Some(done) => done,
+                None => act::act(action, only_on.as_deref()).await,
+            };
+            match done {
+                Ok(effect) => Body::ActionDone { effect },
+                Err(Fail { code, message }) => Body::Error { code, message },
+            }
+        }
+        PageCommand::SetFiles { index, files } => {
+            let done = match frames::route_upload(index, &files).await {
+                Some(done) => done,
+                None => act::upload(index, files).await,
+            };
+            match done {
+                Ok(effect) => Body::ActionDone { effect },
+                Err(Fail { code, message }) => Body::Error { code, message },
+            }
+        }
         PageCommand::Cleanup {} => {
             marks::clear();
             dropdown::disable();
+            frames::cleanup().await;
             Body::Ack {}
         }
     };

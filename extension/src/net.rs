@@ -211,8 +211,8 @@ fn perf_now() -> f64 {
 }
 
 /// `chrome.runtime` and its `sendMessage`, when this runs as a content
-/// script.
-fn runtime() -> Option<(JsValue, js_sys::Function)> {
+/// script (`frames.rs` relays through it too).
+pub(crate) fn runtime() -> Option<(JsValue, js_sys::Function)> {
     let chrome = js_sys::Reflect::get(&js_sys::global(), &"chrome".into()).ok()?;
     if !chrome.is_object() {
         return None;

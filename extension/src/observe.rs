@@ -2,9 +2,11 @@
 //! visible elements, numbers them, and collects their text.
 //!
 //! The walk goes through open shadow roots (nested) and same-origin
-//! iframes, in document order. It only reads (styles, rectangles, hit
-//! tests) — the DOM is written once, afterwards, when the marks are drawn —
-//! so the browser lays the page out at most once.
+//! iframes, in document order; cross-origin iframes are observed by their
+//! own content scripts and spliced in (`frames.rs`). It only reads
+//! (styles, rectangles, hit tests) — the DOM is written once, afterwards,
+//! when the marks are drawn — so the browser lays the page out at most
+//! once.
 
 use errand_protocol::{Build, Observation, Rect, Viewport};
 use wasm_bindgen::JsCast;
@@ -54,7 +56,7 @@ pub fn build() -> Build {
 }
 
 /// Observes the page; draws the marks when asked, removes old ones otherwise.
-pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
+pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
     let perf = window.performance();
@@ -78,18 +80,14 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
-    let mut walk = Walk::new(origin.clone(), false);
-    walk.visit(&root, &top, Ctx::default());
-    walk.flush();
-    // A page that hides its whole background with `aria-hidden` (behind a
-    // dialog that a snapshot lost, say) still shows it to a person: when
-    // honouring `aria-hidden` leaves nothing usable in view, walk again
-    // without it; covered elements are still left out by the hit tests.
-    if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
-        walk = Walk::new(origin, true);
-        walk.visit(&root, &top, Ctx::default());
-        walk.flush();
-    }
+    let mut walk = walk_document(&root, &top, &origin);
+    // The walk's reads are done; what the page changes from here on is
+    // recorded for the next observation.
+    style_cache::end();
+    // ---- frames.rs: cross-origin frames, observed by their own content
+    // scripts, their lines spliced in where their iframes are ----
+    let remote = std::mem::take(&mut walk.remote);
+    crate::frames::merge(&mut walk.lines, &mut walk.nodes, remote, marks_wanted, 0).await;
 
     let viewport = Viewport {
         width: vw,
@@ -141,18 +139,70 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         })
         .collect();
 
-    // The one DOM write of the observation.
+    // The one DOM write of the observation; Errand's own writes (the
+    // overlay) are not the page's changes.
     if marks_wanted {
-        marks::draw(&document, &marked).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+        own_writes(|| marks::draw(&document, &marked))
+            .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
     } else {
-        marks::clear();
+        own_writes(marks::clear);
     }
-
-    // Errand's own writes (the overlay) are not the page's changes.
-    style_cache::end();
 
     let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
     Ok(Observation { url, title, build: Some(build()), elements, text, viewport, elapsed_ms })
+}
+
+/// One walk over a document from its root element.
+fn walk_document(root: &Element, top: &Frame, origin: &str) -> Walk {
+    let mut walk = Walk::new(origin.to_owned(), false);
+    walk.visit(root, top, Ctx::default());
+    walk.flush();
+    // A page that hides its whole background with `aria-hidden` (behind a
+    // dialog that a snapshot lost, say) still shows it to a person: when
+    // honouring `aria-hidden` leaves nothing usable in view, walk again
+    // without it; covered elements are still left out by the hit tests.
+    if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
+        walk = Walk::new(origin.to_owned(), true);
+        walk.visit(root, top, Ctx::default());
+        walk.flush();
+    }
+    walk
+}
+
+/// Runs Errand's own DOM writes (the overlay) so that the change observer
+/// does not take them for the page's.
+pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
+    style_cache::own_writes(write)
+}
+
+/// A frame's walk: its lines, their elements, its cross-origin frames.
+pub(crate) type FrameWalk = (Vec<Line>, Vec<Option<Element>>, Vec<crate::frames::Pending>);
+
+/// The lines (with their elements) and cross-origin frames of this
+/// document, observed as a frame of another page (`frames.rs`): positions
+/// in the top viewport through `view`. Links are shown whole (the model
+/// reads them against the top page's address).
+pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let document = window.document().ok_or("no document")?;
+    registry::forget_gone();
+    let vw = num(window.inner_width());
+    let vh = num(window.inner_height());
+    let root = document.document_element().ok_or("the document has no root element")?;
+    let top = Frame {
+        window,
+        dx: view.dx,
+        dy: view.dy,
+        clip: view.clip,
+        width: vw,
+        height: vh,
+        cached: true,
+    };
+    style_cache::begin(&document, vw, vh);
+    let walk = walk_document(&root, &top, "");
+    style_cache::end();
+    Ok((walk.lines, walk.nodes, walk.remote))
 }
 
 /// A JS number, or 0.
@@ -295,6 +345,8 @@ struct Walk {
     scroll: (f64, f64),
     /// Elements whose `:hover` rule gives the pointer cursor (`hover.rs`).
     hover: Option<String>,
+    /// Cross-origin frames met (`frames.rs` observes them).
+    remote: Vec<crate::frames::Pending>,
 }
 
 impl Walk {
@@ -318,6 +370,7 @@ impl Walk {
             hover: web_sys::window()
                 .and_then(|w| w.document())
                 .and_then(|d| crate::hover::pointer_selector(&d)),
+            remote: Vec::new(),
         }
     }
 
@@ -568,7 +621,7 @@ impl Walk {
             self.clips.push(c);
         }
         match tag.as_str() {
-            "iframe" | "frame" => self.frame(el, frame),
+            "iframe" | "frame" => self.frame(el, frame, shown_style),
             "img" | "area" => {
                 if let Some(alt) = attr(el, "alt").filter(|_| !inner.text_hidden) {
                     if !self.open.is_empty() {
@@ -645,11 +698,15 @@ impl Walk {
         }
     }
 
-    /// Walks into a same-origin iframe (cross-origin ones have no
-    /// `contentDocument` here).
-    fn frame(&mut self, el: &Element, outer: &Frame) {
+    /// Walks into a same-origin iframe; a cross-origin one (no
+    /// `contentDocument` here) is left to its own content script.
+    fn frame(&mut self, el: &Element, outer: &Frame, shown: bool) {
         let iframe = el.unchecked_ref::<HtmlIFrameElement>();
         let (Some(doc), Some(window)) = (iframe.content_document(), iframe.content_window()) else {
+            // ---- frames.rs hook ----
+            if let Some(p) = self.cross_origin_frame(el, outer).filter(|_| shown) {
+                self.remote.push(p);
+            }
             return;
         };
         let Some(root) = doc.document_element() else {
@@ -669,6 +726,32 @@ impl Walk {
         });
         let frame = Frame { window, dx, dy, clip, width, height, cached: false };
         self.visit(&root, &frame, Ctx::default());
+    }
+
+    /// A cross-origin frame to observe (`frames.rs`), unless a person
+    /// cannot see into it: no size, pushed off the page, or in view but
+    /// covered at every point tried (a modal over it).
+    fn cross_origin_frame(
+        &mut self,
+        el: &Element,
+        outer: &Frame,
+    ) -> Option<crate::frames::Pending> {
+        let r = el.get_bounding_client_rect();
+        let (width, height) = (f64::from(el.client_width()), f64::from(el.client_height()));
+        if width <= 0.0 || height <= 0.0 || self.unreachable(&r, outer) {
+            return None;
+        }
+        let dx = outer.dx + r.x() + f64::from(el.client_left());
+        let dy = outer.dy + r.y() + f64::from(el.client_top());
+        let clip = self.clip(outer);
+        let visible = intersect(&Rect { x: dx, y: dy, width, height }, &clip);
+        if visible.is_some() && !uncovered(el, &r, outer, &clip) {
+            return None;
+        }
+        self.flush();
+        let clip = visible.unwrap_or(Rect { x: dx, y: dy, width: 0.0, height: 0.0 });
+        let view = crate::frames::View { dx, dy, clip };
+        Some(crate::frames::Pending { at: self.lines.len(), iframe: el.clone(), view })
     }
 
     /// Reads what the model is told about an element.
@@ -1063,6 +1146,22 @@ mod style_cache {
                 s.dirty.clear();
             }
         });
+    }
+
+    /// Runs `write` (Errand's own DOM writes): the page's changes so far
+    /// are recorded first, the writes' own records dropped afterwards.
+    pub fn own_writes<T>(write: impl FnOnce() -> T) -> T {
+        let pending = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.take_records()));
+        if let Some(p) = pending {
+            record(p);
+        }
+        let out = write();
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                let _ = s.observer.take_records();
+            }
+        });
+        out
     }
 
     /// Whether the element changed since the last observation.

@@ -41,6 +41,18 @@ pub fn number_of(el: &Element) -> u32 {
     })
 }
 
+// ---- frames.rs: numbers for elements of cross-origin frames ----
+
+/// The next number, for an element that lives in a cross-origin frame
+/// (`frames.rs` keeps which one); no element of this document gets it.
+pub fn new_number() -> u32 {
+    REGISTRY.with(|r| {
+        let mut r = r.borrow_mut();
+        r.slots.push(None);
+        r.slots.len() as u32
+    })
+}
+
 /// Forgets the elements that have left the page (their numbers are never
 /// given out again), so that a long-lived page does not keep them alive.
 pub fn forget_gone() {

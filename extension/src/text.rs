@@ -17,7 +17,9 @@ const HREF_MAX: usize = 40;
 const OPTIONS_SHOWN: usize = 8;
 
 /// One interactive element as the walk saw it.
-#[derive(Debug, Clone, Default, PartialEq)]
+// Serde: a cross-origin frame's content script sends its lines to its
+// parent's (`frames.rs`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Seen {
     pub index: u32,
     /// Lower-case tag name.
@@ -65,14 +67,14 @@ pub struct Seen {
 }
 
 /// How far a scrollable region is scrolled, in CSS pixels.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScrollInfo {
     pub above: f64,
     pub below: f64,
 }
 
 /// One line of the page text, in document order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Line {
     /// A numbered, interactive element (unnumbered when disabled).
     Element(Box<Seen>),

@@ -557,3 +557,39 @@ fn a_jquery_ui_sortable_list_is_reordered_by_dragging() {
     assert!(drag["ok"] == true, "{drag}");
     rig.done("sortable");
 }
+
+// ---- Cross-origin frames, through the real agent ----
+
+fn cross_origin_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // The frame's elements are in the model's list like any other.
+        0 => answer(json!([
+            {"fill": {"index": el(req, "xo-input"), "text": "from the agent"}},
+            {"click": {"index": el(req, "xo-button")}},
+            {"click": {"index": el(req, "nested-button")}},
+        ])),
+        1 => answer(json!([{"done": {"text": "clicked in the frames", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+#[test]
+fn the_agent_fills_and_clicks_inside_cross_origin_frames() {
+    let rig = Rig::start(cross_origin_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/observe/xo.html")).unwrap();
+    tab.wait_for("document.readyState === 'complete'", Duration::from_secs(10)).unwrap();
+    let records = rig
+        .run_in(&tab, "Fill and click in the frame")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    for (name, needle) in [("fill", "from the agent"), ("click", "index")] {
+        let r = record(&records, name, needle).unwrap();
+        assert_eq!(r["ok"], json!(true), "{r:#}");
+    }
+    // The next observation, as the model got it, shows what the frames did:
+    // read by the frames' own content scripts.
+    let second = last_user_message(&rig.model.requests()[1]).unwrap_or_default();
+    assert!(second.contains("xo-clicked"), "{second}");
+    assert!(second.contains("nested-clicked"), "{second}");
+    assert!(second.contains(r#"value="from the agent""#), "{second}");
+    rig.done("the_agent_fills_and_clicks_inside_cross_origin_frames");
+}

@@ -468,3 +468,169 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
     // The item hidden by the box's scrolling was scrolled to and hit.
     assert_eq!(tab.eval("clicked.join()").unwrap(), "deep,forward,like");
 }
+
+// ---- Cross-origin frames: one content script per frame, one list ----
+// The fixtures load the frames from the other name of the same server
+// (127.0.0.1 ↔ localhost): another origin, so another content script.
+
+/// Observes until `name` is listed (a frame that just loaded a page).
+fn observe_until(cs: &ContentScript, name: &str) -> Observation {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let o = observe(cs, false);
+        if names(&o).contains(name) || std::time::Instant::now() > deadline {
+            return o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+fn index_of(o: &Observation, name: &str) -> u32 {
+    o.elements
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no element named {name:?} in {:#?}", o.elements))
+        .index
+}
+
+#[test]
+fn cross_origin_frames_are_listed_placed_and_acted_in() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe_until(&cs, "nested-button");
+    // The frame, the frame in it (back on the top's origin) and the frame
+    // below the fold; nothing of the hidden frame.
+    assert_eq!(
+        names(&o),
+        set(&[
+            "top-button",
+            "xo-button",
+            "xo-input",
+            "xo-password",
+            "nested-button",
+            "below-button",
+            "below-input",
+        ]),
+        "{}",
+        o.text
+    );
+    assert!(o.text.contains("Inside the other origin"), "{}", o.text);
+    assert!(!o.text.contains("frame-secret"), "a password value leaked:\n{}", o.text);
+    // Positions in the top viewport: the frame sits at (100, 200), the
+    // nested one at (50, 120) inside it.
+    let rect = |name: &str| o.elements.iter().find(|e| e.name == name).unwrap().rect;
+    let b = rect("xo-button");
+    assert!(b.x >= 100.0 && b.x < 120.0 && b.y > 200.0 && b.y < 280.0, "{b:?}");
+    let n = rect("nested-button");
+    assert!(n.x >= 150.0 && n.x < 170.0 && n.y >= 320.0 && n.y < 340.0, "{n:?}");
+    assert!(line_of(&o, "below-button").contains("(below, "), "{}", o.text);
+    assert!(!o.elements.iter().find(|e| e.name == "below-button").unwrap().in_viewport);
+    // The numbers are one list: all different.
+    let numbers: BTreeSet<u32> = o.elements.iter().map(|e| e.index).collect();
+    assert_eq!(numbers.len(), o.elements.len(), "{:#?}", o.elements);
+
+    // Acting: each action goes to the frame holding the element and is
+    // checked there.
+    let input = index_of(&o, "xo-input");
+    let r = cs.act(json!({"fill": {"index": input, "text": "hello"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let summary = r["effect"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains(&format!("[{input}]")), "the frame's own number leaked: {summary}");
+    assert!(summary.contains("in a frame from http://localhost:"), "{summary}");
+    let r = cs.act(json!({"click": {"index": index_of(&o, "xo-button")}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let r = cs.act(json!({"click": {"index": index_of(&o, "nested-button")}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    // A key pressed with no element goes where the focus is: into the frame.
+    let r = cs.act(json!({"focus": {"index": input}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let r = cs.act(json!({"press": {"key": "End"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    assert!(r["effect"]["summary"].as_str().unwrap().contains("in a frame from"), "{r}");
+    // A value bound to an origin goes only into a field whose own document
+    // has that origin: not the top page's.
+    let top = rig.fixtures.url("/");
+    let top = top.trim_end_matches('/');
+    let fill = json!({"fill": {"index": input, "text": "s3cret"}});
+    let refused = cs.command(json!({"op": "act", "action": fill, "only_on": top})).unwrap();
+    assert_eq!(refused["kind"], "error", "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("http://localhost:"), "{refused}");
+    let frame_origin = top.replace("127.0.0.1", "localhost");
+    let done = cs.command(json!({"op": "act", "action": fill, "only_on": frame_origin})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    let r = cs.act(json!({"fill": {"index": input, "text": "hello"}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let again = observe(&cs, false);
+    assert!(
+        names(&again).contains("xo-clicked") && names(&again).contains("nested-clicked"),
+        "{}",
+        again.text
+    );
+    assert!(line_of(&again, "xo-input").contains(r#"value="hello""#), "{}", again.text);
+    assert_eq!(index_of(&again, "xo-input"), input, "the number changed");
+
+    // A number from a page the frame has left is refused, never applied
+    // to the new page's elements.
+    let old = index_of(&again, "xo-input");
+    tab.eval("document.getElementById('xo').src = otherOrigin('xo-plain.html?moved'); true")
+        .unwrap();
+    let moved = observe_until(&cs, "moved-button");
+    assert!(names(&moved).contains("moved-input"), "{}", moved.text);
+    let r = cs.act(json!({"fill": {"index": old, "text": "nope"}})).unwrap();
+    assert_eq!(r["kind"], "error", "{r}");
+    assert_eq!(r["code"], "element_gone", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("another page"), "{r}");
+    // A frame removed from the page: a clear error too.
+    let gone = index_of(&moved, "moved-button");
+    tab.eval("document.getElementById('xo').remove(); true").unwrap();
+    let r = cs.act(json!({"click": {"index": gone}})).unwrap();
+    assert_eq!(r["code"], "element_gone", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("removed"), "{r}");
+}
+
+#[test]
+fn a_modal_hides_a_cross_origin_frame_under_it() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo-modal.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["modal-ok"]), "{}", o.text);
+    // Without the modal, the frame's elements are there.
+    tab.eval(
+        "document.getElementById('veil').remove(); document.getElementById('modal').remove(); true",
+    )
+    .unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(names(&o), set(&["covered-button", "covered-input"]), "{}", o.text);
+}
+
+#[test]
+fn cross_origin_frames_in_same_origin_frames_and_shadow_roots_and_one_that_navigates() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo-wrapped.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe_until(&cs, "wrapped-button");
+    assert_eq!(
+        names(&o),
+        set(&["wrapped-button", "wrapped-input", "shadow-button", "shadow-input", "nav-button"]),
+        "{}",
+        o.text
+    );
+    // Inside the same-origin frame at (0, 0), the cross-origin one at (20, 30).
+    let w = o.elements.iter().find(|e| e.name == "wrapped-button").unwrap().rect;
+    assert!(w.x >= 20.0 && w.x < 30.0 && w.y >= 30.0 && w.y < 40.0, "{w:?}");
+    let r = cs.act(json!({"fill": {"index": index_of(&o, "shadow-input"), "text": "in shadow"}}));
+    assert_eq!(r.unwrap()["kind"], "action_done");
+    // A click that makes its frame load another page: said so clearly
+    // (done, with the frame's new page reported, or the frame gone mid-way).
+    let r = cs.act(json!({"click": {"index": index_of(&o, "nav-button")}})).unwrap();
+    let said = r.to_string();
+    assert!(
+        said.contains("the frame loaded") || said.contains("navigated or was removed"),
+        "{r}"
+    );
+    let after = observe_until(&cs, "after-button");
+    assert!(names(&after).contains("after-button"), "{}", after.text);
+    assert!(line_of(&after, "shadow-input").contains(r#"value="in shadow""#), "{}", after.text);
+}

@@ -344,6 +344,49 @@ fn the_javascript_build_blanks_too() {
     assert_shown(&img, &tab, "the note", &q("note"), scale);
 }
 
+#[test]
+fn a_password_in_a_cross_origin_frame_is_blanked_by_the_frame_itself() {
+    let (browser, fixtures) = browser_without_model();
+    // The frame comes from the other name of the server (localhost): its
+    // own content script draws its marks and blanks.
+    let tab = browser.new_page(&fixtures.url("/observe/xo.html")).unwrap();
+    tab.wait_for("document.readyState === 'complete'", Duration::from_secs(10)).unwrap();
+    let cs = ContentScript::of(&browser, &tab).unwrap_or_else(|e| panic!("{e:#}"));
+    let o = cs.observe(false).unwrap();
+    let pw = o
+        .elements
+        .iter()
+        .find(|e| e.name == "xo-password")
+        .unwrap_or_else(|| panic!("the frame's password is not listed: {:#?}", o.elements));
+    // Where Errand placed it in the top viewport (the frame's offset added).
+    let at = Area { x: pw.rect.x, y: pw.rect.y, w: pw.rect.width, h: pw.rect.height };
+    let frame = area(&tab, "document.querySelector('#xo')", None).unwrap();
+    let before = screenshot(&tab).unwrap();
+    let scale = scale_of(&before, &tab).unwrap();
+    let shown = inside(&before, at, scale).unwrap();
+    assert!(shown.spread > 60 && !shown.is_blank(), "the field at {at:?} is not there: {shown:?}");
+    let page_own = mark_pixels(&before, Some((frame, scale)));
+
+    cs.observe(true).unwrap();
+    let img = screenshot(&tab).unwrap();
+    let blank = inside(&img, at, scale).unwrap();
+    assert!(blank.is_blank(), "the frame's password at {at:?} is not blanked: {blank:?}");
+    assert!(
+        mark_pixels(&img, Some((frame, scale))) > page_own + 100,
+        "no marks drawn over the frame's elements"
+    );
+
+    // Gone with the marks.
+    let reply = cs.command(json!({"op": "cleanup"})).unwrap();
+    assert_eq!(reply["kind"], "ack", "{reply}");
+    let img = screenshot(&tab).unwrap();
+    assert!(!inside(&img, at, scale).unwrap().is_blank(), "the blank stayed after cleanup");
+    assert!(
+        mark_pixels(&img, Some((frame, scale))) <= page_own + 10,
+        "the frame's marks stayed after cleanup"
+    );
+}
+
 // ---- The whole way: page → service worker → host → model, and the panel ----
 
 /// The image URLs of every `image_url` part in a chat request.

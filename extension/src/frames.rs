@@ -1,0 +1,1009 @@
+//! Cross-origin iframes: one content-script instance per frame, one list
+//! for the model.
+//!
+//! A document cannot read a cross-origin iframe's document, so each such
+//! frame gets its own instance of this crate (the service worker injects
+//! `extension/loader.js` into it the first time it is asked to reach it),
+//! which observes and acts in its own document. The instances talk only
+//! through the extension: an instance asks the service worker to forward a
+//! [`Message`] to a frame *inside its own frame* ([`Relay`]), the service
+//! worker checks that with [`frame_route`] and passes it with
+//! `chrome.tabs.sendMessage(tab, message, {frameId})`, and relays the
+//! [`Reply`]. Never `window.postMessage`: nothing here is visible to, or can
+//! be forged by, a page.
+//!
+//! **Which frame.** Chromium has no `runtime.getFrameId(iframe)` for content
+//! scripts, so a frame is named by its *path*: the index of its window in
+//! its parent's `window.frames`, for each level from the top window down
+//! ([`path_of`]). Cross-origin windows still expose `parent`, `length` and
+//! their child windows by index, so both the parent (from the `<iframe>`'s
+//! `contentWindow`) and the service worker (from a one-line function run in
+//! every frame of the tab, which returns each frame's own path with its
+//! `frameId`) compute the same path; [`pick`] finds the frame.
+//!
+//! **Numbers.** Each instance numbers its own elements in its own registry.
+//! A parent that receives a child's lines gives each of the child's numbers
+//! a number of its own (`registry::new_number`), remembering
+//! `number → (iframe element, child's document token, child's number)`
+//! ([`Remote`]). The model sees plain numbers; an action on one is
+//! rewritten to the child's number and sent to the child, which may pass it
+//! on to its own child the same way (nested frames). Every instance has a
+//! random token for its document ([`token`]); an action carries the token
+//! its number was observed with, and an instance whose document is another
+//! one (the frame navigated) refuses it with `element_gone` — a number is
+//! never applied to another page's element.
+//!
+//! **Where.** The parent walks the `<iframe>` as an element: a frame that is
+//! hidden, has no size or is covered at every hit-test point (a modal over
+//! it) is not observed; otherwise the child gets a [`View`]: where its
+//! viewport sits in the top viewport and the part of the top viewport it
+//! shows through (the iframe's content box cut by every clip on the way
+//! up), and reports its rectangles in the top viewport's pixels.
+//!
+//! **Marks and secrets.** Each frame draws its own overlay (so it follows
+//! the frame's own scrolling and is clipped by the iframe), with the numbers
+//! the top frame gave ([`Command::Marks`]), and blanks the secret fields of
+//! its own document under them, like the top one.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use errand_protocol::{Action, Effect, ErrorCode, FilePayload, Rect};
+use js_sys::{Object, Promise, Reflect};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::Element;
+
+use crate::text::Line;
+use crate::{Fail, act, dropdown, marks, observe};
+
+/// How long a frame may take to observe itself, its own frames included.
+const OBSERVE_TIMEOUT_MS: i32 = 8_000;
+/// How long a frame may take to carry out an action (the settle wait
+/// included).
+const ACT_TIMEOUT_MS: i32 = 60_000;
+/// How long drawing marks or cleaning up may take.
+const SMALL_TIMEOUT_MS: i32 = 5_000;
+/// Frames nested deeper than this are not read.
+pub const MAX_DEPTH: u32 = 6;
+
+// ---- the wire: frame to frame, through the service worker ----
+
+/// Where a frame's viewport shows in the top viewport, in its CSS pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    /// Where the frame's viewport's top-left corner is.
+    pub dx: f64,
+    pub dy: f64,
+    /// The part of the top viewport the frame shows through (empty when
+    /// none of it is in view).
+    pub clip: Rect,
+}
+
+/// What one instance asks of another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Command {
+    /// Walk your document (and your own cross-origin frames); answer with
+    /// your lines. `depth`: how many frames up the top is.
+    Observe {
+        view: View,
+        marks: bool,
+        depth: u32,
+    },
+    /// Draw your marks: `(your number, the number shown)` pairs.
+    Marks {
+        labels: Vec<(u32, u32)>,
+    },
+    /// Carry out an action on your element numbers.
+    Act {
+        action: Action,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only_on: Option<String>,
+    },
+    SetFiles {
+        index: u32,
+        files: Vec<FilePayload>,
+    },
+    /// Remove your overlay and dropdowns (and your frames').
+    Cleanup {},
+}
+
+/// A message to one frame's content script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Always `"frame"`: how the loader tells it from a `page` envelope.
+    pub kind: String,
+    /// The document token the sender's numbers were observed with; a
+    /// frame holding another document refuses. `None`: any document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+    pub command: Command,
+}
+
+impl Message {
+    fn new(expect: Option<String>, command: Command) -> Message {
+        Message { kind: "frame".into(), expect, command }
+    }
+}
+
+/// What a content script sends the service worker: forward `message` to
+/// the frame at path `to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relay {
+    pub errand_frame: Target,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub to: Place,
+    pub message: Message,
+}
+
+/// Where a frame is in its tab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Place {
+    /// Its path: the index of each window in its parent's `frames`, from
+    /// the top down.
+    Path(Vec<u32>),
+    /// A frame its parent's `frames` does not list (an iframe in a shadow
+    /// root): its parent's path and its viewport's size, to be told from
+    /// its siblings.
+    Loose { parent: Vec<u32>, width: f64, height: f64 },
+}
+
+/// A frame's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Seen { token: String, origin: String, lines: Vec<Line> },
+    Done { effect: Effect },
+    Ack {},
+    Failed { code: ErrorCode, message: String },
+}
+
+/// The service worker's answer to a [`Relay`].
+#[derive(Debug, Deserialize)]
+struct Relayed {
+    #[serde(default)]
+    ok: Option<Reply>,
+    #[serde(default)]
+    failed: Option<String>,
+}
+
+// ---- the service worker's half: which frame ----
+
+/// One frame of the tab as the service worker located it: the result of
+/// running the path function in it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Located {
+    #[serde(rename = "frameId")]
+    pub frame_id: i64,
+    #[serde(default)]
+    pub result: Option<Place>,
+}
+
+/// The frame at `to`, which must be inside the frame `sender` (a frame
+/// reaches only the frames nested in it, never its parent or a sibling).
+pub fn pick(to: &Place, sender: i64, located: &[Located]) -> Result<i64, String> {
+    let from = match located.iter().find(|l| l.frame_id == sender).and_then(|l| l.result.as_ref()) {
+        Some(Place::Path(p)) => p,
+        // A loose frame's own frames cannot be told apart from here.
+        Some(Place::Loose { .. }) => {
+            return Err("a frame in a shadow root cannot reach its frames".into());
+        }
+        None => return Err("the asking frame is not among its tab's frames any more".into()),
+    };
+    let inside = match to {
+        Place::Path(p) => p.len() > from.len() && p.starts_with(from),
+        Place::Loose { parent, .. } => parent.starts_with(from),
+    };
+    if !inside {
+        return Err("a frame may only reach the frames inside it".into());
+    }
+    let here = |at: &Place| match (at, to) {
+        (Place::Path(a), Place::Path(b)) => a == b,
+        (
+            Place::Loose { parent: a, width: aw, height: ah },
+            Place::Loose { parent: b, width: bw, height: bh },
+        ) => a == b && (aw - bw).abs() < 1.0 && (ah - bh).abs() < 1.0,
+        _ => false,
+    };
+    let found: Vec<i64> = located
+        .iter()
+        .filter(|l| l.result.as_ref().is_some_and(here))
+        .map(|l| l.frame_id)
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err("the frame is gone: it was removed, or it is loading another page".into()),
+        _ => Err("two frames claim the same place; observe the page again".into()),
+    }
+}
+
+/// For the service worker: reads a content script's [`Relay`] (`relay`),
+/// sent from frame `sender`, against the tab's frames as located
+/// (`located`: `chrome.scripting.executeScript` results of the path
+/// function), and returns `{"frame_id": N, "message": {…}}`: where to send
+/// what. Throws why not.
+#[wasm_bindgen]
+pub fn frame_route(relay: &str, sender: f64, located: &str) -> Result<String, JsError> {
+    let relay: Relay =
+        serde_json::from_str(relay).map_err(|e| JsError::new(&format!("bad frame relay: {e}")))?;
+    if relay.errand_frame.message.kind != "frame" {
+        return Err(JsError::new("bad frame relay: not a frame message"));
+    }
+    // Frames that could not run the function (a browser page) answer null.
+    let located: Vec<Located> = serde_json::from_str::<Vec<serde_json::Value>>(located)
+        .map_err(|e| JsError::new(&format!("bad frame list: {e}")))?
+        .into_iter()
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect();
+    let frame_id =
+        pick(&relay.errand_frame.to, sender as i64, &located).map_err(|e| JsError::new(&e))?;
+    let out = serde_json::json!({ "frame_id": frame_id, "message": relay.errand_frame.message });
+    Ok(out.to_string())
+}
+
+// ---- this instance ----
+
+/// An element of a cross-origin frame, as this instance numbers it.
+#[derive(Clone)]
+struct Remote {
+    /// The `<iframe>` in this instance's documents.
+    iframe: Element,
+    /// The frame's document token when the element was observed.
+    token: String,
+    /// The frame's own number for it.
+    local: u32,
+}
+
+/// A frame observed in the latest observation: its iframe, token, and the
+/// `(its number, this instance's number)` pairs of its lines.
+#[derive(Clone)]
+struct Child {
+    iframe: Element,
+    token: String,
+    labels: Vec<(u32, u32)>,
+}
+
+#[derive(Default)]
+struct State {
+    token: Option<String>,
+    /// This instance's number → the frame element it names.
+    remote: HashMap<u32, Remote>,
+    /// (token, the frame's number) → this instance's number.
+    numbers: HashMap<(String, u32), u32>,
+    /// The frames of the latest observation.
+    children: Vec<Child>,
+    /// Frames that were asked to draw marks since the last cleanup.
+    drew: Vec<Element>,
+    /// In a frame: its elements in view at its latest observation, by its
+    /// own number (the marks are drawn for them once the top numbered them).
+    markable: Vec<(u32, Element)>,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+/// This document's token: random, made once per instance (an instance
+/// lives and dies with its document).
+pub fn token() -> String {
+    STATE.with(|s| {
+        s.borrow_mut()
+            .token
+            .get_or_insert_with(|| {
+                let a = (js_sys::Math::random() * 4_294_967_296.0) as u64;
+                let b = (js_sys::Math::random() * 4_294_967_296.0) as u64;
+                format!("{a:08x}{b:08x}")
+            })
+            .clone()
+    })
+}
+
+/// This instance's number for element `local` of the frame with document
+/// `token`, given the next free number the first time.
+fn number_for(iframe: &Element, token: &str, local: u32) -> u32 {
+    if let Some(n) = STATE.with(|s| s.borrow().numbers.get(&(token.to_owned(), local)).copied()) {
+        return n;
+    }
+    let n = crate::registry::new_number();
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.numbers.insert((token.to_owned(), local), n);
+        s.remote.insert(n, Remote { iframe: iframe.clone(), token: token.to_owned(), local });
+    });
+    n
+}
+
+fn remote_of(n: u32) -> Option<Remote> {
+    STATE.with(|s| s.borrow().remote.get(&n).cloned())
+}
+
+/// The path of a window: the index of each window in its parent's
+/// `frames`, from the top window down; `None` when it cannot be told.
+pub fn path_of(window: &JsValue) -> Option<Vec<u32>> {
+    let mut path = Vec::new();
+    let mut w = window.clone();
+    for _ in 0..64 {
+        let parent = Reflect::get(&w, &"parent".into()).ok()?;
+        if !parent.is_object() || Object::is(&parent, &w) {
+            path.reverse();
+            return Some(path);
+        }
+        let len = Reflect::get(&parent, &"length".into()).ok()?.as_f64()? as u32;
+        let i =
+            (0..len).find(|i| Reflect::get_u32(&parent, *i).is_ok_and(|f| Object::is(&f, &w)))?;
+        path.push(i);
+        w = parent;
+    }
+    None
+}
+
+/// Where the frame an `<iframe>` element holds is.
+fn path_of_iframe(iframe: &Element) -> Option<Place> {
+    let window = Reflect::get(iframe, &"contentWindow".into()).ok().filter(JsValue::is_object)?;
+    if let Some(path) = path_of(&window) {
+        return Some(Place::Path(path));
+    }
+    // Not in its parent's `frames` (an iframe in a shadow root).
+    let parent = iframe.owner_document()?.default_view()?;
+    Some(Place::Loose {
+        parent: path_of(&parent)?,
+        width: f64::from(iframe.client_width()),
+        height: f64::from(iframe.client_height()),
+    })
+}
+
+/// Sends `message` to the frame at `to` through the service worker and
+/// waits for its reply, at most `timeout_ms`.
+async fn send(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, Fail> {
+    let unavailable = |why: &str| Fail::new(ErrorCode::PageUnavailable, why);
+    let (runtime, send) =
+        crate::net::runtime().ok_or_else(|| unavailable("the extension is not reachable"))?;
+    let relay = Relay { errand_frame: Target { to: to.clone(), message } };
+    let text = serde_json::to_string(&relay).map_err(|e| unavailable(&e.to_string()))?;
+    let msg = js_sys::JSON::parse(&text).map_err(|_| unavailable("cannot build the message"))?;
+    let sent: Promise = send
+        .call1(&runtime, &msg)
+        .ok()
+        .and_then(|p| p.dyn_into().ok())
+        .ok_or_else(|| unavailable("cannot reach the service worker"))?;
+    let window = web_sys::window().ok_or_else(|| unavailable("no window"))?;
+    let timer = Promise::new(&mut |resolve, _| {
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, timeout_ms);
+    });
+    let answer =
+        wasm_bindgen_futures::JsFuture::from(Promise::race(&js_sys::Array::of2(&sent, &timer)))
+            .await
+            .map_err(|e| {
+                unavailable(&format!("the frame could not be reached: {}", js_text(&e)))
+            })?;
+    if answer.is_undefined() {
+        return Err(unavailable(&format!(
+            "the frame did not answer within {} s",
+            timeout_ms / 1000
+        )));
+    }
+    let text =
+        js_sys::JSON::stringify(&answer).ok().and_then(|s| s.as_string()).unwrap_or_default();
+    match serde_json::from_str::<Relayed>(&text) {
+        Ok(Relayed { ok: Some(reply), .. }) => Ok(reply),
+        Ok(Relayed { failed: Some(why), .. }) => Err(unavailable(&why)),
+        _ => Err(unavailable("the frame's answer cannot be read")),
+    }
+}
+
+fn js_text(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()))
+        .unwrap_or_else(|| "unknown error".into())
+}
+
+// ---- observing: the parent's half ----
+
+/// A cross-origin frame met by the walk: where its lines go (`at`, a
+/// position in the walk's lines), its element, and its view.
+pub struct Pending {
+    pub at: usize,
+    pub iframe: Element,
+    pub view: View,
+}
+
+/// Where an iframe's document comes from, for messages.
+fn source_of(iframe: &Element) -> String {
+    let src = iframe.get_attribute("src").unwrap_or_default();
+    let origin = web_sys::Url::new(&src)
+        .or_else(|_| {
+            let base = iframe.owner_document().and_then(|d| d.url().ok()).unwrap_or_default();
+            web_sys::Url::new_with_base(&src, &base)
+        })
+        .map(|u| u.origin())
+        .unwrap_or_default();
+    if origin.is_empty() || origin == "null" { "another site".into() } else { origin }
+}
+
+/// Observes each frame of `pending` through its own content script and
+/// splices its lines (renumbered) into `lines` where its iframe is;
+/// `nodes` gets `None` for them (their marks are the frame's to draw).
+/// A frame that cannot be read leaves a line saying so.
+pub async fn merge(
+    lines: &mut Vec<Line>,
+    nodes: &mut Vec<Option<Element>>,
+    pending: Vec<Pending>,
+    marks: bool,
+    depth: u32,
+) {
+    let had_marks = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.children.clear();
+        // Frames removed from the page: their numbers are never given out
+        // again (an action on one says the element no longer exists).
+        s.remote.retain(|_, r| r.iframe.is_connected());
+        let remote = std::mem::take(&mut s.remote);
+        s.numbers.retain(|_, n| remote.contains_key(n));
+        s.remote = remote;
+        !s.drew.is_empty()
+    });
+    if had_marks {
+        // Frames that drew marks and are not observed now keep no marks.
+        let observed: Vec<&Element> = pending.iter().map(|p| &p.iframe).collect();
+        let stale: Vec<Element> = STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            let (stale, keep) = s.drew.drain(..).partition(|f| !observed.contains(&f));
+            s.drew = keep;
+            stale
+        });
+        cleanup_frames(stale).await;
+    }
+    if pending.is_empty() {
+        return;
+    }
+    let found = observe_frames(&pending, marks, depth).await;
+    // Numbered in document order, spliced in from the last (so the earlier
+    // positions hold).
+    let mut spliced = Vec::with_capacity(pending.len());
+    for (p, got) in pending.iter().zip(found) {
+        let in_viewport = p.view.clip.width > 0.0 && p.view.clip.height > 0.0;
+        let child_lines = match got {
+            Ok((token, mut child_lines)) => {
+                let mut labels = Vec::new();
+                renumber(&mut child_lines, |local| {
+                    let n = number_for(&p.iframe, &token, local);
+                    labels.push((local, n));
+                    n
+                });
+                STATE.with(|s| {
+                    s.borrow_mut().children.push(Child { iframe: p.iframe.clone(), token, labels })
+                });
+                child_lines
+            }
+            Err(why) => vec![Line::Text {
+                text: format!("(a frame from {} could not be read: {})", source_of(&p.iframe), why),
+                in_viewport,
+            }],
+        };
+        spliced.push((p.at, child_lines));
+    }
+    for (at, mut child_lines) in spliced.into_iter().rev() {
+        let at = at.min(lines.len());
+        let count = child_lines.len();
+        nodes.splice(at..at, std::iter::repeat_n(None, count));
+        lines.splice(at..at, child_lines.drain(..));
+    }
+}
+
+/// What a frame answered when asked to observe itself: its token and
+/// lines, or why not.
+type Observed = Result<(String, Vec<Line>), String>;
+
+/// Asks the frames to observe themselves, all at once (a slow frame holds
+/// the others up by its own time only); answers in the same order.
+async fn observe_frames(pending: &[Pending], marks: bool, depth: u32) -> Vec<Observed> {
+    let asks = js_sys::Array::new();
+    for p in pending {
+        let to = path_of_iframe(&p.iframe);
+        let view = p.view;
+        asks.push(&wasm_bindgen_futures::future_to_promise(async move {
+            let got = observe_frame(to, view, marks, depth).await;
+            Ok(JsValue::from_str(&serde_json::to_string(&got).unwrap_or_default()))
+        }));
+    }
+    let all = wasm_bindgen_futures::JsFuture::from(Promise::all(&asks)).await;
+    let all: js_sys::Array = all.map(JsCast::unchecked_into).unwrap_or_default();
+    (0..pending.len() as u32)
+        .map(|i| {
+            let text = all.get(i).as_string().unwrap_or_default();
+            serde_json::from_str::<Observed>(&text)
+                .unwrap_or_else(|_| Err("its answer was lost".into()))
+        })
+        .collect()
+}
+
+/// Asks one frame (at path `to`) to observe itself.
+async fn observe_frame(to: Option<Place>, view: View, marks: bool, depth: u32) -> Observed {
+    if depth >= MAX_DEPTH {
+        return Err(format!("frames nested more than {MAX_DEPTH} deep are not read"));
+    }
+    let to = to.ok_or("it has no window")?;
+    let command = Command::Observe { view, marks, depth: depth + 1 };
+    match send(&to, Message::new(None, command), OBSERVE_TIMEOUT_MS).await {
+        Ok(Reply::Seen { token, lines, .. }) => Ok((token, lines)),
+        Ok(Reply::Failed { message, .. }) => Err(message),
+        Ok(_) => Err("it answered something else".into()),
+        Err(Fail { message, .. }) => Err(message),
+    }
+}
+
+/// Gives every numbered element line a number from `f` (its own first).
+pub fn renumber(lines: &mut [Line], mut f: impl FnMut(u32) -> u32) {
+    for line in lines {
+        if let Line::Element(seen) = line {
+            if seen.index > 0 {
+                seen.index = f(seen.index);
+            }
+        }
+    }
+}
+
+/// After this instance drew its own marks: each frame of the latest
+/// observation draws its own, with this instance's numbers.
+pub async fn draw_marks() {
+    let children: Vec<Child> = STATE.with(|s| s.borrow().children.clone());
+    for Child { iframe, token, labels } in children {
+        mark_frame(iframe, token, labels).await;
+    }
+}
+
+async fn mark_frame(iframe: Element, token: String, labels: Vec<(u32, u32)>) {
+    let Some(to) = path_of_iframe(&iframe) else { return };
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if !s.drew.contains(&iframe) {
+            s.drew.push(iframe.clone());
+        }
+    });
+    let msg = Message::new(Some(token), Command::Marks { labels });
+    // A frame gone since it was observed has nothing left to mark or blank.
+    let _ = send(&to, msg, SMALL_TIMEOUT_MS).await;
+}
+
+/// Removes the marks of every frame that drew some.
+pub async fn cleanup() {
+    let frames = STATE.with(|s| std::mem::take(&mut s.borrow_mut().drew));
+    cleanup_frames(frames).await;
+}
+
+async fn cleanup_frames(frames: Vec<Element>) {
+    for iframe in frames {
+        if let Some(to) = path_of_iframe(&iframe) {
+            let _ = send(&to, Message::new(None, Command::Cleanup {}), SMALL_TIMEOUT_MS).await;
+        }
+    }
+}
+
+// ---- acting: routing ----
+
+/// Replaces each `[n]` of `text` whose `n` is a key of `map` by its value
+/// (a frame's numbers in its summaries become the ones the model knows).
+pub fn relabel_text(text: &str, map: &[(u32, u32)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest[digits..].starts_with(']') {
+            let n: Option<u32> = rest[..digits].parse().ok();
+            match n.and_then(|n| map.iter().find(|(from, _)| *from == n)) {
+                Some((_, to)) => out.push_str(&to.to_string()),
+                None => out.push_str(&rest[..digits]),
+            }
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The action with its element numbers mapped by `f`.
+pub fn relabel_action(action: &Action, f: impl Fn(u32) -> u32) -> Option<Action> {
+    let mut value = serde_json::to_value(action).ok()?;
+    if let Some(inner) = value.as_object_mut().and_then(|o| o.values_mut().next()) {
+        if let Some(fields) = inner.as_object_mut() {
+            for key in ["index", "from", "to"] {
+                if let Some(n) = fields.get(key).and_then(serde_json::Value::as_u64) {
+                    fields.insert(key.into(), f(n as u32).into());
+                }
+            }
+        }
+    }
+    serde_json::from_value(value).ok()
+}
+
+/// Where an action goes when its elements are in a cross-origin frame:
+/// `None` when it is this instance's to carry out.
+pub async fn route_act(action: &Action, only_on: Option<&str>) -> Option<Result<Effect, Fail>> {
+    let elements = action.elements();
+    let remotes: Vec<Option<Remote>> = elements.iter().map(|n| remote_of(*n)).collect();
+    if remotes.iter().all(Option::is_none) {
+        // A key pressed with no element goes where the focus is: into a
+        // cross-origin frame when that has it.
+        if matches!(action, Action::Press { index: None, .. }) {
+            let iframe = focused_frame()?;
+            let command =
+                Command::Act { action: action.clone(), only_on: only_on.map(str::to_owned) };
+            return Some(forward(&iframe, None, command, &[]).await);
+        }
+        return None;
+    }
+    let first = remotes.iter().flatten().next()?.clone();
+    if remotes.iter().any(|r| r.as_ref().is_none_or(|r| r.token != first.token)) {
+        return Some(Err(Fail::new(
+            ErrorCode::ActionFailed,
+            format!("`{}` cannot join elements of different frames", action.name()),
+        )));
+    }
+    let map: Vec<(u32, u32)> =
+        elements.iter().zip(&remotes).filter_map(|(n, r)| Some((*n, r.as_ref()?.local))).collect();
+    let local = relabel_action(action, |n| {
+        map.iter().find(|(global, _)| *global == n).map_or(n, |(_, local)| *local)
+    })?;
+    let back: Vec<(u32, u32)> = map.iter().map(|(g, l)| (*l, *g)).collect();
+    let command = Command::Act { action: local, only_on: only_on.map(str::to_owned) };
+    Some(forward(&first.iframe, Some(first.token), command, &back).await)
+}
+
+/// `set_files` on a file input of a cross-origin frame; `None` when the
+/// input is this instance's own.
+pub async fn route_upload(index: u32, files: &[FilePayload]) -> Option<Result<Effect, Fail>> {
+    let r = remote_of(index)?;
+    let command = Command::SetFiles { index: r.local, files: files.to_vec() };
+    Some(forward(&r.iframe, Some(r.token), command, &[(r.local, index)]).await)
+}
+
+/// Sends an action to the frame an iframe holds; its numbers in the
+/// answer become this instance's (`back`).
+async fn forward(
+    iframe: &Element,
+    expect: Option<String>,
+    command: Command,
+    back: &[(u32, u32)],
+) -> Result<Effect, Fail> {
+    let shown = back.first().map_or_else(String::new, |(_, n)| format!("element [{n}] "));
+    let gone = |why: &str| Fail::new(ErrorCode::ElementGone, format!("{shown}{why}"));
+    if !iframe.is_connected() {
+        return Err(gone("was in a frame that has been removed from the page"));
+    }
+    let to = path_of_iframe(iframe).ok_or_else(|| gone("was in a frame that has no page now"))?;
+    let source = source_of(iframe);
+    match send(&to, Message::new(expect, command), ACT_TIMEOUT_MS).await {
+        Ok(Reply::Done { mut effect }) => {
+            effect.summary = relabel_text(&effect.summary, back);
+            effect.summary.push_str(&format!(" (in a frame from {source})"));
+            effect.appeared = effect.appeared.iter().map(|a| relabel_text(a, back)).collect();
+            if effect.url_changed {
+                // Unforeseen like a new URL (the host stops a multi-action
+                // answer there), but the tab's address is still the top
+                // page's.
+                effect.appeared.push(format!("the frame loaded {}", effect.url));
+            }
+            effect.url = crate::watch::current_url();
+            effect.url_changed = false;
+            Ok(effect)
+        }
+        Ok(Reply::Failed { code, message }) => {
+            let message = match message.strip_prefix("the element ") {
+                Some(rest) if !shown.is_empty() => format!("{shown}{rest}"),
+                _ => message,
+            };
+            Err(Fail::new(code, relabel_text(&message, back)))
+        }
+        Ok(_) => Err(Fail::new(ErrorCode::Internal, "the frame answered something else")),
+        Err(Fail { message, .. }) => Err(Fail::new(
+            ErrorCode::PageUnavailable,
+            format!("{shown}is in a frame from {source} that cannot be reached: {message}"),
+        )),
+    }
+}
+
+/// The cross-origin `<iframe>` that has the focus, through same-origin
+/// frames and open shadow roots.
+fn focused_frame() -> Option<Element> {
+    let mut doc = web_sys::window()?.document()?;
+    for _ in 0..32 {
+        let mut active = doc.active_element()?;
+        while let Some(inner) = active
+            .shadow_root()
+            .and_then(|s| Reflect::get(&s, &"activeElement".into()).ok())
+            .filter(JsValue::is_object)
+        {
+            let inner: Element = inner.unchecked_into();
+            if inner == active {
+                break;
+            }
+            active = inner;
+        }
+        if !matches!(active.local_name().as_str(), "iframe" | "frame") {
+            return None;
+        }
+        match active.unchecked_ref::<web_sys::HtmlIFrameElement>().content_document() {
+            Some(inner) => doc = inner,
+            None => return Some(active),
+        }
+    }
+    None
+}
+
+// ---- the child's half: answering a parent ----
+
+/// Runs one [`Message`] from a parent frame (relayed by the service
+/// worker) and resolves with the JSON of the [`Reply`].
+#[wasm_bindgen]
+pub async fn handle_frame(message: String) -> String {
+    let reply = match serde_json::from_str::<Message>(&message) {
+        Ok(m) if m.kind == "frame" => answer(m).await,
+        Ok(_) => {
+            Reply::Failed { code: ErrorCode::BadMessage, message: "not a frame message".into() }
+        }
+        Err(e) => Reply::Failed {
+            code: ErrorCode::BadMessage,
+            message: format!("bad frame message: {e}"),
+        },
+    };
+    serde_json::to_string(&reply).unwrap_or_else(|_| {
+        r#"{"reply":"failed","code":"internal","message":"cannot encode the reply"}"#.into()
+    })
+}
+
+fn failed(Fail { code, message }: Fail) -> Reply {
+    Reply::Failed { code, message }
+}
+
+async fn answer(message: Message) -> Reply {
+    if message.expect.as_ref().is_some_and(|t| *t != token()) {
+        if let Command::Marks { .. } = message.command {
+            // Another document than the one numbered: no marks, but its
+            // secret fields are blanked all the same.
+            draw_own_marks(Vec::new()).await;
+            return Reply::Ack {};
+        }
+        return failed(Fail::new(
+            ErrorCode::ElementGone,
+            "the element is gone: its frame has loaded another page since it was observed",
+        ));
+    }
+    match message.command {
+        Command::Observe { view, marks: wanted, depth } => {
+            dropdown::enable();
+            let walked = match observe::walk_frame(&view) {
+                Ok(w) => w,
+                Err(why) => return failed(Fail::new(ErrorCode::Internal, why)),
+            };
+            let (mut lines, mut nodes, pending) = walked;
+            merge(&mut lines, &mut nodes, pending, wanted, depth).await;
+            let markable: Vec<(u32, Element)> = lines
+                .iter()
+                .zip(&nodes)
+                .filter_map(|(l, node)| match (l, node) {
+                    (Line::Element(s), Some(el)) if s.index > 0 && s.in_viewport => {
+                        Some((s.index, el.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            STATE.with(|s| s.borrow_mut().markable = markable);
+            if !wanted {
+                observe::own_writes(marks::clear);
+            }
+            let origin =
+                web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+            Reply::Seen { token: token(), origin, lines }
+        }
+        Command::Marks { labels } => {
+            draw_own_marks(labels).await;
+            Reply::Ack {}
+        }
+        Command::Act { action, only_on } => {
+            dropdown::enable();
+            let done = match route_act(&action, only_on.as_deref()).await {
+                Some(done) => done,
+                None => act::act(action, only_on.as_deref()).await,
+            };
+            match done {
+                Ok(effect) => Reply::Done { effect },
+                Err(f) => failed(f),
+            }
+        }
+        Command::SetFiles { index, files } => {
+            dropdown::enable();
+            let done = match route_upload(index, &files).await {
+                Some(done) => done,
+                None => act::upload(index, files).await,
+            };
+            match done {
+                Ok(effect) => Reply::Done { effect },
+                Err(f) => failed(f),
+            }
+        }
+        Command::Cleanup {} => {
+            observe::own_writes(marks::clear);
+            dropdown::disable();
+            cleanup().await;
+            Reply::Ack {}
+        }
+    }
+}
+
+/// Draws this frame's marks (numbers as the top shows them) and blanks its
+/// secret fields; passes the labels of its own frames' elements on.
+async fn draw_own_marks(labels: Vec<(u32, u32)>) {
+    let mut here: Vec<(u32, Element)> = Vec::new();
+    // Every frame of this one's latest observation, asked even with no
+    // label (it blanks its secret fields all the same).
+    let mut inner: Vec<Child> = STATE.with(|s| {
+        let s = s.borrow();
+        s.children
+            .iter()
+            .map(|c| Child { iframe: c.iframe.clone(), token: c.token.clone(), labels: Vec::new() })
+            .collect()
+    });
+    for (mine, shown) in labels {
+        if let Some(r) = remote_of(mine) {
+            if let Some(c) = inner.iter_mut().find(|c| c.token == r.token) {
+                c.labels.push((r.local, shown));
+            }
+        } else if let Some((_, el)) =
+            STATE.with(|s| s.borrow().markable.iter().find(|(n, _)| *n == mine).cloned())
+        {
+            here.push((shown, el));
+        }
+    }
+    if let Some(document) = web_sys::window().and_then(|w| w.document()) {
+        // The blanks are drawn even with no mark here.
+        let _ = observe::own_writes(|| marks::draw(&document, &here));
+    }
+    for Child { iframe, token, labels } in inner {
+        mark_frame(iframe, token, labels).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::Seen;
+
+    fn located(frames: &[(i64, Option<&[u32]>)]) -> Vec<Located> {
+        frames
+            .iter()
+            .map(|(id, p)| Located { frame_id: *id, result: p.map(|p| Place::Path(p.to_vec())) })
+            .collect()
+    }
+
+    fn at(p: &[u32]) -> Place {
+        Place::Path(p.to_vec())
+    }
+
+    #[test]
+    fn picks_only_frames_inside_the_sender() {
+        let tab = located(&[
+            (0, Some(&[])),
+            (7, Some(&[0])),
+            (9, Some(&[1])),
+            (12, Some(&[1, 0])),
+            (13, None),
+        ]);
+        assert_eq!(pick(&at(&[1]), 0, &tab), Ok(9));
+        assert_eq!(pick(&at(&[1, 0]), 0, &tab), Ok(12));
+        assert_eq!(pick(&at(&[1, 0]), 9, &tab), Ok(12));
+        // Never up, sideways or to itself.
+        assert!(pick(&at(&[]), 9, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[0]), 9, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[1]), 9, &tab).unwrap_err().contains("inside it"));
+        assert!(pick(&at(&[1, 0]), 7, &tab).unwrap_err().contains("inside it"));
+        // Gone, or an unknown sender.
+        assert!(pick(&at(&[2]), 0, &tab).unwrap_err().contains("gone"));
+        assert!(pick(&at(&[1]), 13, &tab).is_err());
+        assert!(pick(&at(&[1]), 99, &tab).is_err());
+        let twice = located(&[(0, Some(&[])), (3, Some(&[0])), (4, Some(&[0]))]);
+        assert!(pick(&at(&[0]), 0, &twice).is_err());
+        // Frames of a shadow root: told apart by their size.
+        let mut loose = located(&[(0, Some(&[])), (3, Some(&[0]))]);
+        let l =
+            |parent: &[u32], width, height| Place::Loose { parent: parent.to_vec(), width, height };
+        loose.push(Located { frame_id: 5, result: Some(l(&[], 420.0, 90.0)) });
+        loose.push(Located { frame_id: 6, result: Some(l(&[], 300.0, 90.0)) });
+        loose.push(Located { frame_id: 8, result: Some(l(&[0], 420.0, 90.0)) });
+        assert_eq!(pick(&l(&[], 420.4, 90.0), 0, &loose), Ok(5));
+        assert_eq!(pick(&l(&[], 300.0, 90.0), 0, &loose), Ok(6));
+        assert_eq!(pick(&l(&[0], 420.0, 90.0), 0, &loose), Ok(8));
+        assert_eq!(pick(&l(&[0], 420.0, 90.0), 3, &loose), Ok(8));
+        assert!(pick(&l(&[], 420.0, 90.0), 3, &loose).unwrap_err().contains("inside it"));
+        assert!(pick(&l(&[], 500.0, 90.0), 0, &loose).unwrap_err().contains("gone"));
+        assert!(pick(&at(&[0]), 5, &loose).is_err());
+        let text = r#"[{"frameId":5,"result":{"parent":[0],"width":4,"height":5}},{"frameId":0,"result":[]}]"#;
+        let read: Vec<Located> = serde_json::from_str(text).unwrap();
+        assert_eq!(read[0].result, Some(l(&[0], 4.0, 5.0)));
+        assert_eq!(read[1].result, Some(at(&[])));
+    }
+
+    #[test]
+    fn messages_are_plain_json() {
+        let m = Message::new(
+            Some("ab".into()),
+            Command::Observe {
+                view: View {
+                    dx: 1.0,
+                    dy: 2.0,
+                    clip: Rect { x: 1.0, y: 2.0, width: 3.0, height: 4.0 },
+                },
+                marks: true,
+                depth: 1,
+            },
+        );
+        let text = serde_json::to_string(&Relay {
+            errand_frame: Target { to: at(&[0, 2]), message: m.clone() },
+        })
+        .unwrap();
+        assert!(text.starts_with(r#"{"errand_frame":{"to":[0,2],"message":{"kind":"frame","expect":"ab","command":{"op":"observe""#), "{text}");
+        let back: Relay = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.errand_frame.message, m);
+        let a: Message = serde_json::from_str(
+            r#"{"kind":"frame","command":{"op":"act","action":{"click":{"index":3}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(a.expect, None);
+        assert!(matches!(a.command, Command::Act { only_on: None, .. }));
+        let seen = Reply::Seen {
+            token: "t".into(),
+            origin: "http://a".into(),
+            lines: vec![
+                Line::Element(Box::new(Seen { index: 4, tag: "button".into(), ..Seen::default() })),
+                Line::Text { text: "hi".into(), in_viewport: true },
+            ],
+        };
+        let text = serde_json::to_string(&seen).unwrap();
+        assert_eq!(serde_json::from_str::<Reply>(&text).unwrap(), seen);
+    }
+
+    #[test]
+    fn renumbers_only_numbered_elements() {
+        let el = |index| Line::Element(Box::new(Seen { index, ..Seen::default() }));
+        let mut lines =
+            vec![el(1), Line::Text { text: "t".into(), in_viewport: true }, el(0), el(2)];
+        renumber(&mut lines, |n| n + 10);
+        let got: Vec<u32> = lines
+            .iter()
+            .filter_map(|l| if let Line::Element(s) = l { Some(s.index) } else { None })
+            .collect();
+        assert_eq!(got, vec![11, 0, 12]);
+    }
+
+    #[test]
+    fn relabels_numbers_in_one_pass() {
+        let map = [(3, 12), (12, 5)];
+        assert_eq!(
+            relabel_text("dragged [3] <li> a onto [12] <li> b; [7] stays; [x] [", &map),
+            "dragged [12] <li> a onto [5] <li> b; [7] stays; [x] ["
+        );
+        assert_eq!(relabel_text("no numbers", &map), "no numbers");
+        assert_eq!(relabel_text("[3]", &map), "[12]");
+    }
+
+    #[test]
+    fn relabels_actions() {
+        let a: Action = serde_json::from_str(r#"{"fill":{"index":12,"text":"x"}}"#).unwrap();
+        let b = relabel_action(&a, |n| n - 10).unwrap();
+        assert_eq!(b, serde_json::from_str(r#"{"fill":{"index":2,"text":"x"}}"#).unwrap());
+        let d: Action = serde_json::from_str(r#"{"drag_and_drop":{"from":20,"to":21}}"#).unwrap();
+        assert_eq!(
+            relabel_action(&d, |n| n - 19).unwrap(),
+            serde_json::from_str(r#"{"drag_and_drop":{"from":1,"to":2}}"#).unwrap()
+        );
+        let p: Action = serde_json::from_str(r#"{"press":{"key":"Enter"}}"#).unwrap();
+        assert_eq!(relabel_action(&p, |n| n + 1).unwrap(), p);
+    }
+}
