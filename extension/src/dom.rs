@@ -74,8 +74,13 @@ pub fn is_disabled(el: &Element, tag: &str) -> bool {
 pub fn field_label(el: &Element) -> Option<String> {
     let labels = js_sys::Reflect::get(el, &"labels".into()).ok().filter(|l| l.is_object())?;
     let first = labels.unchecked_ref::<web_sys::NodeList>().item(0)?;
+    label_text_of(&first)
+}
+
+/// The text a `<label>` shows of itself, collapsed; `None` when empty.
+pub fn label_text_of(label: &Node) -> Option<String> {
     let mut text = String::new();
-    label_text(&first, &mut text);
+    label_text(label, &mut text);
     Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
 }
 

@@ -26,6 +26,7 @@ pub mod dom;
 pub mod dropdown;
 pub mod focus;
 pub mod keys;
+pub mod labels;
 pub mod marks;
 pub mod messages;
 pub mod net;

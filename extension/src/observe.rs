@@ -256,6 +256,8 @@ struct Walk {
     clips: Vec<Rect>,
     /// The top window's scroll position.
     scroll: (f64, f64),
+    /// The fields' labels, found once per document or shadow root.
+    labels: std::cell::RefCell<crate::labels::Labels>,
 }
 
 impl Walk {
@@ -276,6 +278,7 @@ impl Walk {
             scroll: web_sys::window()
                 .map(|w| (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0)))
                 .unwrap_or_default(),
+            labels: Default::default(),
         }
     }
 
@@ -614,7 +617,7 @@ impl Walk {
         let field = matches!(tag, "input" | "select" | "textarea");
         if field {
             seen.required = el.has_attribute("required");
-            seen.label = dom::field_label(el);
+            seen.label = self.labels.borrow_mut().of(el);
         }
         match (tag, input_type.as_deref()) {
             ("input", Some("checkbox" | "radio")) => {
