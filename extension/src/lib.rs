@@ -25,6 +25,7 @@ pub mod act;
 pub mod dom;
 pub mod dropdown;
 pub mod focus;
+pub mod incremental;
 pub mod keys;
 pub mod labels;
 pub mod marks;
@@ -67,7 +68,7 @@ async fn answer(message: &str) -> Envelope {
         dropdown::enable();
     }
     let body = match request.command {
-        PageCommand::Observe { marks } => match observe::observe(marks) {
+        PageCommand::Observe { marks, full } => match observe::observe(marks, full) {
             Ok(o) => Body::Observation(o),
             Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
         },

@@ -14,7 +14,7 @@ use web_sys::{
 
 use crate::dom::{self, attr};
 use crate::text::{self, Line, ScrollInfo, Seen};
-use crate::{marks, registry};
+use crate::{incremental, marks, registry};
 
 /// Text collected per element before it is cut (in bytes of raw text).
 const TEXT_COLLECT_MAX: usize = 400;
@@ -54,12 +54,13 @@ pub fn build() -> Build {
 }
 
 /// Observes the page; draws the marks when asked, removes old ones otherwise.
-pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
+/// Starts from the previous observation when only a few parts of the page
+/// changed since (see `incremental.rs`), unless `full`.
+pub fn observe(marks_wanted: bool, full: bool) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
-    registry::forget_gone();
 
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
@@ -78,19 +79,6 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
-    let mut walk = Walk::new(origin.clone(), false);
-    walk.visit(&root, &top, Ctx::default());
-    walk.flush();
-    // A page that hides its whole background with `aria-hidden` (behind a
-    // dialog that a snapshot lost, say) still shows it to a person: when
-    // honouring `aria-hidden` leaves nothing usable in view, walk again
-    // without it; covered elements are still left out by the hit tests.
-    if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
-        walk = Walk::new(origin, true);
-        walk.visit(&root, &top, Ctx::default());
-        walk.flush();
-    }
-
     let viewport = Viewport {
         width: vw,
         height: vh,
@@ -99,11 +87,59 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         page_width: f64::from(root.scroll_width()),
         page_height: f64::from(root.scroll_height()),
     };
+    let changes = incremental::take_changes(&document);
+    let reobserved = if full {
+        None
+    } else {
+        incremental::reobserve(changes, &document, &top, &viewport, &origin)
+    };
+    if reobserved.is_none() {
+        registry::forget_gone();
+        let mut walk = Walk::new(origin.clone(), false);
+        walk.visit(&root, &top, Ctx::default());
+        walk.flush();
+        // A page that hides its whole background with `aria-hidden` (behind a
+        // dialog that a snapshot lost, say) still shows it to a person: when
+        // honouring `aria-hidden` leaves nothing usable in view, walk again
+        // without it; covered elements are still left out by the hit tests.
+        if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
+            walk = Walk::new(origin, true);
+            walk.visit(&root, &top, Ctx::default());
+            walk.flush();
+        }
+        incremental::store(walk, &document, &viewport);
+    }
     let title = document.title();
+    incremental::with_lines(|lines, nodes| finish(lines, nodes, &document, &viewport, marks_wanted))
+        .map(|(elements, text)| {
+            // Errand's own writes (the overlay) are not the page's changes.
+            style_cache::end();
+            incremental::end();
+            let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
+            Observation {
+                url,
+                title,
+                build: Some(build()),
+                elements,
+                text,
+                viewport,
+                elapsed_ms,
+                reobserved: reobserved.map(|n| n as u32),
+            }
+        })
+}
 
+/// Marks what is new, writes the text and the element records, and draws
+/// (or removes) the marks: the part of an observation after the walk.
+fn finish(
+    lines: &mut [Line],
+    nodes: &[Option<Element>],
+    document: &Document,
+    viewport: &Viewport,
+    marks_wanted: bool,
+) -> Result<(Vec<errand_protocol::ElementInfo>, String), String> {
     // Mark what the previous observation did not list.
-    let listed: std::collections::HashSet<u32> = walk
-        .lines
+    let listed: std::collections::HashSet<u32> = lines
         .iter()
         .filter_map(|l| match l {
             Line::Element(seen) if seen.index > 0 => Some(seen.index),
@@ -113,7 +149,7 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
     PREVIOUS.with(|p| {
         let mut p = p.borrow_mut();
         if let Some(prev) = p.as_ref() {
-            for line in &mut walk.lines {
+            for line in lines.iter_mut() {
                 if let Line::Element(seen) = line {
                     seen.is_new = seen.index > 0 && !prev.contains(&seen.index);
                 }
@@ -122,12 +158,11 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
         *p = Some(listed);
     });
 
-    let text = text::render(&walk.lines, &viewport, text::TEXT_CAP);
+    let text = text::render(lines, viewport, text::TEXT_CAP);
     let mut marked: Vec<(u32, Element)> = Vec::new();
-    let elements: Vec<_> = walk
-        .lines
+    let elements: Vec<_> = lines
         .iter()
-        .zip(walk.nodes.iter())
+        .zip(nodes.iter())
         .filter_map(|(l, node)| match l {
             Line::Element(seen) if seen.index > 0 => {
                 if seen.in_viewport {
@@ -143,16 +178,11 @@ pub fn observe(marks_wanted: bool) -> Result<Observation, String> {
 
     // The one DOM write of the observation.
     if marks_wanted {
-        marks::draw(&document, &marked).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+        marks::draw(document, &marked).map_err(|e| format!("cannot draw the marks: {e:?}"))?;
     } else {
         marks::clear();
     }
-
-    // Errand's own writes (the overlay) are not the page's changes.
-    style_cache::end();
-
-    let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
-    Ok(Observation { url, title, build: Some(build()), elements, text, viewport, elapsed_ms })
+    Ok((elements, text))
 }
 
 /// A JS number, or 0.
@@ -161,16 +191,16 @@ fn num(v: Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>) -> f64 {
 }
 
 /// A document being walked: the top one or a same-origin iframe's.
-struct Frame {
-    window: Window,
+pub(crate) struct Frame {
+    pub(crate) window: Window,
     /// Where this document's viewport sits in the top viewport.
-    dx: f64,
-    dy: f64,
+    pub(crate) dx: f64,
+    pub(crate) dy: f64,
     /// The part of the top viewport through which this document is seen.
-    clip: Rect,
+    pub(crate) clip: Rect,
     /// This document's own viewport size.
-    width: f64,
-    height: f64,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
     /// Whether style reads here may be cached: only the top document's
     /// light tree is watched by the mutation observer.
     cached: bool,
@@ -178,29 +208,29 @@ struct Frame {
 
 /// What a node inherits from its parent during the walk.
 #[derive(Clone, Copy, Default)]
-struct Ctx {
+pub(crate) struct Ctx {
     /// The parent has `cursor: pointer` (or `move`, `grab`).
-    pointer: bool,
+    pub(crate) pointer: bool,
     /// The parent's text is hidden (`visibility: hidden`).
-    text_hidden: bool,
+    pub(crate) text_hidden: bool,
     /// The parent's style was read afresh (it or an ancestor changed):
     /// so is this element's.
-    dirty: bool,
+    pub(crate) dirty: bool,
 }
 
 /// What the walk needs of an element's computed style.
 #[derive(Clone, Copy, Default)]
 pub struct StyleBits {
     /// `display: none` or `opacity: 0`: nothing of it shows.
-    skip: bool,
+    pub skip: bool,
     /// Its own box shows (not `visibility: hidden`, not `display: contents`).
-    shown: bool,
+    pub shown: bool,
     /// A block-level box (context text is cut at its edges).
-    block: bool,
-    pointer: bool,
-    contents: bool,
+    pub block: bool,
+    pub pointer: bool,
+    pub contents: bool,
     /// `overflow-y` lets it scroll.
-    scrolls: bool,
+    pub scrolls: bool,
 }
 
 fn read_style(el: &Element, frame: &Frame) -> StyleBits {
@@ -228,10 +258,31 @@ fn read_style(el: &Element, frame: &Frame) -> StyleBits {
 }
 
 /// The state of one walk.
-struct Walk {
-    lines: Vec<Line>,
+pub(crate) struct Walk {
+    pub(crate) lines: Vec<Line>,
     /// The element of each line (`None` for text and headings).
-    nodes: Vec<Option<Element>>,
+    pub(crate) nodes: Vec<Option<Element>>,
+    /// Per line, the node of the top document's light tree it comes from
+    /// (the outermost shadow host for what a shadow tree shows): lines are
+    /// in the document order of their anchors, which is how
+    /// `incremental.rs` finds the lines of a subtree.
+    pub(crate) anchors: Vec<Node>,
+    /// Per line, the part of the viewport it was seen through (for the
+    /// hit tests an incremental observation repeats).
+    pub(crate) line_clips: Vec<Rect>,
+    /// Elements left out because something covers them, with their clip.
+    pub(crate) covered: Vec<(Element, Rect)>,
+    /// The elements whose line collects the text inside them (listed
+    /// elements that are not scroll regions, headings).
+    pub(crate) opened: js_sys::Set,
+    /// A same-origin iframe was walked.
+    pub(crate) saw_frame: bool,
+    /// The open shadow roots walked.
+    pub(crate) shadows: Vec<web_sys::ShadowRoot>,
+    /// The outermost shadow host being walked inside, if any.
+    host: Option<Element>,
+    /// The anchor of the pending context text.
+    pending_anchor: Option<Node>,
     /// Lines (by position) collecting text: the innermost one gets it.
     open: Vec<usize>,
     /// How many of the open lines are elements (not headings).
@@ -240,9 +291,9 @@ struct Walk {
     /// Errand's own overlay, never walked.
     overlay: Option<Element>,
     /// Walk into `aria-hidden` subtrees anyway (the second walk).
-    ignore_aria_hidden: bool,
+    pub(crate) ignore_aria_hidden: bool,
     /// How many `aria-hidden` subtrees were left out.
-    aria_hidden_skipped: usize,
+    pub(crate) aria_hidden_skipped: usize,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -253,7 +304,7 @@ struct Walk {
     blocks: Vec<(Element, Rect, f64, f64)>,
     /// The visible part of the scrolling boxes being walked, innermost
     /// last, in top-window pixels: what they clip is not in view.
-    clips: Vec<Rect>,
+    pub(crate) clips: Vec<Rect>,
     /// The top window's scroll position.
     scroll: (f64, f64),
     /// The fields' labels, found once per document or shadow root.
@@ -261,10 +312,18 @@ struct Walk {
 }
 
 impl Walk {
-    fn new(origin: String, ignore_aria_hidden: bool) -> Walk {
+    pub(crate) fn new(origin: String, ignore_aria_hidden: bool) -> Walk {
         Walk {
             lines: Vec::new(),
             nodes: Vec::new(),
+            anchors: Vec::new(),
+            line_clips: Vec::new(),
+            covered: Vec::new(),
+            opened: js_sys::Set::new(&wasm_bindgen::JsValue::UNDEFINED),
+            saw_frame: false,
+            shadows: Vec::new(),
+            host: None,
+            pending_anchor: None,
             open: Vec::new(),
             open_elements: 0,
             origin,
@@ -298,24 +357,36 @@ impl Walk {
     }
 
     /// Whether any usable element was found in the viewport.
-    fn any_in_view(&self) -> bool {
+    pub(crate) fn any_in_view(&self) -> bool {
         self.lines.iter().any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0))
     }
 
-    fn push_line(&mut self, line: Line, node: Option<Element>) {
+    /// The anchor of a line that comes from `node` (see [`Walk::anchors`]).
+    fn anchor(&self, node: &Node) -> Node {
+        match &self.host {
+            Some(h) => h.clone().unchecked_into(),
+            None => node.clone(),
+        }
+    }
+
+    fn push_line(&mut self, line: Line, node: Option<Element>, anchor: Node, clip: Rect) {
         self.lines.push(line);
         self.nodes.push(node);
+        self.anchors.push(anchor);
+        self.line_clips.push(clip);
     }
 
     /// Ends the pending context text as a line of its own.
-    fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.pending.trim().is_empty() {
             self.pending.clear();
             return;
         }
         let text = std::mem::take(&mut self.pending);
         let in_viewport = self.pending_in_view;
-        self.push_line(Line::Text { text, in_viewport }, None);
+        let Some(anchor) = self.pending_anchor.take() else { return };
+        let clip = Rect::default();
+        self.push_line(Line::Text { text, in_viewport }, None, anchor, clip);
     }
 
     /// Walks the children of an element or shadow root.
@@ -326,7 +397,7 @@ impl Walk {
                 Node::ELEMENT_NODE => self.visit(node.unchecked_ref::<Element>(), frame, ctx),
                 Node::TEXT_NODE if !ctx.text_hidden => {
                     if let Some(t) = node.node_value() {
-                        self.add_text(&t);
+                        self.add_text(&t, &node);
                     }
                 }
                 _ => {}
@@ -337,12 +408,13 @@ impl Walk {
 
     /// Gives text to the innermost collecting line, or to the pending
     /// context text when no line collects.
-    fn add_text(&mut self, t: &str) {
+    fn add_text(&mut self, t: &str, from: &Node) {
         if t.trim().is_empty() {
             return;
         }
         let Some(&i) = self.open.last() else {
             if self.pending.is_empty() {
+                self.pending_anchor = Some(self.anchor(from));
                 self.pending_in_view = match self.blocks.last() {
                     Some((block, clip, dx, dy)) => {
                         let r = block.get_bounding_client_rect();
@@ -374,7 +446,7 @@ impl Walk {
     }
 
     /// Visits one element and, unless hidden, its subtree.
-    fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
+    pub(crate) fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
         let tag = el.local_name();
         if matches!(
             tag.as_str(),
@@ -482,18 +554,32 @@ impl Walk {
                         self.flush();
                         let mut seen = self.describe(el, &tag, rect, in_viewport);
                         seen.scroll = scroll;
-                        self.push_line(Line::Element(Box::new(seen)), Some(el.clone()));
+                        let anchor = self.anchor(el);
+                        self.push_line(
+                            Line::Element(Box::new(seen)),
+                            Some(el.clone()),
+                            anchor,
+                            clip,
+                        );
                         if !region {
                             self.open_elements += 1;
                             opened = true;
                         }
+                    } else {
+                        self.covered.push((el.clone(), clip));
                     }
                 } else {
+                    let anchor = self.anchor(el);
                     self.push_line(
                         Line::Heading { level: heading, text: String::new(), in_viewport },
                         None,
+                        anchor,
+                        clip,
                     );
                     opened = true;
+                }
+                if opened {
+                    self.opened.add(el);
                 }
                 if opened {
                     self.open.push(self.lines.len() - 1);
@@ -522,7 +608,7 @@ impl Walk {
             "img" | "area" => {
                 if let Some(alt) = attr(el, "alt").filter(|_| !inner.text_hidden) {
                     if !self.open.is_empty() {
-                        self.add_text(&alt);
+                        self.add_text(&alt, el);
                     }
                 }
             }
@@ -540,7 +626,15 @@ impl Walk {
             _ => {
                 if let Some(shadow) = el.shadow_root() {
                     // Mutations inside a shadow root are not observed.
+                    let outermost = self.host.is_none();
+                    if outermost {
+                        self.host = Some(el.clone());
+                    }
+                    self.shadows.push(shadow.clone());
                     self.children(&shadow, frame, Ctx { dirty: true, ..inner });
+                    if outermost {
+                        self.host = None;
+                    }
                 }
                 self.children(el, frame, inner);
             }
@@ -563,6 +657,7 @@ impl Walk {
     /// Walks into a same-origin iframe (cross-origin ones have no
     /// `contentDocument` here).
     fn frame(&mut self, el: &Element, outer: &Frame) {
+        self.saw_frame = true;
         let iframe = el.unchecked_ref::<HtmlIFrameElement>();
         let (Some(doc), Some(window)) = (iframe.content_document(), iframe.content_window()) else {
             return;
@@ -672,7 +767,7 @@ impl Walk {
 
 /// The options of a `<select>` and the chosen one, when it is not the first
 /// (of a `multiple` one: all the chosen ones).
-fn read_select(el: &Element, seen: &mut Seen) {
+pub(crate) fn read_select(el: &Element, seen: &mut Seen) {
     let select = el.unchecked_ref::<web_sys::HtmlSelectElement>();
     let count = select.length();
     let option_text = |i: u32| {
@@ -801,7 +896,7 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
 }
 
 /// The overlap of two rectangles, if they overlap.
-fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
+pub(crate) fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
     let x0 = a.x.max(b.x);
     let y0 = a.y.max(b.y);
     let x1 = (a.x + a.width).min(b.x + b.width);
@@ -812,7 +907,12 @@ fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// Whether the element shows at the centre of its visible part, asked of
 /// the document or shadow root that holds it. `local` is the element's
 /// rectangle in its own document's viewport.
-fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect) -> bool {
+pub(crate) fn uncovered(
+    el: &Element,
+    local: &web_sys::DomRect,
+    frame: &Frame,
+    clip: &Rect,
+) -> bool {
     // The part of the element inside its own frame and inside the top window.
     let own = Rect { x: 0.0, y: 0.0, width: frame.width, height: frame.height };
     let clip_local =
@@ -845,7 +945,7 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect)
 /// of changed elements and their descendants (and of new ones); everything
 /// else comes from the cache. A change of window size, or of a `<style>`,
 /// `<link>` or anything in `<head>`, empties the cache.
-mod style_cache {
+pub(crate) mod style_cache {
     use std::cell::RefCell;
 
     use wasm_bindgen::JsCast;
