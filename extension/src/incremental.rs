@@ -18,7 +18,8 @@
 //! Everything else is kept only while the layout around it is unchanged:
 //! same window size and scroll, no scroll of any box, the same document
 //! size, every listed element in the viewport still where it was and still
-//! uncovered (its hit test repeated), every element left out as covered
+//! uncovered (its hit test repeated where a re-walked segment now paints),
+//! every element left out as covered
 //! still covered, the elements next to each segment still where they were,
 //! every form field still holding the value it had. Anything else — a
 //! change in `<head>`, a node moved, many changes, a change of `<html>` or
@@ -270,6 +271,7 @@ pub(crate) fn reobserve(
         }
         let roots = segments(&changes.dirty, document, &cache.opened)?;
         let mut fresh: Vec<(usize, usize)> = Vec::new();
+        let mut areas: Vec<Rect> = Vec::new();
         // From the last segment back, so earlier indices stay right.
         for s in roots.iter().rev() {
             let (lo, hi) = range(cache, s);
@@ -288,6 +290,7 @@ pub(crate) fn reobserve(
             if s.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
                 return None;
             }
+            painted(s, &mut areas);
             let n = walk.lines.len();
             cache.covered.retain(|(el, _)| !s.contains(Some(el)));
             cache.covered.extend(walk.covered);
@@ -306,7 +309,7 @@ pub(crate) fn reobserve(
                 return None;
             }
         }
-        if !still_laid_out(cache, &fresh, top) {
+        if !still_laid_out(cache, &fresh, &areas, top) {
             return None;
         }
         // A page that hides everything usable with `aria-hidden` is walked
@@ -537,7 +540,7 @@ fn range(cache: &Cache, s: &Element) -> (usize, usize) {
 
 /// Whether the kept lines outside the re-walked ones still hold: nothing
 /// moved, nothing newly covered or uncovered, no field changed its value.
-fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], top: &Frame) -> bool {
+fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: &Frame) -> bool {
     let is_fresh = |i: usize| fresh.iter().any(|&(a, b)| i >= a && i < b);
     let same_place = |el: &Element, r: &Rect| {
         let now = el.get_bounding_client_rect();
@@ -571,9 +574,14 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], top: &Frame) -> bool 
             continue;
         }
         if seen.in_viewport {
-            // In view: where it was, and still the element a click there hits.
+            // In view: where it was, and — where something changed over it —
+            // still the element a click there hits.
+            if !same_place(el, &seen.rect) {
+                return false;
+            }
+            let changed_over = areas.iter().any(|a| observe::intersect(a, &seen.rect).is_some());
             let now = el.get_bounding_client_rect();
-            if !same_place(el, &seen.rect) || !observe::uncovered(el, &now, top, &cache.clips[i]) {
+            if changed_over && !observe::uncovered(el, &now, top, &cache.clips[i]) {
                 return false;
             }
         }
@@ -597,6 +605,35 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], top: &Frame) -> bool 
         }
     }
     true
+}
+
+/// Adds where a re-walked segment paints now: its box and the box of every
+/// element in it (a dialog in a portal is fixed over the page while its
+/// container has no height). Hit tests are repeated only there: on a large
+/// page each one costs a fraction of a millisecond.
+fn painted(s: &Element, areas: &mut Vec<Rect>) {
+    /// Beyond this many boxes, one box around them all.
+    const MAX_AREAS: usize = 256;
+    let mut add = |r: web_sys::DomRect| {
+        if r.width() > 0.0 && r.height() > 0.0 {
+            areas.push(Rect { x: r.x(), y: r.y(), width: r.width(), height: r.height() });
+        }
+    };
+    add(s.get_bounding_client_rect());
+    if let Ok(all) = s.query_selector_all("*") {
+        for i in 0..all.length() {
+            if let Some(e) = all.item(i) {
+                add(e.unchecked_ref::<Element>().get_bounding_client_rect());
+            }
+        }
+    }
+    if areas.len() > MAX_AREAS {
+        let x0 = areas.iter().map(|r| r.x).fold(f64::INFINITY, f64::min);
+        let y0 = areas.iter().map(|r| r.y).fold(f64::INFINITY, f64::min);
+        let x1 = areas.iter().map(|r| r.x + r.width).fold(f64::NEG_INFINITY, f64::max);
+        let y1 = areas.iter().map(|r| r.y + r.height).fold(f64::NEG_INFINITY, f64::max);
+        *areas = vec![Rect { x: x0, y: y0, width: x1 - x0, height: y1 - y0 }];
+    }
 }
 
 /// Whether a form field still holds the value (or check) it was seen with:
