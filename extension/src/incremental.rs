@@ -228,7 +228,7 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             covered: walk.covered,
             opened: walk.opened,
             reusable,
-            viewport: viewport.clone(),
+            viewport: *viewport,
         })
     });
 }
@@ -308,6 +308,12 @@ pub(crate) fn reobserve(
                 // New shadow roots are not watched yet.
                 return None;
             }
+        }
+        // Most of the page walked again: the checks would cost more than
+        // they save.
+        let rewalked: usize = fresh.iter().map(|(a, b)| b - a).sum();
+        if rewalked * 2 > cache.lines.len() {
+            return None;
         }
         if !still_laid_out(cache, &fresh, &areas, top) {
             return None;
@@ -621,6 +627,18 @@ fn painted(s: &Element, areas: &mut Vec<Rect>) {
     };
     add(s.get_bounding_client_rect());
     if let Ok(all) = s.query_selector_all("*") {
+        if all.length() as usize > MAX_AREAS {
+            // A large segment: count the whole window as changed rather
+            // than read every box in it.
+            let w = web_sys::window();
+            let size = |v: Option<Result<JsValue, JsValue>>| {
+                v.and_then(|v| v.ok()).and_then(|v| v.as_f64()).unwrap_or(f64::MAX)
+            };
+            let width = size(w.as_ref().map(|w| w.inner_width()));
+            let height = size(w.as_ref().map(|w| w.inner_height()));
+            areas.push(Rect { x: 0.0, y: 0.0, width, height });
+            return;
+        }
         for i in 0..all.length() {
             if let Some(e) = all.item(i) {
                 add(e.unchecked_ref::<Element>().get_bounding_client_rect());

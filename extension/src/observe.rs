@@ -657,11 +657,12 @@ impl Walk {
     /// Walks into a same-origin iframe (cross-origin ones have no
     /// `contentDocument` here).
     fn frame(&mut self, el: &Element, outer: &Frame) {
-        self.saw_frame = true;
         let iframe = el.unchecked_ref::<HtmlIFrameElement>();
         let (Some(doc), Some(window)) = (iframe.content_document(), iframe.content_window()) else {
             return;
         };
+        // Its changes are not watched: the next observation walks it again.
+        self.saw_frame = true;
         let Some(root) = doc.document_element() else {
             return;
         };

@@ -472,6 +472,8 @@ fn re_observation_after_a_change_equals_a_full_one() {
     ];
     for (change, in_place) in cases {
         let (tab, cs) = rig.open("/observe/incremental.html");
+        // A page still loading moves under the observations.
+        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
         let first = observe(&cs, false);
         assert_eq!(first.reobserved, None, "the first observation walks the page");
         let again = observe(&cs, false);
