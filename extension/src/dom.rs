@@ -76,8 +76,13 @@ pub fn field_label(el: &Element) -> Option<String> {
     let Some(first) = labels.and_then(|l| l.unchecked_ref::<web_sys::NodeList>().item(0)) else {
         return row_label(el);
     };
+    label_text_of(&first)
+}
+
+/// The text a `<label>` shows of itself, collapsed; `None` when empty.
+pub fn label_text_of(label: &Node) -> Option<String> {
     let mut text = String::new();
-    label_text(&first, &mut text);
+    label_text(label, &mut text);
     Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
 }
 
@@ -88,7 +93,7 @@ const ROW_LABEL_MAX: usize = 40;
 /// parent or grandparent that holds this one field and a short text
 /// (`<p><span>Year:</span><input></p>`, `<tr><th>Genre</th><td><input>`,
 /// the text after the field too). Not attributes, placeholders or buttons.
-fn row_label(el: &Element) -> Option<String> {
+pub fn row_label(el: &Element) -> Option<String> {
     let mut row = el.parent_element();
     for _ in 0..2 {
         let r = row?;

@@ -28,7 +28,9 @@ pub mod dropdown;
 pub mod focus;
 pub mod frames;
 pub mod hover;
+pub mod incremental;
 pub mod keys;
+pub mod labels;
 pub mod marks;
 pub mod messages;
 pub mod net;
@@ -69,7 +71,7 @@ async fn answer(message: &str) -> Envelope {
         dropdown::enable();
     }
     let body = match request.command {
-        PageCommand::Observe { marks } => match observe::observe(marks).await {
+        PageCommand::Observe { marks, full } => match observe::observe(marks, full).await {
             Ok(o) => Body::Observation(o),
             Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
         },

@@ -16,7 +16,7 @@ use web_sys::{
 
 use crate::dom::{self, attr};
 use crate::text::{self, Line, ScrollInfo, Seen};
-use crate::{marks, registry};
+use crate::{incremental, marks, registry};
 
 /// Text collected per element before it is cut (in bytes of raw text).
 const TEXT_COLLECT_MAX: usize = 400;
@@ -56,12 +56,13 @@ pub fn build() -> Build {
 }
 
 /// Observes the page; draws the marks when asked, removes old ones otherwise.
-pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
+/// Starts from the previous observation when only a few parts of the page
+/// changed since (see `incremental.rs`), unless `full`.
+pub async fn observe(marks_wanted: bool, full: bool) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
-    registry::forget_gone();
 
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
@@ -80,15 +81,6 @@ pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
-    let mut walk = walk_document(&root, &top, &origin);
-    // The walk's reads are done; what the page changes from here on is
-    // recorded for the next observation.
-    style_cache::end();
-    // ---- frames.rs: cross-origin frames, observed by their own content
-    // scripts, their lines spliced in where their iframes are ----
-    let remote = std::mem::take(&mut walk.remote);
-    crate::frames::merge(&mut walk.lines, &mut walk.nodes, remote, marks_wanted, 0).await;
-
     let viewport = Viewport {
         width: vw,
         height: vh,
@@ -97,11 +89,64 @@ pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
         page_width: f64::from(root.scroll_width()),
         page_height: f64::from(root.scroll_height()),
     };
+    let changes = incremental::take_changes(&document);
+    let reobserved = if full {
+        None
+    } else {
+        incremental::reobserve(changes, &document, &top, &viewport, &origin)
+    };
+    let mut remote = Vec::new();
+    if reobserved.is_none() {
+        registry::forget_gone();
+        let mut walk = walk_document(&root, &top, &origin);
+        remote = std::mem::take(&mut walk.remote);
+        // What cross-origin frames show changes unseen by this document's
+        // observers: a page with such frames is walked whole every time.
+        walk.saw_frame |= !remote.is_empty();
+        incremental::store(walk, &document, &viewport);
+    }
+    // The walk's reads are done; what the page changes from here on (while
+    // the frames answer, say) is recorded for the next observation.
+    style_cache::end();
+    incremental::end();
+    // ---- frames.rs: cross-origin frames, observed by their own content
+    // scripts, their lines spliced in where their iframes are ----
+    if !remote.is_empty() {
+        let (mut lines, mut nodes) = incremental::take_lines().ok_or("nothing observed")?;
+        crate::frames::merge(&mut lines, &mut nodes, remote, marks_wanted, 0).await;
+        incremental::put_lines(lines, nodes);
+    }
     let title = document.title();
+    let (elements, text) = incremental::with_lines(|lines, nodes| {
+        finish(lines, nodes, &document, &viewport, marks_wanted)
+    })?;
+    if marks_wanted {
+        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
+    }
+    let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
+    Ok(Observation {
+        url,
+        title,
+        build: Some(build()),
+        elements,
+        text,
+        viewport,
+        elapsed_ms,
+        reobserved: reobserved.map(|n| n as u32),
+    })
+}
 
+/// Marks what is new, writes the text and the element records, and draws
+/// (or removes) the marks: the part of an observation after the walk.
+fn finish(
+    lines: &mut [Line],
+    nodes: &[Option<Element>],
+    document: &Document,
+    viewport: &Viewport,
+    marks_wanted: bool,
+) -> Result<(Vec<errand_protocol::ElementInfo>, String), String> {
     // Mark what the previous observation did not list.
-    let listed: std::collections::HashSet<u32> = walk
-        .lines
+    let listed: std::collections::HashSet<u32> = lines
         .iter()
         .filter_map(|l| match l {
             Line::Element(seen) if seen.index > 0 => Some(seen.index),
@@ -111,7 +156,7 @@ pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
     PREVIOUS.with(|p| {
         let mut p = p.borrow_mut();
         if let Some(prev) = p.as_ref() {
-            for line in &mut walk.lines {
+            for line in lines.iter_mut() {
                 if let Line::Element(seen) = line {
                     seen.is_new = seen.index > 0 && !prev.contains(&seen.index);
                 }
@@ -120,12 +165,11 @@ pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
         *p = Some(listed);
     });
 
-    let text = text::render(&walk.lines, &viewport, text::TEXT_CAP);
+    let text = text::render(lines, viewport, text::TEXT_CAP);
     let mut marked: Vec<(u32, Element)> = Vec::new();
-    let elements: Vec<_> = walk
-        .lines
+    let elements: Vec<_> = lines
         .iter()
-        .zip(walk.nodes.iter())
+        .zip(nodes.iter())
         .filter_map(|(l, node)| match l {
             Line::Element(seen) if seen.index > 0 => {
                 if seen.in_viewport {
@@ -142,15 +186,12 @@ pub async fn observe(marks_wanted: bool) -> Result<Observation, String> {
     // The one DOM write of the observation; Errand's own writes (the
     // overlay) are not the page's changes.
     if marks_wanted {
-        own_writes(|| marks::draw(&document, &marked))
+        own_writes(|| marks::draw(document, &marked))
             .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
-        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
     } else {
         own_writes(marks::clear);
     }
-
-    let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
-    Ok(Observation { url, title, build: Some(build()), elements, text, viewport, elapsed_ms })
+    Ok((elements, text))
 }
 
 /// One walk over a document from its root element.
@@ -170,10 +211,11 @@ fn walk_document(root: &Element, top: &Frame, origin: &str) -> Walk {
     walk
 }
 
-/// Runs Errand's own DOM writes (the overlay) so that the change observer
-/// does not take them for the page's.
+/// Runs Errand's own DOM writes (the overlay) so that the change observers
+/// (the style cache's and the incremental observation's) do not take them
+/// for the page's.
 pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
-    style_cache::own_writes(write)
+    style_cache::own_writes(|| incremental::own_writes(write))
 }
 
 /// A frame's walk: its lines, their elements, its cross-origin frames.
@@ -211,16 +253,16 @@ fn num(v: Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>) -> f64 {
 }
 
 /// A document being walked: the top one or a same-origin iframe's.
-struct Frame {
-    window: Window,
+pub(crate) struct Frame {
+    pub(crate) window: Window,
     /// Where this document's viewport sits in the top viewport.
-    dx: f64,
-    dy: f64,
+    pub(crate) dx: f64,
+    pub(crate) dy: f64,
     /// The part of the top viewport through which this document is seen.
-    clip: Rect,
+    pub(crate) clip: Rect,
     /// This document's own viewport size.
-    width: f64,
-    height: f64,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
     /// Whether style reads here may be cached: only the top document's
     /// light tree is watched by the mutation observer.
     cached: bool,
@@ -228,39 +270,39 @@ struct Frame {
 
 /// What a node inherits from its parent during the walk.
 #[derive(Clone, Copy, Default)]
-struct Ctx {
+pub(crate) struct Ctx {
     /// The parent has `cursor: pointer` (or `move`, `grab`).
-    pointer: bool,
+    pub(crate) pointer: bool,
     /// The parent has it only under the mouse (`hover.rs`): so does this
     /// element, as the cursor is inherited.
-    hover: bool,
+    pub(crate) hover: bool,
     /// The parent's text is hidden (`visibility: hidden`).
-    text_hidden: bool,
+    pub(crate) text_hidden: bool,
     /// The parent's style was read afresh (it or an ancestor changed):
     /// so is this element's.
-    dirty: bool,
+    pub(crate) dirty: bool,
 }
 
 /// What the walk needs of an element's computed style.
 #[derive(Clone, Copy, Default)]
 pub struct StyleBits {
     /// `display: none` or `opacity: 0`: nothing of it shows.
-    skip: bool,
+    pub skip: bool,
     /// Its own box shows (not `visibility: hidden`, not `display: contents`).
-    shown: bool,
+    pub shown: bool,
     /// A block-level box (context text is cut at its edges).
-    block: bool,
-    pointer: bool,
-    contents: bool,
+    pub block: bool,
+    pub pointer: bool,
+    pub contents: bool,
     /// `overflow-y` lets it scroll.
-    scrolls: bool,
+    pub scrolls: bool,
     /// Not a plain inline box (`inline-block`, `block`, `flex`…).
-    boxed: bool,
+    pub boxed: bool,
     /// Drawn as an image by CSS (`content: url(…)`, or an unshifted
     /// `background-image`, not a sprite): an icon, named by its file.
-    image: bool,
+    pub image: bool,
     /// Its `:hover` rule gives the pointer cursor (`hover.rs`).
-    hover: bool,
+    pub hover: bool,
 }
 
 fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
@@ -315,10 +357,31 @@ fn icon_name(el: &Element, frame: &Frame) -> Option<String> {
 }
 
 /// The state of one walk.
-struct Walk {
-    lines: Vec<Line>,
+pub(crate) struct Walk {
+    pub(crate) lines: Vec<Line>,
     /// The element of each line (`None` for text and headings).
-    nodes: Vec<Option<Element>>,
+    pub(crate) nodes: Vec<Option<Element>>,
+    /// Per line, the node of the top document's light tree it comes from
+    /// (the outermost shadow host for what a shadow tree shows): lines are
+    /// in the document order of their anchors, which is how
+    /// `incremental.rs` finds the lines of a subtree.
+    pub(crate) anchors: Vec<Node>,
+    /// Per line, the part of the viewport it was seen through (for the
+    /// hit tests an incremental observation repeats).
+    pub(crate) line_clips: Vec<Rect>,
+    /// Elements left out because something covers them, with their clip.
+    pub(crate) covered: Vec<(Element, Rect)>,
+    /// The elements whose line collects the text inside them (listed
+    /// elements that are not scroll regions, headings).
+    pub(crate) opened: js_sys::Set,
+    /// A same-origin iframe was walked.
+    pub(crate) saw_frame: bool,
+    /// The open shadow roots walked.
+    pub(crate) shadows: Vec<web_sys::ShadowRoot>,
+    /// The outermost shadow host being walked inside, if any.
+    host: Option<Element>,
+    /// The anchor of the pending context text.
+    pending_anchor: Option<Node>,
     /// Lines (by position) collecting text: the innermost one gets it.
     open: Vec<usize>,
     /// How many of the open lines are elements (not headings).
@@ -327,9 +390,9 @@ struct Walk {
     /// Errand's own overlay, never walked.
     overlay: Option<Element>,
     /// Walk into `aria-hidden` subtrees anyway (the second walk).
-    ignore_aria_hidden: bool,
+    pub(crate) ignore_aria_hidden: bool,
     /// How many `aria-hidden` subtrees were left out.
-    aria_hidden_skipped: usize,
+    pub(crate) aria_hidden_skipped: usize,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -340,20 +403,30 @@ struct Walk {
     blocks: Vec<(Element, Rect, f64, f64)>,
     /// The visible part of the scrolling boxes being walked, innermost
     /// last, in top-window pixels: what they clip is not in view.
-    clips: Vec<Rect>,
+    pub(crate) clips: Vec<Rect>,
     /// The top window's scroll position.
     scroll: (f64, f64),
     /// Elements whose `:hover` rule gives the pointer cursor (`hover.rs`).
     hover: Option<String>,
     /// Cross-origin frames met (`frames.rs` observes them).
-    remote: Vec<crate::frames::Pending>,
+    pub(crate) remote: Vec<crate::frames::Pending>,
+    /// The fields' labels, found once per document or shadow root.
+    labels: std::cell::RefCell<crate::labels::Labels>,
 }
 
 impl Walk {
-    fn new(origin: String, ignore_aria_hidden: bool) -> Walk {
+    pub(crate) fn new(origin: String, ignore_aria_hidden: bool) -> Walk {
         Walk {
             lines: Vec::new(),
             nodes: Vec::new(),
+            anchors: Vec::new(),
+            line_clips: Vec::new(),
+            covered: Vec::new(),
+            opened: js_sys::Set::new(&wasm_bindgen::JsValue::UNDEFINED),
+            saw_frame: false,
+            shadows: Vec::new(),
+            host: None,
+            pending_anchor: None,
             open: Vec::new(),
             open_elements: 0,
             origin,
@@ -371,6 +444,7 @@ impl Walk {
                 .and_then(|w| w.document())
                 .and_then(|d| crate::hover::pointer_selector(&d)),
             remote: Vec::new(),
+            labels: Default::default(),
         }
     }
 
@@ -390,24 +464,36 @@ impl Walk {
     }
 
     /// Whether any usable element was found in the viewport.
-    fn any_in_view(&self) -> bool {
+    pub(crate) fn any_in_view(&self) -> bool {
         self.lines.iter().any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0))
     }
 
-    fn push_line(&mut self, line: Line, node: Option<Element>) {
+    /// The anchor of a line that comes from `node` (see [`Walk::anchors`]).
+    fn anchor(&self, node: &Node) -> Node {
+        match &self.host {
+            Some(h) => h.clone().unchecked_into(),
+            None => node.clone(),
+        }
+    }
+
+    fn push_line(&mut self, line: Line, node: Option<Element>, anchor: Node, clip: Rect) {
         self.lines.push(line);
         self.nodes.push(node);
+        self.anchors.push(anchor);
+        self.line_clips.push(clip);
     }
 
     /// Ends the pending context text as a line of its own.
-    fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.pending.trim().is_empty() {
             self.pending.clear();
             return;
         }
         let text = std::mem::take(&mut self.pending);
         let in_viewport = self.pending_in_view;
-        self.push_line(Line::Text { text, in_viewport }, None);
+        let Some(anchor) = self.pending_anchor.take() else { return };
+        let clip = Rect::default();
+        self.push_line(Line::Text { text, in_viewport }, None, anchor, clip);
     }
 
     /// Walks the children of an element or shadow root.
@@ -418,7 +504,7 @@ impl Walk {
                 Node::ELEMENT_NODE => self.visit(node.unchecked_ref::<Element>(), frame, ctx),
                 Node::TEXT_NODE if !ctx.text_hidden => {
                     if let Some(t) = node.node_value() {
-                        self.add_text(&t);
+                        self.add_text(&t, &node);
                     }
                 }
                 _ => {}
@@ -429,12 +515,13 @@ impl Walk {
 
     /// Gives text to the innermost collecting line, or to the pending
     /// context text when no line collects.
-    fn add_text(&mut self, t: &str) {
+    fn add_text(&mut self, t: &str, from: &Node) {
         if t.trim().is_empty() {
             return;
         }
         let Some(&i) = self.open.last() else {
             if self.pending.is_empty() {
+                self.pending_anchor = Some(self.anchor(from));
                 self.pending_in_view = match self.blocks.last() {
                     Some((block, clip, dx, dy)) => {
                         let r = block.get_bounding_client_rect();
@@ -466,7 +553,7 @@ impl Walk {
     }
 
     /// Visits one element and, unless hidden, its subtree.
-    fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
+    pub(crate) fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
         let tag = el.local_name();
         if matches!(
             tag.as_str(),
@@ -581,18 +668,32 @@ impl Walk {
                         self.flush();
                         let mut seen = self.describe(el, &tag, rect, in_viewport);
                         seen.scroll = scroll;
-                        self.push_line(Line::Element(Box::new(seen)), Some(el.clone()));
+                        let anchor = self.anchor(el);
+                        self.push_line(
+                            Line::Element(Box::new(seen)),
+                            Some(el.clone()),
+                            anchor,
+                            clip,
+                        );
                         if !region {
                             self.open_elements += 1;
                             opened = true;
                         }
+                    } else {
+                        self.covered.push((el.clone(), clip));
                     }
                 } else {
+                    let anchor = self.anchor(el);
                     self.push_line(
                         Line::Heading { level: heading, text: String::new(), in_viewport },
                         None,
+                        anchor,
+                        clip,
                     );
                     opened = true;
+                }
+                if opened {
+                    self.opened.add(el);
                 }
                 if opened {
                     self.open.push(self.lines.len() - 1);
@@ -625,7 +726,7 @@ impl Walk {
             "img" | "area" => {
                 if let Some(alt) = attr(el, "alt").filter(|_| !inner.text_hidden) {
                     if !self.open.is_empty() {
-                        self.add_text(&alt);
+                        self.add_text(&alt, el);
                     }
                 }
             }
@@ -643,7 +744,15 @@ impl Walk {
             _ => {
                 if let Some(shadow) = el.shadow_root() {
                     // Mutations inside a shadow root are not observed.
+                    let outermost = self.host.is_none();
+                    if outermost {
+                        self.host = Some(el.clone());
+                    }
+                    self.shadows.push(shadow.clone());
                     self.children(&shadow, frame, Ctx { dirty: true, ..inner });
+                    if outermost {
+                        self.host = None;
+                    }
                 }
                 self.children(el, frame, inner);
             }
@@ -709,6 +818,8 @@ impl Walk {
             }
             return;
         };
+        // Its changes are not watched: the next observation walks it again.
+        self.saw_frame = true;
         let Some(root) = doc.document_element() else {
             return;
         };
@@ -785,7 +896,7 @@ impl Walk {
         let field = matches!(tag, "input" | "select" | "textarea");
         if field {
             seen.required = el.has_attribute("required");
-            seen.label = dom::field_label(el);
+            seen.label = self.labels.borrow_mut().of(el);
         }
         match (tag, input_type.as_deref()) {
             ("input", Some("checkbox" | "radio")) => {
@@ -840,7 +951,7 @@ impl Walk {
 
 /// The options of a `<select>` and the chosen one, when it is not the first
 /// (of a `multiple` one: all the chosen ones).
-fn read_select(el: &Element, seen: &mut Seen) {
+pub(crate) fn read_select(el: &Element, seen: &mut Seen) {
     let select = el.unchecked_ref::<web_sys::HtmlSelectElement>();
     let count = select.length();
     let option_text = |i: u32| {
@@ -969,7 +1080,7 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
 }
 
 /// The overlap of two rectangles, if they overlap.
-fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
+pub(crate) fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
     let x0 = a.x.max(b.x);
     let y0 = a.y.max(b.y);
     let x1 = (a.x + a.width).min(b.x + b.width);
@@ -980,7 +1091,12 @@ fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// Whether the element shows at the centre of its visible part, asked of
 /// the document or shadow root that holds it. `local` is the element's
 /// rectangle in its own document's viewport.
-fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect) -> bool {
+pub(crate) fn uncovered(
+    el: &Element,
+    local: &web_sys::DomRect,
+    frame: &Frame,
+    clip: &Rect,
+) -> bool {
     // The part of the element inside its own frame and inside the top window.
     let own = Rect { x: 0.0, y: 0.0, width: frame.width, height: frame.height };
     let clip_local =
@@ -1013,7 +1129,7 @@ fn uncovered(el: &Element, local: &web_sys::DomRect, frame: &Frame, clip: &Rect)
 /// of changed elements and their descendants (and of new ones); everything
 /// else comes from the cache. A change of window size, or of a `<style>`,
 /// `<link>` or anything in `<head>`, empties the cache.
-mod style_cache {
+pub(crate) mod style_cache {
     use std::cell::RefCell;
 
     use wasm_bindgen::JsCast;

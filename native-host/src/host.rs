@@ -548,7 +548,7 @@ impl Host {
 
     /// `page {observe}` → the numbered element list.
     pub async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, RequestError> {
-        let body = Body::Page { tab_id, command: PageCommand::Observe { marks } };
+        let body = Body::Page { tab_id, command: PageCommand::Observe { marks, full: false } };
         match self.request(body).await? {
             Body::Observation(o) => Ok(o),
             other => Err(unexpected("page observe", &other)),

@@ -449,6 +449,10 @@ pub enum PageCommand {
     Observe {
         #[serde(default)]
         marks: bool,
+        /// Walk the whole page even when only parts of it changed since the
+        /// previous observation (to check the incremental path).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        full: bool,
     },
     /// Carry out one page action and report its effect. With `only_on`,
     /// only when the element's document has that origin
@@ -652,7 +656,7 @@ mod tests {
 
     #[test]
     fn round_trips_a_request_and_its_reply() {
-        let req = Envelope::new(3, Body::Page { tab_id: 9, command: PageCommand::Observe { marks: true } });
+        let req = Envelope::new(3, Body::Page { tab_id: 9, command: PageCommand::Observe { marks: true, full: false } });
         let text = req.encode();
         assert!(text.contains(r#""kind":"page""#), "{text}");
         assert!(text.contains(r#""op":"observe""#), "{text}");

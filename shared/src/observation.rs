@@ -18,6 +18,10 @@ pub struct Observation {
     pub viewport: Viewport,
     /// How long the observation took in the page, in milliseconds.
     pub elapsed_ms: f64,
+    /// Set when the observation started from the previous one and re-read
+    /// only what changed since: how many subtrees it re-read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reobserved: Option<u32>,
 }
 
 /// One interactive element.

@@ -143,7 +143,7 @@ fn main() -> Result<()> {
                 let mut times = Vec::new();
                 let mut last = None;
                 for _ in 0..reps {
-                    let o = cs.observe(marks)?;
+                    let o = cs.observe_full(marks)?;
                     times.push(o.elapsed_ms);
                     last = Some(o);
                 }
@@ -169,15 +169,32 @@ fn main() -> Result<()> {
                 close(&browser, &tab);
                 continue;
             }
-            // Re-observation after one element changed.
+            // Re-observation after one element changed (incremental when the
+            // change moved nothing), checked against a whole-page one.
             let mut times = Vec::new();
+            let mut reread = 0;
+            let mut last = None;
             for i in 0..REPS {
                 tab.eval(&format!(
                     "(() => {{ const b = document.querySelector('button, a, input'); if (b) b.setAttribute('aria-label', 'changed {i}'); return 0; }})()"
                 ))?;
-                times.push(cs.observe(false)?.elapsed_ms);
+                let o = cs.observe(false)?;
+                times.push(o.elapsed_ms);
+                reread += usize::from(o.reobserved.is_some());
+                last = Some(o);
+            }
+            let full = cs.observe_full(false)?;
+            let last = last.unwrap();
+            let unstarred = |t: &str| {
+                t.lines().map(|l| l.strip_prefix('*').unwrap_or(l)).collect::<Vec<_>>().join("\n")
+            };
+            let same = last.elements == full.elements && unstarred(&last.text) == unstarred(&full.text);
+            if !same {
+                eprintln!("   {id} ({build}): the re-observation differs from a full one");
             }
             row[&format!("errand_{build}_after_change")] = json!(median(&mut times));
+            row[&format!("errand_{build}_incremental_runs")] = json!(reread);
+            row[&format!("errand_{build}_incremental_equal")] = json!(same);
             row[&format!("errand_{build}_first_roundtrip")] = json!(first_ms);
             cs.command(json!({"op": "cleanup"}))?;
             close(&browser, &tab);
@@ -465,12 +482,12 @@ fn ratio(a: &Value, b: &Value) -> String {
 /// The markdown table printed at the end (and pasted into BENCHMARKS.md).
 fn table(rows: &[Value]) -> String {
     let mut t = String::from(
-        "| page | elements | Errand wasm | wasm+marks | Errand js | js+marks | after 1 change (wasm) | ref viewport | ref vp+marks | ref page | ref page+marks | page+marks ratio | page ratio | viewport ratio | tokens Errand / ref page / ref vp |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| page | elements | Errand wasm | wasm+marks | Errand js | js+marks | after 1 change (wasm) | ref viewport | ref vp+marks | ref page | ref page+marks | page+marks ratio | page ratio | viewport ratio | tokens Errand / ref page / ref vp | change / full (wasm) | re-read in place / equal to full |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n",
     );
     for r in rows {
         t.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {}/{REPS} / {} |\n",
             r["page"].as_str().unwrap_or("?"),
             r["elements"],
             f(&r["errand_wasm_plain"]),
@@ -488,6 +505,9 @@ fn table(rows: &[Value]) -> String {
             r["errand_tokens"],
             r["ref_page_tokens"],
             r["ref_viewport_tokens"],
+            ratio(&r["errand_wasm_after_change"], &r["errand_wasm_plain"]),
+            r["errand_wasm_incremental_runs"],
+            r["errand_wasm_incremental_equal"],
         ));
     }
     t.push_str("\nRecall / precision on the generated pages (Errand; reference whole page):\n\n");

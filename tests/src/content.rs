@@ -52,7 +52,8 @@ impl ContentScript {
     pub fn command(&self, command: Value) -> Result<Value> {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
-        let msg = json!({"v": 1, "id": id, "kind": "page", "tab_id": self.tab_id, "command": command});
+        let msg =
+            json!({"v": 1, "id": id, "kind": "page", "tab_id": self.tab_id, "command": command});
         let answer = self.sw.eval(&format!(
             "(async () => {{
                const msg = {msg};
@@ -79,7 +80,16 @@ impl ContentScript {
 
     /// Observes the page (drawing the marks when `marks`).
     pub fn observe(&self, marks: bool) -> Result<Observation> {
-        let reply = self.command(json!({"op": "observe", "marks": marks}))?;
+        self.observe_with(json!({"op": "observe", "marks": marks}))
+    }
+
+    /// Observes the whole page, never starting from the previous observation.
+    pub fn observe_full(&self, marks: bool) -> Result<Observation> {
+        self.observe_with(json!({"op": "observe", "marks": marks, "full": true}))
+    }
+
+    fn observe_with(&self, command: Value) -> Result<Observation> {
+        let reply = self.command(command)?;
         let env = Envelope::decode_value(reply.clone())
             .map_err(|e| anyhow::anyhow!("unreadable reply {reply}: {e}"))?;
         match env.body {

@@ -635,4 +635,71 @@ fn cross_origin_frames_in_same_origin_frames_and_shadow_roots_and_one_that_navig
     let after = observe_until(&cs, "after-button");
     assert!(names(&after).contains("after-button"), "{}", after.text);
     assert!(line_of(&after, "shadow-input").contains(r#"value="in shadow""#), "{}", after.text);
+
+/// A whole-page observation, never started from the previous one.
+fn observe_full(cs: &ContentScript) -> Observation {
+    let reply = cs
+        .command(json!({"op": "observe", "marks": false, "full": true}))
+        .unwrap_or_else(|e| panic!("observing: {e:#}"));
+    match errand_protocol::Envelope::decode_value(reply).expect("a reply").body {
+        errand_protocol::Body::Observation(o) => o,
+        other => panic!("expected an observation, got {other:?}"),
+    }
+}
+
+/// The text without the new-since-last-time stars (which depend on what the
+/// observation before said, not on the page).
+fn unstarred(text: &str) -> String {
+    text.lines().map(|l| l.strip_prefix('*').unwrap_or(l)).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn re_observation_after_a_change_equals_a_full_one() {
+    let rig = Rig::start();
+    // (change, whether it can be re-read in place): a change that moves,
+    // covers or uncovers other elements, scrolls, or sets a value without
+    // any event must fall back to a whole-page observation.
+    let cases = [
+        ("attribute", true),
+        ("text", true),
+        ("button_text", true),
+        ("added", true),
+        ("removed", true),
+        ("rerender", true),
+        ("disabled", true),
+        ("hidden", true),
+        ("off_screen", true),
+        ("typed", true),
+        ("typed_without_events", false),
+        ("cover", false),
+        ("grow", false),
+        ("scroll", false),
+        ("scroll_box", false),
+    ];
+    for (change, in_place) in cases {
+        let (tab, cs) = rig.open("/observe/incremental.html");
+        // A page still loading moves under the observations.
+        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
+        let first = observe(&cs, false);
+        assert_eq!(first.reobserved, None, "the first observation walks the page");
+        let again = observe(&cs, false);
+        assert_eq!(again.reobserved, Some(0), "nothing changed: nothing re-read");
+        assert_eq!(again.elements, first.elements);
+        assert_eq!(again.text, first.text);
+
+        tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
+        let quick = observe(&cs, false);
+        let full = observe_full(&cs);
+        assert_eq!(full.reobserved, None);
+        assert_eq!(
+            quick.reobserved.is_some(),
+            in_place,
+            "{change}: reobserved {:?}\n{}",
+            quick.reobserved,
+            quick.text
+        );
+        assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
+        assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
+        assert_ne!(quick.text, first.text, "{change}: the change shows");
+    }
 }

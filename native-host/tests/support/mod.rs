@@ -182,7 +182,7 @@ impl HostProc {
             Body::Navigate { tab_id, url } => {
                 Some(Body::TabReady { tab_id: *tab_id, url: url.clone(), title: "A form".into() })
             }
-            Body::Page { tab_id: 42, command: PageCommand::Observe { marks } } => {
+            Body::Page { tab_id: 42, command: PageCommand::Observe { marks, .. } } => {
                 self.observed_marks.lock().unwrap().push(*marks);
                 Some(Body::Observation(self.page.lock().unwrap().clone()))
             }
