@@ -635,6 +635,7 @@ fn cross_origin_frames_in_same_origin_frames_and_shadow_roots_and_one_that_navig
     let after = observe_until(&cs, "after-button");
     assert!(names(&after).contains("after-button"), "{}", after.text);
     assert!(line_of(&after, "shadow-input").contains(r#"value="in shadow""#), "{}", after.text);
+}
 
 /// A whole-page observation, never started from the previous one.
 fn observe_full(cs: &ContentScript) -> Observation {
