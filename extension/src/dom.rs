@@ -136,3 +136,21 @@ fn label_text(node: &Node, out: &mut String) {
         }
     }
 }
+
+/// Runs `write` (Errand's own DOM writes) so that `observer` does not take
+/// them for the page's: the page's changes so far go to `record` first, the
+/// writes' own records are dropped afterwards.
+pub fn writes_unseen<T>(
+    observer: Option<&web_sys::MutationObserver>,
+    record: impl Fn(js_sys::Array),
+    write: impl FnOnce() -> T,
+) -> T {
+    if let Some(o) = observer {
+        record(o.take_records());
+    }
+    let out = write();
+    if let Some(o) = observer {
+        let _ = o.take_records();
+    }
+    out
+}

@@ -255,20 +255,10 @@ pub(crate) fn put_lines(lines: Vec<Line>, nodes: Vec<Option<Element>>) {
     });
 }
 
-/// Runs `write` (Errand's own DOM writes): the page's changes so far are
-/// recorded first, the writes' own records dropped afterwards.
+/// Runs `write` (Errand's own DOM writes) unseen by this module's observer.
 pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
-    let pending = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.observer.take_records()));
-    if let Some(p) = pending {
-        record(p);
-    }
-    let out = write();
-    WATCHER.with(|w| {
-        if let Some(w) = w.borrow().as_ref() {
-            let _ = w.observer.take_records();
-        }
-    });
-    out
+    let observer = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.observer.clone()));
+    crate::dom::writes_unseen(observer.as_ref(), record, write)
 }
 
 /// Runs `f` on the kept lines (the current observation's, once `store` or
@@ -305,6 +295,15 @@ pub(crate) fn reobserve(
         let mut c = c.borrow_mut();
         let cache = c.as_mut()?;
         if !cache.reusable || cache.document != *document || cache.viewport != *viewport {
+            return None;
+        }
+        // A scrolled box whose `scroll` event is not dispatched yet (that
+        // waits for the next frame): its listed scroll position tells.
+        let box_scrolled = cache.lines.iter().zip(&cache.nodes).any(|(line, node)| {
+            matches!((line, node), (Line::Element(seen), Some(el))
+                if seen.scroll.is_some_and(|sc| (f64::from(el.scroll_top()) - sc.above).abs() > 0.5))
+        });
+        if box_scrolled {
             return None;
         }
         let roots = segments(&changes.dirty, document, &cache.opened)?;

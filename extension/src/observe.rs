@@ -1264,20 +1264,10 @@ pub(crate) mod style_cache {
         });
     }
 
-    /// Runs `write` (Errand's own DOM writes): the page's changes so far
-    /// are recorded first, the writes' own records dropped afterwards.
+    /// Runs `write` (Errand's own DOM writes) unseen by this observer.
     pub fn own_writes<T>(write: impl FnOnce() -> T) -> T {
-        let pending = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.take_records()));
-        if let Some(p) = pending {
-            record(p);
-        }
-        let out = write();
-        STATE.with(|s| {
-            if let Some(s) = s.borrow().as_ref() {
-                let _ = s.observer.take_records();
-            }
-        });
-        out
+        let observer = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.clone()));
+        crate::dom::writes_unseen(observer.as_ref(), record, write)
     }
 
     /// Whether the element changed since the last observation.

@@ -149,6 +149,7 @@ fn main() -> Result<()> {
                 }
                 let o = last.unwrap();
                 let key = format!("errand_{build}_{}", if marks { "marks" } else { "plain" });
+                spread(&mut row, &key, &times);
                 row[&key] = json!(median(&mut times));
                 if !marks && build == "wasm" {
                     row["errand_listed"] = json!(o.elements.len());
@@ -192,6 +193,7 @@ fn main() -> Result<()> {
             if !same {
                 eprintln!("   {id} ({build}): the re-observation differs from a full one");
             }
+            spread(&mut row, &format!("errand_{build}_after_change"), &times);
             row[&format!("errand_{build}_after_change")] = json!(median(&mut times));
             row[&format!("errand_{build}_incremental_runs")] = json!(reread);
             row[&format!("errand_{build}_incremental_equal")] = json!(same);
@@ -240,6 +242,7 @@ fn main() -> Result<()> {
             if first_ms > GIVE_UP_MS && ref_gave_up[k].is_none_or(|n| size < n) {
                 ref_gave_up[k] = Some(size);
             }
+            spread(&mut row, &key, &times);
             row[&key] = json!(median(&mut times));
             row[&format!("{key}_runs")] = json!(reps);
             if !overlays {
@@ -322,6 +325,13 @@ fn open(browser: &TestBrowser, url: &str) -> Result<Page> {
 
 fn close(browser: &TestBrowser, tab: &Page) {
     let _ = browser.cdp().call("Target.closeTarget", json!({"targetId": tab.target_id}), None);
+}
+
+/// Records the spread of a sample beside its median: `<key>_p10`, `<key>_p90`.
+fn spread(row: &mut Value, key: &str, times: &[f64]) {
+    let s = errand_e2e::stats::Summary::of(times);
+    row[&format!("{key}_p10")] = json!(s.p10);
+    row[&format!("{key}_p90")] = json!(s.p90);
 }
 
 fn median(v: &mut [f64]) -> f64 {
