@@ -30,7 +30,7 @@ use errand_e2e::browser::{LaunchOptions, TestBrowser, repo_root};
 use errand_e2e::fixtures::FixtureServer;
 use errand_e2e::model::{Reply, ScriptedModel};
 use errand_e2e::rig::{Rig, action_times, answer, element_by_label as el};
-use errand_e2e::stats::{Summary, short};
+use errand_e2e::stats::{Summary, short, show_json};
 use serde_json::{Value, json};
 
 const PLAYWRIGHT: &str = "playwright-core@1.65.1";
@@ -150,10 +150,7 @@ fn numbers(v: &Value) -> Result<Vec<f64>> {
 }
 
 fn table(report: &Value) -> String {
-    let s = |v: &Value| {
-        let f = |k: &str| short(v[k].as_f64().unwrap_or(f64::NAN));
-        format!("{} ({}–{})", f("median"), f("p10"), f("p90"))
-    };
+    let s = show_json;
     let mut t = String::from(
         "| action | Errand, ms: median (p10–p90) | reference (browser-use's Playwright calls), ms | Errand / reference | n |\n\
          | --- | ---: | ---: | ---: | ---: |\n",

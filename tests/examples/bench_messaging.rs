@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 use errand_e2e::browser::{LaunchOptions, TestBrowser, repo_root};
 use errand_e2e::cdp::Page;
 use errand_e2e::side_panel::panel_url;
-use errand_e2e::stats::{Summary, short};
+use errand_e2e::stats::{Summary, show_json};
 use serde_json::{Value, json};
 
 /// (name, bytes sent, bytes answered, repetitions).
@@ -161,15 +161,7 @@ fn table(cases: &Value) -> String {
          | --- | ---: | ---: | ---: | ---: |\n",
     );
     for c in cases.as_array().into_iter().flatten() {
-        let s = |k: &str| {
-            let v = &c[k];
-            format!(
-                "{} ({}–{})",
-                short(v["median"].as_f64().unwrap_or(f64::NAN)),
-                short(v["p10"].as_f64().unwrap_or(f64::NAN)),
-                short(v["p90"].as_f64().unwrap_or(f64::NAN))
-            )
-        };
+        let s = |k: &str| show_json(&c[k]);
         t.push_str(&format!(
             "| {} | {} | {} | {:.2} | {} |\n",
             c["case"].as_str().unwrap_or(""),

@@ -149,8 +149,7 @@ fn main() -> Result<()> {
                 }
                 let o = last.unwrap();
                 let key = format!("errand_{build}_{}", if marks { "marks" } else { "plain" });
-                spread(&mut row, &key, &times);
-                row[&key] = json!(median(&mut times));
+                record(&mut row, &key, &times);
                 if !marks && build == "wasm" {
                     row["errand_listed"] = json!(o.elements.len());
                     row["errand_tokens"] = json!(tokens(&o.text));
@@ -193,8 +192,7 @@ fn main() -> Result<()> {
             if !same {
                 eprintln!("   {id} ({build}): the re-observation differs from a full one");
             }
-            spread(&mut row, &format!("errand_{build}_after_change"), &times);
-            row[&format!("errand_{build}_after_change")] = json!(median(&mut times));
+            record(&mut row, &format!("errand_{build}_after_change"), &times);
             row[&format!("errand_{build}_incremental_runs")] = json!(reread);
             row[&format!("errand_{build}_incremental_equal")] = json!(same);
             row[&format!("errand_{build}_first_roundtrip")] = json!(first_ms);
@@ -242,8 +240,7 @@ fn main() -> Result<()> {
             if first_ms > GIVE_UP_MS && ref_gave_up[k].is_none_or(|n| size < n) {
                 ref_gave_up[k] = Some(size);
             }
-            spread(&mut row, &key, &times);
-            row[&key] = json!(median(&mut times));
+            record(&mut row, &key, &times);
             row[&format!("{key}_runs")] = json!(reps);
             if !overlays {
                 let text = first["text"].as_str().unwrap_or_default();
@@ -327,20 +324,12 @@ fn close(browser: &TestBrowser, tab: &Page) {
     let _ = browser.cdp().call("Target.closeTarget", json!({"targetId": tab.target_id}), None);
 }
 
-/// Records the spread of a sample beside its median: `<key>_p10`, `<key>_p90`.
-fn spread(row: &mut Value, key: &str, times: &[f64]) {
+/// Records a sample's median as `<key>`, its spread as `<key>_p10`, `<key>_p90`.
+fn record(row: &mut Value, key: &str, times: &[f64]) {
     let s = errand_e2e::stats::Summary::of(times);
+    row[key] = json!(s.median);
     row[&format!("{key}_p10")] = json!(s.p10);
     row[&format!("{key}_p90")] = json!(s.p90);
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 fn recall_precision(want: &BTreeSet<String>, found: &BTreeSet<String>) -> (f64, f64) {

@@ -42,6 +42,12 @@ impl Summary {
     }
 }
 
+/// `median (p10–p90)` of a summary written by [`Summary::to_json`].
+pub fn show_json(v: &Value) -> String {
+    let f = |k: &str| short(v[k].as_f64().unwrap_or(f64::NAN));
+    format!("{} ({}–{})", f("median"), f("p10"), f("p90"))
+}
+
 /// The `q` quantile of a sorted sample, interpolated between neighbours
 /// (the median of an even sample is the mean of the middle two).
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
