@@ -57,6 +57,9 @@ struct Cache {
     /// Whether the next observation may start from this one.
     reusable: bool,
     viewport: Viewport,
+    /// The lines as last written (`observe::finish`); `None` for lines
+    /// walked since, empty when none can be reused.
+    rendered: Vec<Option<observe::Rendered>>,
 }
 
 /// What changed since the last observation.
@@ -229,6 +232,7 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             opened: walk.opened,
             reusable,
             viewport: *viewport,
+            rendered: Vec::new(),
         })
     });
 }
@@ -251,6 +255,7 @@ pub(crate) fn put_lines(lines: Vec<Line>, nodes: Vec<Option<Element>>) {
         if let Some(c) = c.borrow_mut().as_mut() {
             c.lines = lines;
             c.nodes = nodes;
+            c.rendered.clear();
         }
     });
 }
@@ -264,12 +269,16 @@ pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
 /// Runs `f` on the kept lines (the current observation's, once `store` or
 /// `reobserve` ran).
 pub(crate) fn with_lines<T>(
-    f: impl FnOnce(&mut [Line], &[Option<Element>]) -> Result<T, String>,
+    f: impl FnOnce(
+        &mut [Line],
+        &[Option<Element>],
+        &mut Vec<Option<observe::Rendered>>,
+    ) -> Result<T, String>,
 ) -> Result<T, String> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = c.as_mut().ok_or("nothing observed")?;
-        f(&mut c.lines, &c.nodes)
+        f(&mut c.lines, &c.nodes, &mut c.rendered)
     })
 }
 
@@ -340,6 +349,9 @@ pub(crate) fn reobserve(
             cache.nodes.splice(lo..hi, walk.nodes);
             cache.anchors.splice(lo..hi, walk.anchors);
             cache.clips.splice(lo..hi, walk.line_clips);
+            if cache.rendered.len() >= hi {
+                cache.rendered.splice(lo..hi, std::iter::repeat_with(|| None).take(n));
+            }
             let delta = n as isize - (hi - lo) as isize;
             for f in fresh.iter_mut() {
                 f.0 = (f.0 as isize + delta) as usize;

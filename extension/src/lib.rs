@@ -37,6 +37,7 @@ pub mod net;
 pub mod observe;
 pub mod registry;
 pub mod selects;
+pub mod sent;
 pub mod text;
 pub mod watch;
 
@@ -71,10 +72,12 @@ async fn answer(message: &str) -> Envelope {
         dropdown::enable();
     }
     let body = match request.command {
-        PageCommand::Observe { marks, full } => match observe::observe(marks, full).await {
-            Ok(o) => Body::Observation(o),
-            Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
-        },
+        PageCommand::Observe { marks, full, since } => {
+            match observe::observe(marks, full, since).await {
+                Ok(o) => Body::Observation(o),
+                Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
+            }
+        }
         PageCommand::Act { action, only_on } => {
             // frames.rs: an element of a cross-origin frame is that frame's to act on.
             let done = match frames::route_act(&action, only_on.as_deref()).await {

@@ -8,7 +8,9 @@
 //! when the marks are drawn — so the browser lays the page out at most
 //! once.
 
-use errand_protocol::{Build, Observation, Rect, Viewport};
+use std::rc::Rc;
+
+use errand_protocol::{Build, ElementInfo, Observation, Rect, Viewport};
 use wasm_bindgen::JsCast;
 use web_sys::{
     Document, Element, HtmlIFrameElement, HtmlInputElement, HtmlTextAreaElement, Node, Window,
@@ -24,9 +26,29 @@ const TEXT_COLLECT_MAX: usize = 400;
 const CONTEXT_COLLECT_MAX: usize = 1200;
 
 thread_local! {
+
     /// The numbers listed by the previous observation, to mark new ones.
-    static PREVIOUS: std::cell::RefCell<Option<std::collections::HashSet<u32>>> =
+    static PREVIOUS: std::cell::RefCell<Option<Numbers>> =
         const { std::cell::RefCell::new(None) };
+}
+
+/// A set of element numbers, one bit each: the registry's numbers are
+/// dense from 1, and this is read and rebuilt on every observation.
+#[derive(Default)]
+struct Numbers(Vec<u64>);
+
+impl Numbers {
+    fn insert(&mut self, n: u32) {
+        let (word, bit) = ((n / 64) as usize, n % 64);
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << bit;
+    }
+
+    fn contains(&self, n: u32) -> bool {
+        self.0.get((n / 64) as usize).is_some_and(|w| w & (1 << (n % 64)) != 0)
+    }
 }
 
 /// ARIA roles that make an element interactive.
@@ -57,8 +79,14 @@ pub fn build() -> Build {
 
 /// Observes the page; draws the marks when asked, removes old ones otherwise.
 /// Starts from the previous observation when only a few parts of the page
-/// changed since (see `incremental.rs`), unless `full`.
-pub async fn observe(marks_wanted: bool, full: bool) -> Result<Observation, String> {
+/// changed since (see `incremental.rs`), unless `full`. Sent as a diff
+/// against the observation numbered `since` when that was the last one
+/// sent (`sent.rs`).
+pub async fn observe(
+    marks_wanted: bool,
+    full: bool,
+    since: Option<u64>,
+) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
     let perf = window.performance();
@@ -117,23 +145,32 @@ pub async fn observe(marks_wanted: bool, full: bool) -> Result<Observation, Stri
         incremental::put_lines(lines, nodes);
     }
     let title = document.title();
-    let (elements, text) = incremental::with_lines(|lines, nodes| {
-        finish(lines, nodes, &document, &viewport, marks_wanted)
+    let (elements, text) = incremental::with_lines(|lines, nodes, rendered| {
+        finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
     })?;
     if marks_wanted {
         crate::frames::draw_marks().await; // frames.rs: each frame draws its own
     }
-    let elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
-    Ok(Observation {
+    let mut obs = Observation {
         url,
         title,
         build: Some(build()),
-        elements,
-        text,
         viewport,
-        elapsed_ms,
         reobserved: reobserved.map(|n| n as u32),
-    })
+        ..Observation::default()
+    };
+    crate::sent::package(&mut obs, elements, text, since);
+    obs.elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
+    Ok(obs)
+}
+
+/// A kept line as written for the model and as recorded for the protocol,
+/// reused while the line is unchanged (see `incremental.rs`).
+pub struct Rendered {
+    /// Whether it was written with the new-element mark.
+    is_new: bool,
+    written: Option<text::Written>,
+    info: Option<Rc<ElementInfo>>,
 }
 
 /// Marks what is new, writes the text and the element records, and draws
@@ -141,47 +178,62 @@ pub async fn observe(marks_wanted: bool, full: bool) -> Result<Observation, Stri
 fn finish(
     lines: &mut [Line],
     nodes: &[Option<Element>],
+    rendered: &mut Vec<Option<Rendered>>,
     document: &Document,
     viewport: &Viewport,
     marks_wanted: bool,
-) -> Result<(Vec<errand_protocol::ElementInfo>, String), String> {
+) -> Result<(Vec<Rc<ElementInfo>>, String), String> {
     // Mark what the previous observation did not list.
-    let listed: std::collections::HashSet<u32> = lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::Element(seen) if seen.index > 0 => Some(seen.index),
-            _ => None,
-        })
-        .collect();
+    let mut listed = Numbers::default();
+    for l in lines.iter() {
+        if let Line::Element(seen) = l {
+            listed.insert(seen.index);
+        }
+    }
     PREVIOUS.with(|p| {
         let mut p = p.borrow_mut();
         if let Some(prev) = p.as_ref() {
             for line in lines.iter_mut() {
                 if let Line::Element(seen) = line {
-                    seen.is_new = seen.index > 0 && !prev.contains(&seen.index);
+                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
                 }
             }
         }
         *p = Some(listed);
     });
 
-    let text = text::render(lines, viewport, text::TEXT_CAP);
+    // Written again: the lines re-walked (or all of them after a full walk),
+    // and those whose new-element mark changed.
+    if rendered.len() != lines.len() {
+        rendered.clear();
+        rendered.resize_with(lines.len(), || None);
+    }
+    for (line, r) in lines.iter().zip(rendered.iter_mut()) {
+        let is_new = matches!(line, Line::Element(seen) if seen.is_new);
+        if r.as_ref().is_none_or(|r| r.is_new != is_new) {
+            *r = Some(Rendered {
+                is_new,
+                written: text::write_line(line, viewport),
+                info: match line {
+                    Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
+                    _ => None,
+                },
+            });
+        }
+    }
+    let written: Vec<&text::Written> =
+        rendered.iter().filter_map(|r| r.as_ref()?.written.as_ref()).collect();
+    let text = text::render_written(&written, viewport, text::TEXT_CAP);
+    let elements: Vec<Rc<ElementInfo>> =
+        rendered.iter().filter_map(|r| r.as_ref()?.info.clone()).collect();
     let mut marked: Vec<(u32, Element)> = Vec::new();
-    let elements: Vec<_> = lines
-        .iter()
-        .zip(nodes.iter())
-        .filter_map(|(l, node)| match l {
-            Line::Element(seen) if seen.index > 0 => {
-                if seen.in_viewport {
-                    if let Some(el) = node {
-                        marked.push((seen.index, el.clone()));
-                    }
-                }
-                Some(text::info(seen))
+    for (l, node) in lines.iter().zip(nodes.iter()) {
+        if let (Line::Element(seen), Some(el)) = (l, node) {
+            if seen.index > 0 && seen.in_viewport {
+                marked.push((seen.index, el.clone()));
             }
-            _ => None,
-        })
-        .collect();
+        }
+    }
 
     // The one DOM write of the observation; Errand's own writes (the
     // overlay) are not the page's changes.

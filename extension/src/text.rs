@@ -445,23 +445,26 @@ pub fn scroll_line(vp: &Viewport) -> Option<String> {
 
 /// What kind of line a written line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     Element,
     Heading,
     Text,
 }
 
-/// One line as written, with what the budget needs to know about it.
-struct Written {
+/// One line as written, with what the budget needs to know about it. It
+/// depends only on its [`Line`] and the viewport, so an observation that
+/// starts from the previous one keeps the written lines it did not re-walk.
+#[derive(Debug, Clone)]
+pub struct Written {
     text: String,
     kind: Kind,
     in_viewport: bool,
-    /// The screen it is on (see [`screen_of`]); for text, the screen of the
-    /// elements around it.
+    /// The screen it is on (see [`screen_of`]); `None` for text, which
+    /// takes the screen of the elements around it.
     screen: Option<i64>,
-    /// Context text that says nothing new (it repeats a neighbouring
-    /// element's name, or text seen before off-screen): left out.
-    redundant: bool,
+    /// For an element, the names a person reads on it; for text, its
+    /// letters and digits: for leaving out text that repeats a name.
+    keys: Vec<String>,
 }
 
 /// The names a person reads on an element, to leave out context text that
@@ -476,85 +479,86 @@ fn names_of(seen: &Seen) -> Vec<String> {
         .collect()
 }
 
-/// Every line as written, in document order, redundant text marked.
-fn write_lines(lines: &[Line], vp: &Viewport) -> Vec<Written> {
-    let mut out: Vec<Written> = Vec::with_capacity(lines.len());
-    for line in lines {
-        let w = match line {
-            Line::Heading { level, text, in_viewport } => {
-                let text = truncate(&collapse(text), TEXT_MAX);
-                if text.is_empty() {
-                    continue;
-                }
-                Written {
-                    text: format!("{} {text}", "#".repeat(usize::from(*level))),
-                    kind: Kind::Heading,
-                    in_viewport: *in_viewport,
-                    screen: in_viewport.then_some(0),
-                    redundant: false,
-                }
+/// One line as written; `None` for a line that says nothing.
+pub fn write_line(line: &Line, vp: &Viewport) -> Option<Written> {
+    Some(match line {
+        Line::Heading { level, text, in_viewport } => {
+            let text = truncate(&collapse(text), TEXT_MAX);
+            if text.is_empty() {
+                return None;
             }
-            Line::Text { text, in_viewport } => {
-                let max = if *in_viewport { TEXT_LINE_MAX } else { OFFSCREEN_TEXT_MAX };
-                let text = truncate(&collapse(text), max);
-                // Separators and stray punctuation (`|`, `.`) say nothing.
-                if !text.chars().any(char::is_alphanumeric) {
-                    continue;
-                }
-                Written {
-                    text,
-                    kind: Kind::Text,
-                    in_viewport: *in_viewport,
-                    screen: in_viewport.then_some(0),
-                    redundant: false,
-                }
+            Written {
+                keys: vec![key(&text)],
+                text: format!("{} {text}", "#".repeat(usize::from(*level))),
+                kind: Kind::Heading,
+                in_viewport: *in_viewport,
+                screen: in_viewport.then_some(0),
             }
-            Line::Element(seen) => {
-                let mut text = element_line(seen);
-                if let Some(hint) = position_hint(&seen.rect, seen.in_viewport, vp.width, vp.height)
-                {
-                    text.push(' ');
-                    text.push_str(&hint);
-                }
-                Written {
-                    text,
-                    kind: Kind::Element,
-                    in_viewport: seen.in_viewport,
-                    screen: screen_of(&seen.rect, seen.in_viewport, vp.height),
-                    redundant: false,
-                }
+        }
+        Line::Text { text, in_viewport } => {
+            let max = if *in_viewport { TEXT_LINE_MAX } else { OFFSCREEN_TEXT_MAX };
+            let text = truncate(&collapse(text), max);
+            // Separators and stray punctuation (`|`, `.`) say nothing.
+            if !text.chars().any(char::is_alphanumeric) {
+                return None;
             }
-        };
-        out.push(w);
-    }
-    // Element names by written line, for the repeats below.
-    let mut names: Vec<Option<Vec<String>>> = Vec::with_capacity(out.len());
-    let mut iter = lines.iter().filter_map(|l| match l {
-        Line::Element(seen) => Some(names_of(seen)),
-        _ => None,
-    });
-    for w in &out {
-        names.push(if w.kind == Kind::Element { iter.next() } else { None });
-    }
+            Written {
+                keys: vec![key(&text)],
+                text,
+                kind: Kind::Text,
+                in_viewport: *in_viewport,
+                screen: in_viewport.then_some(0),
+            }
+        }
+        Line::Element(seen) => {
+            let mut text = element_line(seen);
+            if let Some(hint) = position_hint(&seen.rect, seen.in_viewport, vp.width, vp.height) {
+                text.push(' ');
+                text.push_str(&hint);
+            }
+            Written {
+                text,
+                kind: Kind::Element,
+                in_viewport: seen.in_viewport,
+                screen: screen_of(&seen.rect, seen.in_viewport, vp.height),
+                keys: names_of(seen),
+            }
+        }
+    })
+}
+
+/// What the budget needs per written line beyond the line itself.
+struct Placed {
+    /// Context text that says nothing new (it repeats a neighbouring
+    /// element's name, or text seen before off-screen): left out.
+    redundant: bool,
+    screen: Option<i64>,
+}
+
+/// Marks redundant text and gives off-screen text the screen of the
+/// elements around it.
+fn place(out: &[&Written]) -> Vec<Placed> {
+    let mut placed: Vec<Placed> =
+        out.iter().map(|w| Placed { redundant: false, screen: w.screen }).collect();
     let mut seen_text = std::collections::HashSet::new();
     for i in 0..out.len() {
         if out[i].kind != Kind::Text {
             continue;
         }
-        let k = key(&out[i].text);
+        let k = out[i].keys[0].as_str();
         // Repeats the name of an element at most two lines away.
         let near = i.saturating_sub(2)..(i + 3).min(out.len());
         // (the whole name or how it starts: a long label's first words).
         let repeats_name = near
             .into_iter()
-            .any(|j| names[j].as_ref().is_some_and(|n| n.iter().any(|n| n.starts_with(&k))));
+            .any(|j| out[j].kind == Kind::Element && out[j].keys.iter().any(|n| n.starts_with(k)));
         // A heading right beside it that says the same.
         let heading =
-            |j: usize| out.get(j).is_some_and(|w| w.kind == Kind::Heading && key(&w.text) == k);
+            |j: usize| out.get(j).is_some_and(|w| w.kind == Kind::Heading && w.keys[0] == k);
         let repeats_heading = heading(i + 1) || i.checked_sub(1).is_some_and(heading);
         // Off-screen text already seen (a product grid's "Add to cart").
-        let repeats_text = !seen_text.insert(k.clone()) && !out[i].in_viewport;
-        out[i].redundant = repeats_name || repeats_heading || repeats_text;
+        let repeats_text = !seen_text.insert(k) && !out[i].in_viewport;
+        placed[i].redundant = repeats_name || repeats_heading || repeats_text;
     }
     // Off-screen text takes the screen of the elements around it.
     let mut last = None;
@@ -566,16 +570,16 @@ fn write_lines(lines: &[Line], vp: &Viewport) -> Vec<Written> {
         next[i] = last;
     }
     let mut prev = None;
-    for (i, w) in out.iter_mut().enumerate() {
+    for (i, w) in out.iter().enumerate() {
         if w.kind == Kind::Element {
             if w.screen.is_some_and(|s| s != 0) {
                 prev = w.screen;
             }
-        } else if w.screen.is_none() {
-            w.screen = next[i].or(prev);
+        } else if placed[i].screen.is_none() {
+            placed[i].screen = next[i].or(prev);
         }
     }
-    out
+    placed
 }
 
 /// The whole page text: a scroll line, then one line per heading, text or
@@ -584,12 +588,19 @@ fn write_lines(lines: &[Line], vp: &Viewport) -> Vec<Written> {
 /// then its text (cut short); what does not fit is summarised in place.
 /// Off the screen, a marker line says how many screens away what follows is.
 pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
-    let written = write_lines(lines, vp);
+    let written: Vec<Written> = lines.iter().filter_map(|l| write_line(l, vp)).collect();
+    render_written(&written.iter().collect::<Vec<_>>(), vp, cap)
+}
+
+/// [`render`] from lines already written (see [`write_line`]).
+pub fn render_written(written: &[&Written], vp: &Viewport, cap: usize) -> String {
+    let placed = place(written);
     let mut keep = vec![false; written.len()];
     let mut used = 0usize;
-    // Priorities: in view; elements out of view; headings; other text.
-    let rank = |(i, w): (usize, &Written)| {
-        let r = if w.in_viewport {
+    // Priorities: in view; elements out of view; headings; other text
+    // (in document order within each).
+    let rank = |w: &Written| -> usize {
+        if w.in_viewport {
             0
         } else {
             match w.kind {
@@ -597,14 +608,14 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
                 Kind::Heading => 2,
                 Kind::Text => 3,
             }
-        };
-        (r, i)
+        }
     };
-    let mut order: Vec<(u8, usize)> =
-        written.iter().enumerate().filter(|(_, w)| !w.redundant).map(rank).collect();
-    order.sort_unstable();
+    let mut order: Vec<usize> = Vec::with_capacity(written.len());
+    for r in 0..4 {
+        order.extend((0..written.len()).filter(|&i| !placed[i].redundant && rank(written[i]) == r));
+    }
     let mut full = false;
-    for (_, i) in order {
+    for i in order {
         // A marker line may come with it.
         let len = written[i].text.len() + 1 + if written[i].in_viewport { 0 } else { 8 };
         if !full && used + len <= cap.saturating_sub(400) {
@@ -634,7 +645,7 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
                 out.push_str(&summary(run));
                 run = 0;
             }
-            if let Some(s) = w.screen.filter(|s| *s != screen) {
+            if let Some(s) = placed[i].screen.filter(|s| *s != screen) {
                 out.push_str(&screen_marker(s));
                 out.push('\n');
                 screen = s;
@@ -644,7 +655,7 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
         } else if w.kind == Kind::Element {
             skipped_el += 1;
             run += 1;
-        } else if !(w.redundant && w.in_viewport) {
+        } else if !(placed[i].redundant && w.in_viewport) {
             skipped_text += 1;
         }
     }

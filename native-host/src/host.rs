@@ -173,7 +173,14 @@ struct Inner {
     events: broadcast::Sender<LocalEvent>,
     disconnected: AtomicBool,
     request_timeout_ms: AtomicU64,
+    /// The last observation of each tab, which the next one may be sent as
+    /// a diff against.
+    held: Mutex<HashMap<i64, Observation>>,
 }
+
+/// Tabs whose last observation is held; past that all are dropped (their
+/// next observations come whole).
+const HELD_TABS: usize = 8;
 
 /// The host core. Cheap to clone; every clone is the same host.
 #[derive(Clone)]
@@ -229,6 +236,7 @@ impl Host {
                 events,
                 disconnected: AtomicBool::new(false),
                 request_timeout_ms: AtomicU64::new(REQUEST_TIMEOUT.as_millis() as u64),
+                held: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -546,9 +554,42 @@ impl Host {
         tab_info("navigate", self.request(body).await?)
     }
 
-    /// `page {observe}` → the numbered element list.
+    /// `page {observe}` → the numbered element list. The page may answer
+    /// with only what changed since the observation held for the tab; it is
+    /// made whole here (or, when it does not fit, asked for again whole).
     pub async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, RequestError> {
-        let body = Body::Page { tab_id, command: PageCommand::Observe { marks, full: false } };
+        let since = lock(&self.inner.held).get(&tab_id).map(|o| o.seq).filter(|s| *s != 0);
+        let mut obs = self.observe_since(tab_id, marks, since).await?;
+        if obs.diff.is_some() {
+            let resolved = obs.resolve(lock(&self.inner.held).get(&tab_id));
+            obs = match resolved {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::warn!(tab_id, "{e}: observing the page whole");
+                    let whole = self.observe_since(tab_id, marks, None).await?;
+                    whole.resolve(None).map_err(|_| RequestError::Unexpected {
+                        request: "page observe".to_owned(),
+                        got: "a diff against nothing".to_owned(),
+                    })?
+                }
+            };
+        }
+        let mut held = lock(&self.inner.held);
+        if held.len() >= HELD_TABS && !held.contains_key(&tab_id) {
+            held.clear();
+        }
+        held.insert(tab_id, obs.clone());
+        Ok(obs)
+    }
+
+    async fn observe_since(
+        &self,
+        tab_id: i64,
+        marks: bool,
+        since: Option<u64>,
+    ) -> Result<Observation, RequestError> {
+        let body =
+            Body::Page { tab_id, command: PageCommand::Observe { marks, full: false, since } };
         match self.request(body).await? {
             Body::Observation(o) => Ok(o),
             other => Err(unexpected("page observe", &other)),

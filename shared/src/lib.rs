@@ -20,10 +20,12 @@
 use serde::{Deserialize, Serialize};
 
 mod action;
+mod diff;
 mod observation;
 mod panel;
 
 pub use action::{Action, ClickButton, Modifier, OptionChoice, ScrollDirection};
+pub use diff::{DiffError, ObservationDiff, Splice, apply, splice_ends, splices};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 pub use panel::{
     CheckLevel, CheckLine, Fact, ProfileView, SecretInfo, SettingsUpdate, SettingsView,
@@ -453,6 +455,10 @@ pub enum PageCommand {
         /// previous observation (to check the incremental path).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         full: bool,
+        /// The `seq` of the observation the asker holds of this tab: the
+        /// reply may then be a diff against it (`Observation.diff`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<u64>,
     },
     /// Carry out one page action and report its effect. With `only_on`,
     /// only when the element's document has that origin
@@ -656,7 +662,7 @@ mod tests {
 
     #[test]
     fn round_trips_a_request_and_its_reply() {
-        let req = Envelope::new(3, Body::Page { tab_id: 9, command: PageCommand::Observe { marks: true, full: false } });
+        let req = Envelope::new(3, Body::Page { tab_id: 9, command: PageCommand::Observe { marks: true, full: false, since: None } });
         let text = req.encode();
         assert!(text.contains(r#""kind":"page""#), "{text}");
         assert!(text.contains(r#""op":"observe""#), "{text}");

@@ -22,6 +22,18 @@ pub struct Observation {
     /// only what changed since: how many subtrees it re-read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reobserved: Option<u32>,
+    /// This observation's number in its document, for the next one's
+    /// `since` (see [`crate::ObservationDiff`]); 0 when not numbered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seq: u64,
+    /// Set when `elements` and `text` are left empty because only what
+    /// changed since the observation the host holds is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<crate::ObservationDiff>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One interactive element.

@@ -170,21 +170,32 @@ fn main() -> Result<()> {
                 continue;
             }
             // Re-observation after one element changed (incremental when the
-            // change moved nothing), checked against a whole-page one.
+            // change moved nothing), checked against a whole-page one. Asked as
+            // the host asks (`since` the observation it holds), the reply is a
+            // diff; the same re-observations asked without it come whole. Both
+            // timed from the driver too (messaging included).
             let mut times = Vec::new();
             let mut reread = 0;
-            let mut last = None;
-            for i in 0..REPS {
+            let (mut trips_diff, mut trips_whole) = (Vec::new(), Vec::new());
+            let (mut bytes_diff, mut bytes_whole) = (Vec::new(), Vec::new());
+            let change = |label: String| {
                 tab.eval(&format!(
-                    "(() => {{ const b = document.querySelector('button, a, input'); if (b) b.setAttribute('aria-label', 'changed {i}'); return 0; }})()"
-                ))?;
-                let o = cs.observe(false)?;
-                times.push(o.elapsed_ms);
-                reread += usize::from(o.reobserved.is_some());
-                last = Some(o);
+                    "(() => {{ const b = document.querySelector('button, a, input'); if (b) b.setAttribute('aria-label', '{label}'); return 0; }})()"
+                ))
+            };
+            let mut held = cs.observe(false)?;
+            for i in 0..REPS {
+                change(format!("changed {i}"))?;
+                let t = Instant::now();
+                let sent = cs.observe_since(false, held.seq)?;
+                trips_diff.push(t.elapsed().as_secs_f64() * 1000.0);
+                bytes_diff.push(serde_json::to_string(&sent)?.len() as f64);
+                times.push(sent.elapsed_ms);
+                reread += usize::from(sent.reobserved.is_some());
+                held = sent.resolve(Some(&held)).context("the diff does not fit")?;
             }
             let full = cs.observe_full(false)?;
-            let last = last.unwrap();
+            let last = held;
             let unstarred = |t: &str| {
                 t.lines().map(|l| l.strip_prefix('*').unwrap_or(l)).collect::<Vec<_>>().join("\n")
             };
@@ -192,7 +203,18 @@ fn main() -> Result<()> {
             if !same {
                 eprintln!("   {id} ({build}): the re-observation differs from a full one");
             }
+            for i in 0..REPS {
+                change(format!("again {i}"))?;
+                let t = Instant::now();
+                let whole = cs.observe(false)?;
+                trips_whole.push(t.elapsed().as_secs_f64() * 1000.0);
+                bytes_whole.push(serde_json::to_string(&whole)?.len() as f64);
+            }
             record(&mut row, &format!("errand_{build}_after_change"), &times);
+            record(&mut row, &format!("errand_{build}_change_trip_diff"), &trips_diff);
+            record(&mut row, &format!("errand_{build}_change_trip_whole"), &trips_whole);
+            record(&mut row, &format!("errand_{build}_change_bytes_diff"), &bytes_diff);
+            record(&mut row, &format!("errand_{build}_change_bytes_whole"), &bytes_whole);
             row[&format!("errand_{build}_incremental_runs")] = json!(reread);
             row[&format!("errand_{build}_incremental_equal")] = json!(same);
             row[&format!("errand_{build}_first_roundtrip")] = json!(first_ms);
@@ -507,6 +529,25 @@ fn table(rows: &[Value]) -> String {
             ratio(&r["errand_wasm_after_change"], &r["errand_wasm_plain"]),
             r["errand_wasm_incremental_runs"],
             r["errand_wasm_incremental_equal"],
+        ));
+    }
+    t.push_str(
+        "\nRe-observation after one change, sent as a diff against the observation the host holds \
+         (as the host asks) and whole (asked without `since`), WASM build; round trip from the \
+         driver through the service worker, and the reply's size:\n\n\
+         | page | in page (ms) | round trip diff / whole (ms) | reply diff / whole (bytes) |\n\
+         |---|---:|---:|---:|\n",
+    );
+    for r in rows.iter().filter(|r| r.get("errand_wasm_change_trip_diff").is_some()) {
+        let bytes = |v: &Value| v.as_f64().map_or("—".into(), |b| format!("{b:.0}"));
+        t.push_str(&format!(
+            "| {} | {} | {} / {} | {} / {} |\n",
+            r["page"].as_str().unwrap_or("?"),
+            f(&r["errand_wasm_after_change"]),
+            f(&r["errand_wasm_change_trip_diff"]),
+            f(&r["errand_wasm_change_trip_whole"]),
+            bytes(&r["errand_wasm_change_bytes_diff"]),
+            bytes(&r["errand_wasm_change_bytes_whole"]),
         ));
     }
     t.push_str("\nRecall / precision on the generated pages (Errand; reference whole page):\n\n");

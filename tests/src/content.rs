@@ -88,6 +88,12 @@ impl ContentScript {
         self.observe_with(json!({"op": "observe", "marks": marks, "full": true}))
     }
 
+    /// Observes as the host does: the reply may be a diff against the
+    /// observation numbered `since` (left unresolved here).
+    pub fn observe_since(&self, marks: bool, since: u64) -> Result<Observation> {
+        self.observe_with(json!({"op": "observe", "marks": marks, "since": since}))
+    }
+
     fn observe_with(&self, command: Value) -> Result<Observation> {
         let reply = self.command(command)?;
         let env = Envelope::decode_value(reply.clone())

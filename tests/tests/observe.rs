@@ -526,7 +526,7 @@ fn cross_origin_frames_are_listed_placed_and_acted_in() {
     assert!(n.x >= 150.0 && n.x < 170.0 && n.y >= 320.0 && n.y < 340.0, "{n:?}");
     // Off-screen elements come after a "--- N screens below ---" line.
     let below = o.text.find("screens below ---").expect("a below-the-screen line");
-    assert!(o.text.find(&line_of(&o, "below-button")).unwrap() > below, "{}", o.text);
+    assert!(o.text.find(line_of(&o, "below-button")).unwrap() > below, "{}", o.text);
     assert!(!o.elements.iter().find(|e| e.name == "below-button").unwrap().in_viewport);
     // The numbers are one list: all different.
     let numbers: BTreeSet<u32> = o.elements.iter().map(|e| e.index).collect();
@@ -683,13 +683,25 @@ fn re_observation_after_a_change_equals_a_full_one() {
         tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
         let first = observe(&cs, false);
         assert_eq!(first.reobserved, None, "the first observation walks the page");
-        let again = observe(&cs, false);
-        assert_eq!(again.reobserved, Some(0), "nothing changed: nothing re-read");
+        assert!(first.diff.is_none() && first.seq > 0, "asked without `since`: whole");
+        // Asked as the host asks, with the number of the one it holds.
+        let sent = cs.observe_since(false, first.seq).unwrap();
+        assert_eq!(sent.reobserved, Some(0), "nothing changed: nothing re-read");
+        let diff = sent.diff.clone().expect("sent as a diff");
+        assert!(diff.elements.is_empty() && diff.lines.is_empty(), "{diff:?}");
+        assert!(sent.elements.is_empty() && sent.text.is_empty());
+        let again = sent.resolve(Some(&first)).unwrap();
         assert_eq!(again.elements, first.elements);
         assert_eq!(again.text, first.text);
 
         tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
-        let quick = observe(&cs, false);
+        let sent = cs.observe_since(false, again.seq).unwrap();
+        let diff = sent.diff.clone().expect("sent as a diff");
+        // What moved nothing changes a record or two (what moves the rest
+        // changes their places).
+        let sent_records: usize = diff.elements.iter().map(|s| s.insert.len()).sum();
+        assert!(!in_place || sent_records <= 2, "{change}: a small diff: {diff:?}");
+        let quick = sent.resolve(Some(&again)).unwrap();
         let full = observe_full(&cs);
         assert_eq!(full.reobserved, None);
         assert_eq!(

@@ -101,6 +101,8 @@ fn observation(url: &str) -> Observation {
 /// worker and content script would, and passes every task event on.
 struct FakeExtension {
     to_host: UnixStream,
+    /// Replies to the next `observe` requests, before the default one.
+    observations: Arc<Mutex<VecDeque<Observation>>>,
     events: std_mpsc::Receiver<(String, TaskEvent)>,
     requests: std_mpsc::Receiver<Body>,
 }
@@ -114,6 +116,8 @@ impl FakeExtension {
 
         let (ev_tx, events) = std_mpsc::channel();
         let (req_tx, requests) = std_mpsc::channel();
+        let observations: Arc<Mutex<VecDeque<Observation>>> = Arc::default();
+        let scripted = observations.clone();
         let mut from_host = ext_side.try_clone().unwrap();
         let mut to_host = ext_side.try_clone().unwrap();
         std::thread::spawn(move || {
@@ -137,7 +141,10 @@ impl FakeExtension {
                     Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
                     Body::Page { command: PageCommand::Cleanup {}, .. } => Some(Body::Ack {}),
                     Body::Page { command: PageCommand::Observe { .. }, .. } => {
-                        Some(Body::Observation(observation("https://form.test/")))
+                        let next = lock(&scripted).pop_front();
+                        Some(Body::Observation(
+                            next.unwrap_or_else(|| observation("https://form.test/")),
+                        ))
                     }
                     Body::Page { command: PageCommand::Act { action, .. }, .. } => {
                         Some(Body::ActionDone {
@@ -162,7 +169,7 @@ impl FakeExtension {
                 }
             }
         });
-        (FakeExtension { to_host: ext_side, events, requests }, served)
+        (FakeExtension { to_host: ext_side, observations, events, requests }, served)
     }
 
     /// Events until the task finishes.
@@ -283,6 +290,45 @@ async fn serves_bad_frames_with_errors_and_goes_on() {
         host.serve(Cursor::new(Vec::new()), SharedBuf::default()).await,
         Err(HostError::AlreadyServing)
     ));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_observation_sent_as_a_diff_is_made_whole_or_asked_for_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = host_with(dir.path(), 5, Scripted::new(&[]));
+    let (ext, _served) = FakeExtension::start(&host);
+    let first = Observation { seq: 41, ..observation("https://form.test/") };
+    let mut changed = first.clone();
+    changed.seq = 42;
+    changed.elements[1].value = Some("Ada".into());
+    changed.text = "[1]<button>Submit\n[2]<input \"Name\" value=\"Ada\">".into();
+    let diff = errand_protocol::ObservationDiff::between(&first, &changed, 41);
+    let as_diff =
+        Observation { elements: vec![], text: String::new(), diff: Some(diff), ..changed.clone() };
+    // A diff against an observation the host does not hold.
+    let stray = Observation {
+        seq: 50,
+        diff: Some(errand_protocol::ObservationDiff { base: 49, ..Default::default() }),
+        ..Default::default()
+    };
+    lock(&ext.observations).extend([first.clone(), as_diff, stray, changed.clone()]);
+    let since = |body: Body| match body {
+        Body::Page { command: PageCommand::Observe { since, .. }, .. } => since,
+        other => panic!("not an observe request: {other:?}"),
+    };
+    let next_request = || ext.requests.recv_timeout(Duration::from_secs(5)).unwrap();
+
+    assert_eq!(host.observe(7, false).await.unwrap(), first);
+    assert_eq!(since(next_request()), None);
+    assert_eq!(host.observe(7, false).await.unwrap(), changed, "the diff applied to the held one");
+    assert_eq!(since(next_request()), Some(41));
+    // The stray diff is refused and the page asked again, whole.
+    assert_eq!(host.observe(7, false).await.unwrap(), changed);
+    assert_eq!(since(next_request()), Some(42));
+    assert_eq!(since(next_request()), None);
+    // Another tab starts whole.
+    host.observe(8, false).await.unwrap();
+    assert_eq!(since(next_request()), None);
 }
 
 #[tokio::test(flavor = "multi_thread")]
