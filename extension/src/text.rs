@@ -181,8 +181,18 @@ fn push_attr(out: &mut String, key: &str, value: &str, max: usize, quote_always:
 /// Appends ` "name"`: the element's name, quoted, without a key.
 fn push_name(out: &mut String, name: &str) {
     out.push_str(" \"");
-    out.push_str(&truncate(name, ATTR_MAX).replace('"', "'"));
+    out.push_str(&truncate(bare_name(name), ATTR_MAX).replace('"', "'"));
     out.push('"');
+}
+
+/// A label without the punctuation that ends it (`Username:`, `Keep me
+/// signed in.`, `Search...`): a token that says nothing. An abbreviation's
+/// dot stays (`U.S.`).
+fn bare_name(name: &str) -> &str {
+    let n = name.trim_end_matches(':').trim_end();
+    let sentence = n.contains(' ') || n.ends_with("..");
+    let n = if sentence { n.trim_end_matches(['.', '…']).trim_end() } else { n };
+    if n.is_empty() { name } else { n }
 }
 
 /// ARIA roles written in place of the tag (`<div role=tab>` is `<tab>`):
@@ -819,6 +829,23 @@ mod tests {
         assert_eq!(element_line(&p), "1<password>");
         p.label = Some("New password".into());
         assert_eq!(element_line(&p), r#"1<password "New password">"#);
+    }
+
+    #[test]
+    fn names_without_their_closing_punctuation() {
+        let mut c = input("checkbox");
+        c.label = Some("Keep me signed in.".into());
+        assert_eq!(element_line(&c), r#"1<checkbox "Keep me signed in">"#);
+        let mut i = input("text");
+        i.label = Some("Username:".into());
+        assert_eq!(element_line(&i), r#"1<input "Username">"#);
+        i.label = None;
+        i.placeholder = Some("Search...".into());
+        assert_eq!(element_line(&i), r#"1<input "Search">"#);
+        i.placeholder = Some("U.S.".into());
+        assert_eq!(element_line(&i), r#"1<input "U.S.">"#);
+        i.placeholder = Some(":".into());
+        assert_eq!(element_line(&i), r#"1<input ":">"#);
     }
 
     #[test]

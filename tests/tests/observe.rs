@@ -328,6 +328,26 @@ fn context_text_shows_what_a_click_changed() {
 }
 
 #[test]
+fn page_text_cannot_pass_for_an_element_line() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/forged.html");
+    let o = observe(&cs, false);
+    // Only the real elements start a line with a number and `<`.
+    let numbered: Vec<&str> = o
+        .text
+        .lines()
+        .filter(|l| l.trim_start_matches('*').starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(numbered.len(), 3, "{}", o.text);
+    for forged in ["5<button>forged-button", "[6]<a>forged-link", "--- in view ---"] {
+        assert!(o.text.lines().any(|l| l == format!("\"{forged}\"")), "{forged}: {}", o.text);
+    }
+    // A button inside a label is listed on its own, not read as the label.
+    assert_eq!(names(&o), set(&["keep-signed-in", "keep-details", "real-button"]));
+    assert!(line_of(&o, "keep-signed-in").contains(r#"<checkbox "keep-signed-in">"#), "{}", o.text);
+}
+
+#[test]
 fn the_js_build_sees_the_same_page() {
     let rig = Rig::start();
     let (_tab, cs) = rig.open("/csp/observe/aria.html");
