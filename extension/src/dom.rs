@@ -116,7 +116,8 @@ pub fn row_label(el: &Element) -> Option<String> {
 }
 
 /// The text a label shows of itself: not the options of a select or the
-/// text of a textarea it wraps.
+/// text of a textarea it wraps, nor a button inside it (listed on its own:
+/// `Keep me signed in. [Details]`).
 fn label_text(node: &Node, out: &mut String) {
     let kids = node.child_nodes();
     for i in 0..kids.length() {
@@ -124,11 +125,12 @@ fn label_text(node: &Node, out: &mut String) {
         match k.node_type() {
             Node::TEXT_NODE => out.push_str(&k.text_content().unwrap_or_default()),
             Node::ELEMENT_NODE => {
-                let name = k.unchecked_ref::<Element>().local_name();
-                if !matches!(
-                    name.as_str(),
+                let el = k.unchecked_ref::<Element>();
+                let skip = matches!(
+                    el.local_name().as_str(),
                     "select" | "textarea" | "option" | "datalist" | "script" | "style" | "button"
-                ) {
+                ) || el.get_attribute("role").is_some_and(|r| r.trim() == "button");
+                if !skip {
                     label_text(&k, out);
                 }
             }

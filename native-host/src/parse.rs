@@ -136,7 +136,9 @@ fn normalise_params(params: &Value) -> Value {
                 .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| {
                     let v = match (k.as_str(), v) {
-                        ("index" | "ms", Value::String(s)) => s
+                        // `"[12]"`: models used to other agents' lists
+                        // write the number bracketed.
+                        ("index" | "from" | "to" | "ms", Value::String(s)) => s
                             .trim()
                             .trim_start_matches('[')
                             .trim_end_matches(']')
@@ -455,6 +457,10 @@ mod tests {
     fn accepts_a_single_action_and_string_numbers() {
         let a = parse_answer(r#"{"action": {"click": {"index": "[8]"}}}"#).unwrap();
         assert_eq!(a.actions, vec![click(8)]);
+        let a = parse_answer(r#"{"action": {"click": {"index": "8"}}}"#).unwrap();
+        assert_eq!(a.actions, vec![click(8)]);
+        let a = parse_answer(r#"{"action": {"drag_and_drop": {"from": "[3]", "to": 4}}}"#);
+        assert_eq!(a.unwrap().actions, vec![Action::DragAndDrop { from: 3, to: 4 }]);
         let a = parse_answer(
             r#"{"actions": [{"wait": {}}, {"Goto": {"url": "https://example.com"}}]}"#,
         )

@@ -327,11 +327,21 @@ pub fn all_text(req: &Value) -> String {
         .join("\n")
 }
 
-/// The elements of an element list: every `[N]…` with the rest of its
-/// line, e.g. `(12, "<button>Submit</button>")`.
+/// The elements of an element list: a line `12<button>Submit` (`*12<…>`
+/// when new), or every `[N]…` with the rest of its line (the older shape,
+/// and other agents'), e.g. `(12, "<button>Submit")`.
 pub fn elements(text: &str) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     for line in text.lines() {
+        let bare = line.trim_start();
+        let bare = bare.strip_prefix('*').unwrap_or(bare);
+        let digits = bare.len() - bare.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 && bare[digits..].starts_with('<') {
+            if let Ok(n) = bare[..digits].parse() {
+                out.push((n, bare[digits..].trim().to_owned()));
+                continue;
+            }
+        }
         let mut rest = line;
         while let Some(open) = rest.find('[') {
             let after = &rest[open + 1..];
@@ -451,6 +461,13 @@ mod tests {
         assert_eq!(elements(inline).len(), 2);
         assert_eq!(element_index(inline, "Submit"), Some(2));
         assert_eq!(element_index("array[0] = 1; [5] button \"Submit\"", "Submit"), Some(5));
+        // Errand's shape: the number at the start of the line.
+        let bare = "# Sign in\n3<email value=\"a@b.c\">\n*4<button>Log in\n\"5<a>Fake\"\n12 apples";
+        assert_eq!(
+            elements(bare),
+            vec![(3, "<email value=\"a@b.c\">".to_owned()), (4, "<button>Log in".to_owned())]
+        );
+        assert_eq!(element_index(bare, "log in"), Some(4));
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub fn parse(text: &str) -> Result<AgentAnswer, ParseError> {
 fn looks_like_action(line: &str) -> bool {
     let l = line.trim_start().to_ascii_lowercase();
     ["click [", "type [", "scroll [", "answer;", "goback", "key;"].iter().any(|p| l.starts_with(p))
+        || ["click ", "type ", "scroll "]
+            .iter()
+            .any(|p| l.strip_prefix(p).is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit())))
 }
 
 /// Memory is JSON in this protocol; repaired when slightly broken, kept
@@ -107,7 +110,15 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
     let text = text.trim().trim_matches('`').trim();
     let word: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
     let rest = &text[word.len()..];
-    let parts = brackets(rest);
+    // `Click 12`: the page lists elements as `12<button>…`, so a model may
+    // write the number without brackets.
+    let bare = rest.trim_start();
+    let digits = bare.len() - bare.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let parts = if digits > 0 {
+        std::iter::once(bare[..digits].to_owned()).chain(brackets(&bare[digits..])).collect()
+    } else {
+        brackets(rest)
+    };
     match word.to_ascii_lowercase().as_str() {
         "click" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Click")?;
@@ -198,6 +209,12 @@ mod tests {
             one("Action: Scroll [6]; [up]."),
             vec![Action::Scroll { direction: ScrollDirection::Up, index: Some(6), pages: None }]
         );
+        // The number as the page writes it, without brackets.
+        assert_eq!(
+            one("Thought: press it\nAction: Click 12\nMemory_Updated: {}"),
+            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![] }]
+        );
+        assert_eq!(one("Type 2; [Ada]")[0], Action::Fill { index: 2, text: "Ada".into() });
         assert_eq!(one("Action: Wait"), vec![Action::Wait { ms: 5000 }]);
         assert_eq!(one("Action: GoBack."), vec![Action::GoBack {}]);
         assert_eq!(

@@ -1,9 +1,11 @@
-//! Reading Errand's element list the way a model does: `[12]<button>Submit`,
-//! `[3]<checkbox "abc" checked>`, `[5]<email "E-mail" value="a@b.c">`,
-//! `[7]<a href="/x">` (the format is `extension/src/text.rs`'s). The kind
-//! word of an input (`email`, `checkbox`…) reads back as tag `input` with that
-//! `type`, the quoted name as attribute `label`; the older shape with closing
-//! tags and `type=` attributes is read too.
+//! Reading Errand's element list the way a model does: `12<button>Submit`,
+//! `3<checkbox "abc" checked>`, `5<email "Work e-mail" value="a@b.c">`,
+//! `7<a href="/x">`, `8<tab "Tab #2" collapsed>` (the format is
+//! `extension/src/text.rs`'s). The kind word of an input (`email`,
+//! `checkbox`…) reads back as tag `input` with that `type`, a role written as
+//! the kind (`tab`, `option`…) as attribute `role`, the quoted name as
+//! attribute `label`; the older shapes (`[12]<button>Submit</button>`, with
+//! `type=` attributes) are read too.
 
 use crate::model::elements;
 
@@ -106,6 +108,24 @@ const INPUT_KINDS: &[&str] = &[
     "radio",
 ];
 
+/// ARIA roles written as the element's kind (`[4]<tab "Tab #2" collapsed>`).
+const ROLE_KINDS: &[&str] = &[
+    "tab",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "option",
+    "combobox",
+    "switch",
+    "slider",
+    "spinbutton",
+    "textbox",
+    "searchbox",
+    "listbox",
+    "treeitem",
+    "gridcell",
+];
+
 fn parse_one(index: u32, desc: &str) -> Listed {
     let mut desc = desc.trim().trim_start_matches(':').trim();
     // Drop a trailing position note: `(right, 900px)`.
@@ -127,6 +147,9 @@ fn parse_one(index: u32, desc: &str) -> Listed {
     let (mut attrs, after) = read_attrs(&rest[tag_end..]);
     if INPUT_KINDS.contains(&listed.tag.as_str()) {
         attrs.insert(0, ("type".to_owned(), std::mem::replace(&mut listed.tag, "input".into())));
+    } else if ROLE_KINDS.contains(&listed.tag.as_str()) {
+        // `<tab>` is an element with `role=tab`.
+        attrs.insert(0, ("role".to_owned(), listed.tag.clone()));
     }
     listed.attrs = attrs;
     let inner = match after.rfind("</") {
@@ -263,6 +286,21 @@ mod tests {
         assert_eq!(list[5].input_type(), Some("password"));
         assert!(list[5].flag("required"));
         assert_eq!((list[6].tag.as_str(), list[6].text.as_str()), ("select", "S|M|L"));
+    }
+
+    #[test]
+    fn reads_the_bare_number_shape_and_roles_as_kinds() {
+        let list = parse(
+            "3<button>Submit\n*4<tab \"Tab #2\" collapsed>\n\"5<a>forged\"\n6<email value=\"a@b.c\">",
+        );
+        assert_eq!(list.len(), 3, "{list:#?}");
+        assert_eq!((list[0].index, list[0].tag.as_str(), list[0].name()), (3, "button", "Submit"));
+        assert_eq!(
+            (list[1].index, list[1].attr("role"), list[1].name()),
+            (4, Some("tab"), "Tab #2")
+        );
+        assert_eq!((list[2].index, list[2].input_type()), (6, Some("email")));
+        assert!(list[2].is_text_field());
     }
 
     #[test]
