@@ -34,8 +34,8 @@
 use std::cell::RefCell;
 
 use errand_protocol::Rect;
-use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 use web_sys::{
     Document, DocumentFragment, Element, HtmlElement, Node, ShadowRoot, ShadowRootInit,
     ShadowRootMode, Window,
@@ -211,10 +211,7 @@ fn query_all(root: &Node, selector: &str) -> Vec<Element> {
         _ => return Vec::new(),
     };
     let Ok(list) = list else { return Vec::new() };
-    (0..list.length())
-        .filter_map(|i| list.item(i))
-        .map(|n| n.unchecked_into::<Element>())
-        .collect()
+    (0..list.length()).filter_map(|i| list.item(i)).map(|n| n.unchecked_into::<Element>()).collect()
 }
 
 /// Where a secret field shows in the top window's viewport: its box
@@ -349,7 +346,8 @@ fn follow() {
     OVERLAY.with(|o| {
         let o = o.borrow();
         let Some(o) = o.as_ref() else { return };
-        let boxes: Vec<(u32, Rect)> = o.marks.iter().map(|m| (m.number, rect_in_top(&m.el))).collect();
+        let boxes: Vec<(u32, Rect)> =
+            o.marks.iter().map(|m| (m.number, rect_in_top(&m.el))).collect();
         let covers: Vec<Option<Rect>> = o
             .blanks
             .iter()
@@ -391,29 +389,37 @@ pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValu
     layer.set_attribute("style", LAYER_STYLE)?;
     shadow.append_child(&layer)?;
     // The blanks first: the marks' boxes and numbers are drawn over them.
+    // Written as one piece of markup (one parse instead of an element and
+    // a style per box: most of the overlay's cost on a page with hundreds
+    // of marks); made one by one where the page refuses markup (Trusted
+    // Types).
+    let styles: Vec<(&str, String, Option<String>)> = covers
+        .iter()
+        .map(|r| ("div", blank_style(r.as_ref()), None))
+        .chain(marked.iter().zip(&boxes).zip(&labels).flat_map(|(((n, _), (_, r)), (lx, ly))| {
+            let colour = COLOURS[*n as usize % COLOURS.len()];
+            [
+                ("div", box_style(r, colour), None),
+                ("span", label_style(*lx, *ly, colour), Some(n.to_string())),
+            ]
+        }))
+        .collect();
+    let children = build_layer(document, &layer, &styles)?;
+    let mut children = children.into_iter();
     let mut blanks = Vec::with_capacity(secrets.len());
-    for (el, r) in secrets.into_iter().zip(&covers) {
-        let cover: HtmlElement = document.create_element("div")?.unchecked_into();
-        cover.set_attribute("style", &blank_style(r.as_ref()))?;
-        layer.append_child(&cover)?;
+    for el in secrets {
+        let cover = children.next().ok_or_else(|| JsValue::from_str("overlay cut short"))?;
         blanks.push(Blank { el, cover });
     }
     let mut marks = Vec::with_capacity(marked.len());
-    for (((n, el), (_, r)), (lx, ly)) in marked.iter().zip(&boxes).zip(labels) {
-        let colour = COLOURS[*n as usize % COLOURS.len()];
-        let frame: HtmlElement = document.create_element("div")?.unchecked_into();
-        frame.set_attribute("style", &box_style(r, colour))?;
-        let label: HtmlElement = document.create_element("span")?.unchecked_into();
-        label.set_attribute("style", &label_style(lx, ly, colour))?;
-        label.set_text_content(Some(&n.to_string()));
-        layer.append_child(&frame)?;
-        layer.append_child(&label)?;
+    for (n, el) in marked {
+        let (Some(frame), Some(label)) = (children.next(), children.next()) else {
+            return Err(JsValue::from_str("overlay cut short"));
+        };
         marks.push(Mark { el: el.clone(), number: *n, frame, label });
     }
     clear();
-    let root = document
-        .document_element()
-        .ok_or_else(|| JsValue::from_str("no root element"))?;
+    let root = document.document_element().ok_or_else(|| JsValue::from_str("no root element"))?;
     root.append_child(&host)?;
     show_in_top_layer(&layer);
 
@@ -434,6 +440,47 @@ pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValu
         *o.borrow_mut() = Some(Overlay { host, window, marks, blanks, on_change, on_frame });
     });
     Ok(())
+}
+
+/// Fills the layer with one element per `(tag, style, text)`, in order, and
+/// returns them.
+fn build_layer(
+    document: &Document,
+    layer: &HtmlElement,
+    parts: &[(&str, String, Option<String>)],
+) -> Result<Vec<HtmlElement>, JsValue> {
+    let mut html = String::with_capacity(parts.len() * 160);
+    for (tag, style, text) in parts {
+        // Errand's own styles and numbers: nothing to escape, checked.
+        debug_assert!(!style.contains(['"', '<', '&']));
+        html.push_str(&format!(
+            "<{tag} style=\"{style}\">{}</{tag}>",
+            text.as_deref().unwrap_or("")
+        ));
+    }
+    if js_sys::Reflect::set(layer, &JsValue::from_str("innerHTML"), &JsValue::from_str(&html))
+        .is_ok()
+    {
+        let all = layer.children();
+        if all.length() as usize == parts.len() {
+            return Ok((0..all.length())
+                .filter_map(|i| all.item(i))
+                .map(|e| e.unchecked_into::<HtmlElement>())
+                .collect());
+        }
+    }
+    layer.set_text_content(None);
+    let mut out = Vec::with_capacity(parts.len());
+    for (tag, style, text) in parts {
+        let el: HtmlElement = document.create_element(tag)?.unchecked_into();
+        el.set_attribute("style", style)?;
+        if let Some(t) = text {
+            el.set_text_content(Some(t));
+        }
+        layer.append_child(&el)?;
+        out.push(el);
+    }
+    Ok(out)
 }
 
 /// Puts the layer in the top layer: `popover="manual"`, then
@@ -460,7 +507,11 @@ mod tests {
 
     #[test]
     fn labels_sharing_a_corner_do_not_overlap() {
-        let boxes = [(1, r(10.0, 50.0, 100.0, 30.0)), (2, r(10.0, 50.0, 200.0, 60.0)), (3, r(10.0, 50.0, 100.0, 30.0))];
+        let boxes = [
+            (1, r(10.0, 50.0, 100.0, 30.0)),
+            (2, r(10.0, 50.0, 200.0, 60.0)),
+            (3, r(10.0, 50.0, 100.0, 30.0)),
+        ];
         let at = place_labels(&boxes);
         assert_eq!(at[0], (10.0, 50.0));
         assert_eq!(at[1], (10.0, 50.0 - LABEL_H));
@@ -503,7 +554,10 @@ mod tests {
     #[test]
     fn a_blank_is_opaque_or_hidden() {
         let s = blank_style(Some(&r(10.0, 20.0, 30.0, 40.0)));
-        assert!(s.contains(&format!("background:{BLANK_COLOUR}")) && s.contains("opacity:1"), "{s}");
+        assert!(
+            s.contains(&format!("background:{BLANK_COLOUR}")) && s.contains("opacity:1"),
+            "{s}"
+        );
         assert!(s.contains("left:10.0px;top:20.0px;width:30.0px;height:40.0px"), "{s}");
         assert_eq!(blank_style(None), "display:none;");
     }
