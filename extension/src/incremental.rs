@@ -54,14 +54,19 @@ struct Cache {
     clips: Vec<Rect>,
     covered: Vec<(Element, Rect)>,
     opened: js_sys::Set,
-    /// Whether the next observation may start from this one.
-    reusable: bool,
+    /// Why the next observation may not start from this one, if so.
+    unusable: Option<Fallback>,
     viewport: Viewport,
 }
+
+/// Why an observation walked the whole page (`Observation.fallback`).
+pub(crate) type Fallback = &'static str;
 
 /// What changed since the last observation.
 #[derive(Default)]
 pub struct Changes {
+    /// Nothing is known of what happened before (a new watcher).
+    unknown: bool,
     /// Nodes whose attributes, children or text changed, and fields typed in.
     dirty: Vec<Node>,
     added: Vec<Node>,
@@ -155,7 +160,7 @@ pub fn take_changes(document: &Document) -> Changes {
     if fresh {
         start(document);
         // Nothing is known about what happened before.
-        CHANGES.with(|c| *c.borrow_mut() = Changes { too_many: true, ..Changes::default() });
+        CHANGES.with(|c| *c.borrow_mut() = Changes { unknown: true, ..Changes::default() });
     }
     let pending = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.observer.take_records()));
     if let Some(p) = pending {
@@ -217,7 +222,13 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             }
         }
     });
-    let reusable = !walk.saw_frame && !walk.ignore_aria_hidden;
+    let unusable = if walk.saw_frame {
+        Some("the page has a frame")
+    } else if walk.ignore_aria_hidden {
+        Some("the page was walked again without aria-hidden")
+    } else {
+        None
+    };
     CACHE.with(|c| {
         *c.borrow_mut() = Some(Cache {
             document: document.clone(),
@@ -227,7 +238,7 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             clips: walk.line_clips,
             covered: walk.covered,
             opened: walk.opened,
-            reusable,
+            unusable,
             viewport: *viewport,
         })
     });
@@ -240,7 +251,7 @@ pub(crate) fn take_lines() -> Option<(Vec<Line>, Vec<Option<Element>>)> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = c.as_mut()?;
-        c.reusable = false;
+        c.unusable = Some("cross-origin frames");
         Some((std::mem::take(&mut c.lines), std::mem::take(&mut c.nodes)))
     })
 }
@@ -274,28 +285,43 @@ pub(crate) fn with_lines<T>(
 }
 
 /// Brings the kept observation up to date by re-walking only what changed.
-/// `None` when that cannot be done with certainty: the caller walks the
-/// whole page. Otherwise how many subtrees were walked again.
+/// `Err` (why) when that cannot be done with certainty: the caller walks
+/// the whole page. Otherwise how many subtrees were walked again.
 pub(crate) fn reobserve(
     changes: Changes,
     document: &Document,
     top: &Frame,
     viewport: &Viewport,
     origin: &str,
-) -> Option<usize> {
-    if changes.too_many || changes.styling || changes.scrolled {
-        return None;
+) -> Result<usize, Fallback> {
+    if changes.unknown {
+        return Err("nothing observed before");
+    }
+    if changes.too_many {
+        return Err("too many changes");
+    }
+    if changes.styling {
+        return Err("<head> changed");
+    }
+    if changes.scrolled {
+        return Err("scrolled");
     }
     // A node moved (removed and added again) breaks the document order of
     // the kept lines.
     if changes.added.iter().any(|a| changes.removed.contains(a)) {
-        return None;
+        return Err("a node moved");
     }
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let cache = c.as_mut()?;
-        if !cache.reusable || cache.document != *document || cache.viewport != *viewport {
-            return None;
+        let cache = c.as_mut().ok_or("nothing observed before")?;
+        if let Some(why) = cache.unusable {
+            return Err(why);
+        }
+        if cache.document != *document {
+            return Err("another document");
+        }
+        if cache.viewport != *viewport {
+            return Err("the window was resized or scrolled");
         }
         // A scrolled box whose `scroll` event is not dispatched yet (that
         // waits for the next frame): its listed scroll position tells.
@@ -304,33 +330,53 @@ pub(crate) fn reobserve(
                 if seen.scroll.is_some_and(|sc| (f64::from(el.scroll_top()) - sc.above).abs() > 0.5))
         });
         if box_scrolled {
-            return None;
+            return Err("a box scrolled");
         }
-        let roots = segments(&changes.dirty, document, &cache.opened)?;
+        let roots = segments(&changes.dirty, document, &cache.opened, |s| listed_line(cache, s))?;
+        // Decided before walking, so that falling back costs no more than
+        // the whole-page walk itself: most of the page changed.
+        let kept: usize = roots.iter().map(|s| range(cache, s)).map(|(lo, hi)| hi - lo).sum();
+        if kept * 2 > cache.lines.len() {
+            return Err("most of the page changed");
+        }
         let mut fresh: Vec<(usize, usize)> = Vec::new();
         let mut areas: Vec<Rect> = Vec::new();
         // From the last segment back, so earlier indices stay right.
         for s in roots.iter().rev() {
             let (lo, hi) = range(cache, s);
+            if s.has_attribute("inert")
+                || s.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
+                return Err("a changed part is inert or aria-hidden");
+            }
+            let listed = listed_line(cache, s).is_some();
             let mut walk = Walk::new(origin.to_owned(), false);
             walk.opened = cache.opened.clone();
             if let Some(clip) = clip_around(s, top) {
                 walk.clips.push(clip);
             }
-            walk.visit(s, top, ctx_of(s)?);
+            walk.visit(s, top, ctx_of(s).ok_or("a changed part's parent is not known")?);
             walk.flush();
-            // The segment must still be a block the walk breaks at.
-            let bits = style_cache::get(s)?;
-            if !bits.block
-                || bits.skip
-                || walk.saw_frame
-                || !walk.remote.is_empty()
-                || s.has_attribute("inert")
-            {
-                return None;
+            if walk.saw_frame {
+                return Err("a changed part holds a frame");
             }
-            if s.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-                return None;
+            if !walk.remote.is_empty() {
+                return Err("a changed part holds cross-origin frames");
+            }
+            if listed {
+                // Still listed, collecting the text inside it: the walk
+                // breaks before and after it.
+                let still = matches!((walk.lines.first(), walk.nodes.first()),
+                    (Some(Line::Element(seen)), Some(Some(el))) if el == s && seen.scroll.is_none());
+                if !still {
+                    return Err("a changed element is no longer listed");
+                }
+            } else {
+                // The segment must still be a block the walk breaks at.
+                let bits = style_cache::get(s).ok_or("a changed part's style is not known")?;
+                if !bits.block || bits.skip {
+                    return Err("a changed part is no longer a block");
+                }
             }
             painted(s, &mut areas);
             let n = walk.lines.len();
@@ -348,31 +394,49 @@ pub(crate) fn reobserve(
             fresh.push((lo, lo + n));
             if !walk.shadows.is_empty() {
                 // New shadow roots are not watched yet.
-                return None;
+                return Err("a changed part holds shadow roots");
             }
         }
         // Most of the page walked again: the checks would cost more than
         // they save.
         let rewalked: usize = fresh.iter().map(|(a, b)| b - a).sum();
         if rewalked * 2 > cache.lines.len() {
-            return None;
+            return Err("most of the page was walked again");
         }
-        if !still_laid_out(cache, &fresh, &areas, top) {
-            return None;
-        }
+        still_laid_out(cache, &fresh, &areas, top)?;
         // A page that hides everything usable with `aria-hidden` is walked
         // again without it: only a full observation does that.
         let any = cache
             .lines
             .iter()
             .any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0));
-        any.then_some(roots.len())
+        if !any {
+            return Err("nothing usable in view");
+        }
+        Ok(roots.len())
+    })
+}
+
+/// The index of `s`'s own kept line when `s` was listed and collected the
+/// text inside it (so the walk broke before and after it): then `s` alone
+/// can be walked again. Not a scroll region (whose text is context text).
+fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
+    let (lo, hi) = range(cache, s);
+    (lo < hi).then_some(lo).filter(|&lo| {
+        matches!((&cache.lines[lo], &cache.nodes[lo]),
+            (Line::Element(seen), Some(el)) if el == s && seen.scroll.is_none())
     })
 }
 
 /// The segments to walk again for these changed nodes, in document order,
-/// none inside another; `None` when the whole page must be walked.
-fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option<Vec<Element>> {
+/// none inside another; `Err` when the whole page must be walked.
+/// `listed` says whether an element the walk lists can be a segment alone.
+fn segments(
+    dirty: &[Node],
+    document: &Document,
+    opened: &js_sys::Set,
+    listed: impl Fn(&Element) -> Option<usize>,
+) -> Result<Vec<Element>, Fallback> {
     let mut roots: Vec<Element> = Vec::new();
     for node in dirty {
         let el = if node.node_type() == Node::ELEMENT_NODE {
@@ -392,7 +456,7 @@ fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option
             let root = el.get_root_node();
             if root.node_type() != FRAGMENT_NODE {
                 if root != *document.unchecked_ref::<Node>() {
-                    return None;
+                    return Err("a change in another document");
                 }
                 break;
             }
@@ -403,9 +467,9 @@ fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option
             if el.closest("title").ok().flatten().is_some() {
                 continue;
             }
-            return None;
+            return Err("<head> changed");
         }
-        let Some(s) = segment_of(&el, opened)? else { continue };
+        let Some(s) = segment_of(&el, opened, &listed)? else { continue };
         if !roots.contains(&s) {
             roots.push(s);
         }
@@ -428,14 +492,19 @@ fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option
         }
         out.push(r);
     }
-    Some(out)
+    Ok(out)
 }
 
-/// The segment to walk again for a change of `el`: `Some(None)` when the
-/// walk never reaches `el` (it is inside something hidden), `None` when only
-/// the whole page will do.
-fn segment_of(el: &Element, opened: &js_sys::Set) -> Option<Option<Element>> {
-    // The outermost element around it that collects text.
+/// The segment to walk again for a change of `el`: `Ok(None)` when the
+/// walk never reaches `el` (it is inside something hidden), `Err` when only
+/// the whole page will do. The outermost element around `el` that collects
+/// text, alone when the walk listed it (`listed`); else the nearest block
+/// around that.
+fn segment_of(
+    el: &Element,
+    opened: &js_sys::Set,
+    listed: &impl Fn(&Element) -> Option<usize>,
+) -> Result<Option<Element>, Fallback> {
     let mut chain: Vec<Element> = Vec::new();
     let mut at = Some(el.clone());
     while let Some(e) = at {
@@ -444,21 +513,24 @@ fn segment_of(el: &Element, opened: &js_sys::Set) -> Option<Option<Element>> {
     }
     let outermost_open = chain.iter().rposition(|e| opened.has(e));
     let start = outermost_open.unwrap_or(0);
-    // Then the nearest block around that, whose parent is no label.
-    let mut seg = None;
-    for (i, e) in chain.iter().enumerate().skip(start) {
-        let tag = e.local_name();
-        if tag == "body" || tag == "html" {
-            return None;
-        }
-        let block = style_cache::get(e).is_some_and(|b| b.block && !b.skip);
-        let parent_label = chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
-        if block && !parent_label {
-            seg = Some(i);
-            break;
+    let parent_label = |i: usize| chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
+    let mut seg = outermost_open
+        .filter(|&i| !parent_label(i) && !matches!(chain[i].local_name().as_str(), "body" | "html"))
+        .filter(|&i| listed(&chain[i]).is_some());
+    if seg.is_none() {
+        for (i, e) in chain.iter().enumerate().skip(start) {
+            let tag = e.local_name();
+            if tag == "body" || tag == "html" {
+                return Err("a change outside any block but <body>");
+            }
+            let block = style_cache::get(e).is_some_and(|b| b.block && !b.skip);
+            if block && !parent_label(i) {
+                seg = Some(i);
+                break;
+            }
         }
     }
-    let seg = seg?;
+    let seg = seg.ok_or("a change outside any block")?;
     // Is it reached by the walk? Every element above it is walked into.
     for (i, a) in chain.iter().enumerate().skip(seg + 1) {
         let tag = a.local_name();
@@ -488,10 +560,10 @@ fn segment_of(el: &Element, opened: &js_sys::Set) -> Option<Option<Element>> {
                 && !a.has_attribute("open")
                 && chain[i - 1].local_name() != "summary")
         {
-            return Some(None);
+            return Ok(None);
         }
     }
-    Some(Some(chain[seg].clone()))
+    Ok(Some(chain[seg].clone()))
 }
 
 /// What the walk knows when it reaches `s`, from its parent's style.
@@ -513,7 +585,9 @@ fn ctx_of(s: &Element) -> Option<Ctx> {
         up = a.parent_element();
     }
     Some(Ctx {
-        pointer: bits.pointer,
+        // As the walk passes it down: the parent's own cursor, or one
+        // inherited from a `:hover` rule.
+        pointer: bits.pointer || hover,
         hover,
         text_hidden: !bits.shown && !bits.contents,
         dirty: false,
@@ -607,7 +681,12 @@ fn range(cache: &Cache, s: &Element) -> (usize, usize) {
 
 /// Whether the kept lines outside the re-walked ones still hold: nothing
 /// moved, nothing newly covered or uncovered, no field changed its value.
-fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: &Frame) -> bool {
+fn still_laid_out(
+    cache: &Cache,
+    fresh: &[(usize, usize)],
+    areas: &[Rect],
+    top: &Frame,
+) -> Result<(), Fallback> {
     let is_fresh = |i: usize| fresh.iter().any(|&(a, b)| i >= a && i < b);
     let same_place = |el: &Element, r: &Rect| {
         let now = el.get_bounding_client_rect();
@@ -617,11 +696,11 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
             && now.width() == r.width
             && now.height() == r.height
     };
-    let Some(root) = cache.document.document_element() else { return false };
+    let root = cache.document.document_element().ok_or("the document has no root")?;
     if f64::from(root.scroll_width()) != cache.viewport.page_width
         || f64::from(root.scroll_height()) != cache.viewport.page_height
     {
-        return false;
+        return Err("the page's size changed");
     }
     // The listed elements next to each re-walked run.
     for &(a, b) in fresh {
@@ -630,7 +709,7 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
         for i in before.take(NEIGHBOURS).chain(after.take(NEIGHBOURS)) {
             if let (Line::Element(seen), Some(el)) = (&cache.lines[i], &cache.nodes[i]) {
                 if !same_place(el, &seen.rect) {
-                    return false;
+                    return Err("an element next to a changed part moved");
                 }
             }
         }
@@ -644,16 +723,16 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
             // In view: where it was, and — where something changed over it —
             // still the element a click there hits.
             if !same_place(el, &seen.rect) {
-                return false;
+                return Err("an element in view moved");
             }
             let changed_over = areas.iter().any(|a| observe::intersect(a, &seen.rect).is_some());
             let now = el.get_bounding_client_rect();
             if changed_over && !observe::uncovered(el, &now, top, &cache.clips[i]) {
-                return false;
+                return Err("an element in view was covered");
             }
         }
         if !same_value(el, seen) {
-            return false;
+            return Err("a field's value changed without an event");
         }
     }
     // What was covered is still covered.
@@ -668,10 +747,10 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
             && observe::intersect(&rect, clip).is_some()
             && observe::uncovered(el, &r, top, clip)
         {
-            return false;
+            return Err("a covered element was uncovered");
         }
     }
-    true
+    Ok(())
 }
 
 /// Adds where a re-walked segment paints now: its box and the box of every

@@ -90,10 +90,12 @@ pub async fn observe(marks_wanted: bool, full: bool) -> Result<Observation, Stri
         page_height: f64::from(root.scroll_height()),
     };
     let changes = incremental::take_changes(&document);
-    let reobserved = if full {
-        None
-    } else {
-        incremental::reobserve(changes, &document, &top, &viewport, &origin)
+    let (reobserved, fallback) = match full {
+        true => (None, None),
+        false => match incremental::reobserve(changes, &document, &top, &viewport, &origin) {
+            Ok(n) => (Some(n), None),
+            Err(why) => (None, Some(why)),
+        },
     };
     let mut remote = Vec::new();
     if reobserved.is_none() {
@@ -133,6 +135,7 @@ pub async fn observe(marks_wanted: bool, full: bool) -> Result<Observation, Stri
         viewport,
         elapsed_ms,
         reobserved: reobserved.map(|n| n as u32),
+        fallback: fallback.map(str::to_owned),
     })
 }
 
