@@ -37,7 +37,7 @@ use web_sys::{
 };
 
 use crate::dom::FRAGMENT_NODE;
-use crate::observe::{self, Ctx, Frame, Walk, style_cache};
+use crate::observe::{self, Ctx, Frame, FrameSeen, Walk, style_cache};
 use crate::text::{Line, Seen};
 
 /// More changed nodes than this: observe the whole page again.
@@ -54,6 +54,8 @@ struct Cache {
     clips: Vec<Rect>,
     covered: Vec<(Element, Rect)>,
     opened: js_sys::Set,
+    /// The same-origin frames walked into (their lines anchored at them).
+    frames: Vec<FrameSeen>,
     /// Why the next observation may not start from this one, if so.
     unusable: Option<Fallback>,
     viewport: Viewport,
@@ -69,6 +71,11 @@ pub struct Changes {
     unknown: bool,
     /// Nodes whose attributes, children or text changed, and fields typed in.
     dirty: Vec<Node>,
+    /// Of those, the targets of changed children or text (the rest only
+    /// changed attributes or values).
+    content: Vec<Node>,
+    /// Nodes whose `aria-hidden` or `inert` changed.
+    hiding: Vec<Node>,
     added: Vec<Node>,
     removed: Vec<Node>,
     too_many: bool,
@@ -85,6 +92,8 @@ struct Watcher {
     _on_event: Closure<dyn FnMut(Event)>,
     /// Shadow roots observed already.
     shadows: Vec<web_sys::ShadowRoot>,
+    /// Same-origin frames' documents observed already.
+    frames: Vec<Document>,
 }
 
 thread_local! {
@@ -113,7 +122,8 @@ fn record(records: js_sys::Array) {
                 || target.parent_element().is_some_and(|p| p.local_name() == "head");
             let title = target.node_name().eq_ignore_ascii_case("title")
                 || target.parent_element().is_some_and(|p| p.local_name() == "title");
-            if in_head && !title {
+            // A frame's styles are read afresh each time its content is walked.
+            if in_head && !title && !in_frame(&target) {
                 c.styling = true;
             }
             let (added, removed) = (r.added_nodes(), r.removed_nodes());
@@ -129,11 +139,27 @@ fn record(records: js_sys::Array) {
             for i in 0..removed.length() {
                 c.removed.extend(removed.item(i));
             }
+            if r.type_() == "attributes" {
+                let name = r.attribute_name();
+                if matches!(name.as_deref(), Some("aria-hidden" | "inert"))
+                    && !c.hiding.contains(&target)
+                {
+                    c.hiding.push(target.clone());
+                }
+            } else if !c.content.contains(&target) {
+                c.content.push(target.clone());
+            }
             if !c.dirty.contains(&target) {
                 c.dirty.push(target);
             }
         }
     });
+}
+
+/// Whether `node` is in a document other than the watched one (a frame's).
+fn in_frame(node: &Node) -> bool {
+    let watched = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.document.clone()));
+    node.owner_document().is_some_and(|d| watched.is_some_and(|w| w != d))
 }
 
 /// Records a scroll, or a field the person (or an action) typed in or
@@ -195,6 +221,7 @@ fn start(document: &Document) {
             _on_records: on_records,
             _on_event: on_event,
             shadows: Vec::new(),
+            frames: Vec::new(),
         })
     });
 }
@@ -210,18 +237,38 @@ pub fn end() {
     CHANGES.with(|c| *c.borrow_mut() = Changes::default());
 }
 
-/// Keeps a full walk's result for the next observation.
-pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
+/// Watches the shadow roots and frames a walk went into.
+fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
     WATCHER.with(|w| {
-        if let Some(w) = w.borrow_mut().as_mut() {
-            for s in &walk.shadows {
-                if !w.shadows.contains(s) {
-                    let _ = w.observer.observe_with_options(s, &options());
-                    w.shadows.push(s.clone());
-                }
+        let mut w = w.borrow_mut();
+        let Some(w) = w.as_mut() else { return };
+        for s in shadows {
+            if !w.shadows.contains(s) {
+                let _ = w.observer.observe_with_options(s, &options());
+                w.shadows.push(s.clone());
             }
         }
+        for f in frames {
+            if w.frames.contains(&f.document) {
+                continue;
+            }
+            if let Some(root) = f.document.document_element() {
+                let _ = w.observer.observe_with_options(&root, &options());
+            }
+            if let Some(window) = f.document.default_view() {
+                let on_event = w._on_event.as_ref().unchecked_ref();
+                for kind in ["scroll", "input", "change"] {
+                    let _ = window.add_event_listener_with_callback_and_bool(kind, on_event, true);
+                }
+            }
+            w.frames.push(f.document.clone());
+        }
     });
+}
+
+/// Keeps a full walk's result for the next observation.
+pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
+    watch(&walk.shadows, &walk.frames);
     let unusable = if walk.saw_frame {
         Some("the page has a frame")
     } else if walk.ignore_aria_hidden {
@@ -238,6 +285,7 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             clips: walk.line_clips,
             covered: walk.covered,
             opened: walk.opened,
+            frames: walk.frames,
             unusable,
             viewport: *viewport,
         })
@@ -332,24 +380,24 @@ pub(crate) fn reobserve(
         if box_scrolled {
             return Err("a box scrolled");
         }
-        let roots = segments(&changes.dirty, document, &cache.opened, |s| listed_line(cache, s))?;
+        let roots = segments(&changes, document, cache)?;
         // Decided before walking, so that falling back costs no more than
         // the whole-page walk itself: most of the page changed.
-        let kept: usize = roots.iter().map(|s| range(cache, s)).map(|(lo, hi)| hi - lo).sum();
+        let kept: usize = roots.iter().map(|(s, _)| range(cache, s)).map(|(lo, hi)| hi - lo).sum();
         if kept * 2 > cache.lines.len() {
             return Err("most of the page changed");
         }
         let mut fresh: Vec<(usize, usize)> = Vec::new();
         let mut areas: Vec<Rect> = Vec::new();
+        let mut frames: Vec<FrameSeen> = Vec::new();
         // From the last segment back, so earlier indices stay right.
-        for s in roots.iter().rev() {
+        for (s, kind) in roots.iter().rev() {
             let (lo, hi) = range(cache, s);
             if s.has_attribute("inert")
                 || s.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
             {
                 return Err("a changed part is inert or aria-hidden");
             }
-            let listed = listed_line(cache, s).is_some();
             let mut walk = Walk::new(origin.to_owned(), false);
             walk.opened = cache.opened.clone();
             if let Some(clip) = clip_around(s, top) {
@@ -358,30 +406,42 @@ pub(crate) fn reobserve(
             walk.visit(s, top, ctx_of(s).ok_or("a changed part's parent is not known")?);
             walk.flush();
             if walk.saw_frame {
-                return Err("a changed part holds a frame");
+                return Err("a changed part holds a frame in a shadow tree");
             }
             if !walk.remote.is_empty() {
                 return Err("a changed part holds cross-origin frames");
             }
-            if listed {
-                // Still listed, collecting the text inside it: the walk
-                // breaks before and after it.
-                let still = matches!((walk.lines.first(), walk.nodes.first()),
-                    (Some(Line::Element(seen)), Some(Some(el))) if el == s && seen.scroll.is_none());
-                if !still {
-                    return Err("a changed element is no longer listed");
-                }
-            } else {
-                // The segment must still be a block the walk breaks at.
-                let bits = style_cache::get(s).ok_or("a changed part's style is not known")?;
-                if !bits.block || bits.skip {
+            if !walk.shadows.is_empty() {
+                // New shadow roots are not watched yet.
+                return Err("a changed part holds shadow roots");
+            }
+            // The walk must still break before and after the segment.
+            let bits = style_cache::get(s).ok_or("a changed part's style is not known")?;
+            match kind {
+                Kind::Block if !bits.block || bits.skip => {
                     return Err("a changed part is no longer a block");
                 }
+                Kind::Listed => {
+                    let still = matches!((walk.lines.first(), walk.nodes.first()),
+                        (Some(Line::Element(seen)), Some(Some(el))) if el == s && seen.scroll.is_none());
+                    if !still {
+                        return Err("a changed element is no longer listed");
+                    }
+                }
+                Kind::Empty if !walk.lines.is_empty() || bits.block => {
+                    return Err("an empty changed element now shows");
+                }
+                Kind::Frame if !walk.frames.iter().any(|f| f.iframe == *s && f.breaks) => {
+                    return Err("a changed frame no longer shows as a block");
+                }
+                _ => {}
             }
             painted(s, &mut areas);
             let n = walk.lines.len();
-            cache.covered.retain(|(el, _)| !s.contains(Some(el)));
+            cache.covered.retain(|(el, _)| !contains(s, el));
             cache.covered.extend(walk.covered);
+            cache.frames.retain(|f| !s.contains(Some(&f.iframe)));
+            frames.extend(walk.frames);
             cache.lines.splice(lo..hi, walk.lines);
             cache.nodes.splice(lo..hi, walk.nodes);
             cache.anchors.splice(lo..hi, walk.anchors);
@@ -392,11 +452,9 @@ pub(crate) fn reobserve(
                 f.1 = (f.1 as isize + delta) as usize;
             }
             fresh.push((lo, lo + n));
-            if !walk.shadows.is_empty() {
-                // New shadow roots are not watched yet.
-                return Err("a changed part holds shadow roots");
-            }
         }
+        // Watched from now on (a frame's new document, say).
+        watch(&[], &frames);
         // Most of the page walked again: the checks would cost more than
         // they save.
         let rewalked: usize = fresh.iter().map(|(a, b)| b - a).sum();
@@ -404,6 +462,7 @@ pub(crate) fn reobserve(
             return Err("most of the page was walked again");
         }
         still_laid_out(cache, &fresh, &areas, top)?;
+        cache.frames.extend(frames);
         // A page that hides everything usable with `aria-hidden` is walked
         // again without it: only a full observation does that.
         let any = cache
@@ -417,6 +476,33 @@ pub(crate) fn reobserve(
     })
 }
 
+/// What a segment is: why the walk breaks cleanly before and after it, so
+/// that its lines can be walked again alone.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// A block-level element.
+    Block,
+    /// An element listed with the text inside it (`listed_line`).
+    Listed,
+    /// An element with no content that showed nothing and was no block:
+    /// its change shows only if it now does (`empty_alone`).
+    Empty,
+    /// A same-origin frame whose root element is a block.
+    Frame,
+}
+
+/// Whether `node` is `s` or inside it, or inside a frame that is.
+fn contains(s: &Element, node: &Element) -> bool {
+    if s.contains(Some(node)) {
+        return true;
+    }
+    let frame = node
+        .owner_document()
+        .and_then(|d| d.default_view())
+        .and_then(|w| w.frame_element().ok().flatten());
+    frame.is_some_and(|f| s.contains(Some(&f)))
+}
+
 /// The index of `s`'s own kept line when `s` was listed and collected the
 /// text inside it (so the walk broke before and after it): then `s` alone
 /// can be walked again. Not a scroll region (whose text is context text).
@@ -428,17 +514,36 @@ fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
     })
 }
 
-/// The segments to walk again for these changed nodes, in document order,
-/// none inside another; `Err` when the whole page must be walked.
-/// `listed` says whether an element the walk lists can be a segment alone.
+/// Whether `el`, changed only in its attributes, can be walked again alone
+/// because it showed nothing and holds nothing: no element or text inside
+/// it, no kept line, no block (nor a heading: a walk breaks at those even
+/// when they show nothing). Its style as the last walk read it tells.
+fn empty_alone(el: &Element, changes: &Changes, cache: &Cache) -> bool {
+    let tag = el.local_name();
+    if matches!(tag.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "iframe" | "frame")
+        || el.child_element_count() > 0
+        || el.shadow_root().is_some()
+        || el.text_content().is_some_and(|t| !t.trim().is_empty())
+    {
+        return false;
+    }
+    let node: &Node = el.unchecked_ref();
+    if changes.hiding.contains(node) || changes.content.iter().any(|n| el.contains(Some(n))) {
+        return false;
+    }
+    let (lo, hi) = range(cache, el);
+    lo == hi && style_cache::get(el).is_some_and(|b| !b.block)
+}
+
+/// The segments to walk again for these changes, in document order, none
+/// inside another; `Err` when the whole page must be walked.
 fn segments(
-    dirty: &[Node],
+    changes: &Changes,
     document: &Document,
-    opened: &js_sys::Set,
-    listed: impl Fn(&Element) -> Option<usize>,
-) -> Result<Vec<Element>, Fallback> {
-    let mut roots: Vec<Element> = Vec::new();
-    for node in dirty {
+    cache: &Cache,
+) -> Result<Vec<(Element, Kind)>, Fallback> {
+    let mut roots: Vec<(Element, Kind)> = Vec::new();
+    'nodes: for node in &changes.dirty {
         let el = if node.node_type() == Node::ELEMENT_NODE {
             node.clone().unchecked_into::<Element>()
         } else {
@@ -450,17 +555,35 @@ fn segments(
         if !el.is_connected() {
             continue;
         }
-        // Out of a shadow tree: its outermost host.
+        // Out of a shadow tree: its outermost host; out of a frame's
+        // document: its iframe.
         let mut el = el;
+        let mut from_frame = false;
         loop {
             let root = el.get_root_node();
-            if root.node_type() != FRAGMENT_NODE {
-                if root != *document.unchecked_ref::<Node>() {
-                    return Err("a change in another document");
-                }
+            if root.node_type() == FRAGMENT_NODE {
+                el = root.unchecked_into::<web_sys::ShadowRoot>().host();
+                continue;
+            }
+            if root == *document.unchecked_ref::<Node>() {
                 break;
             }
-            el = root.unchecked_into::<web_sys::ShadowRoot>().host();
+            let iframe = root
+                .dyn_ref::<Document>()
+                .and_then(|d| d.default_view())
+                .and_then(|w| w.frame_element().ok().flatten());
+            match iframe {
+                Some(f) if cache.frames.iter().any(|s| s.iframe == f) => {
+                    el = f;
+                    from_frame = true;
+                }
+                // A frame the last walk did not go into: nor will this one
+                // unless the iframe itself changed (then it is dirty too).
+                Some(f) if f.get_root_node() == *document.unchecked_ref::<Node>() => {
+                    continue 'nodes;
+                }
+                _ => return Err("a change in a frame not watched"),
+            }
         }
         // The title is read afresh anyway; the rest of `<head>` is not walked.
         if el.closest("head").ok().flatten().is_some() {
@@ -469,13 +592,13 @@ fn segments(
             }
             return Err("<head> changed");
         }
-        let Some(s) = segment_of(&el, opened, &listed)? else { continue };
-        if !roots.contains(&s) {
-            roots.push(s);
+        let Some((s, kind)) = segment_of(&el, from_frame, changes, cache)? else { continue };
+        if !roots.iter().any(|(r, _)| *r == s) {
+            roots.push((s, kind));
         }
     }
     // Document order, and none inside another.
-    roots.sort_by(|a, b| {
+    roots.sort_by(|(a, _), (b, _)| {
         let pos = a.compare_document_position(b);
         if a == b {
             std::cmp::Ordering::Equal
@@ -485,9 +608,9 @@ fn segments(
             std::cmp::Ordering::Greater
         }
     });
-    let mut out: Vec<Element> = Vec::new();
+    let mut out: Vec<(Element, Kind)> = Vec::new();
     for r in roots {
-        if out.last().is_some_and(|o| o.contains(Some(&r))) {
+        if out.last().is_some_and(|(o, _)| o.contains(Some(&r.0))) {
             continue;
         }
         out.push(r);
@@ -498,46 +621,37 @@ fn segments(
 /// The segment to walk again for a change of `el`: `Ok(None)` when the
 /// walk never reaches `el` (it is inside something hidden), `Err` when only
 /// the whole page will do. The outermost element around `el` that collects
-/// text, alone when the walk listed it (`listed`); else the nearest block
-/// around that.
+/// text, alone when the walk listed it; else `el` alone when it is an empty
+/// element or a frame whose content changed; else the nearest block
+/// around.
 fn segment_of(
     el: &Element,
-    opened: &js_sys::Set,
-    listed: &impl Fn(&Element) -> Option<usize>,
-) -> Result<Option<Element>, Fallback> {
+    from_frame: bool,
+    changes: &Changes,
+    cache: &Cache,
+) -> Result<Option<(Element, Kind)>, Fallback> {
+    let skipped = |e: &Element| {
+        e.has_attribute("inert")
+            || e.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    };
+    // Left out by the walk, and not because of this change: it was before.
+    if !from_frame && skipped(el) && !changes.hiding.contains(el.unchecked_ref()) {
+        return Ok(None);
+    }
     let mut chain: Vec<Element> = Vec::new();
     let mut at = Some(el.clone());
     while let Some(e) = at {
         at = e.parent_element();
         chain.push(e);
     }
-    let outermost_open = chain.iter().rposition(|e| opened.has(e));
+    let outermost_open = chain.iter().rposition(|e| cache.opened.has(e));
     let start = outermost_open.unwrap_or(0);
-    let parent_label = |i: usize| chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
-    let mut seg = outermost_open
-        .filter(|&i| !parent_label(i) && !matches!(chain[i].local_name().as_str(), "body" | "html"))
-        .filter(|&i| listed(&chain[i]).is_some());
-    if seg.is_none() {
-        for (i, e) in chain.iter().enumerate().skip(start) {
-            let tag = e.local_name();
-            if tag == "body" || tag == "html" {
-                return Err("a change outside any block but <body>");
-            }
-            let block = style_cache::get(e).is_some_and(|b| b.block && !b.skip);
-            if block && !parent_label(i) {
-                seg = Some(i);
-                break;
-            }
-        }
-    }
-    let seg = seg.ok_or("a change outside any block")?;
     // Is it reached by the walk? Every element above it is walked into.
-    for (i, a) in chain.iter().enumerate().skip(seg + 1) {
+    for (i, a) in chain.iter().enumerate().skip(start + 1) {
         let tag = a.local_name();
         let bits = style_cache::get(a);
         if bits.is_none_or(|b| b.skip)
-            || a.has_attribute("inert")
-            || a.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            || skipped(a)
             || matches!(
                 tag.as_str(),
                 "select"
@@ -563,7 +677,34 @@ fn segment_of(
             return Ok(None);
         }
     }
-    Ok(Some(chain[seg].clone()))
+    let parent_label = |i: usize| chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
+    match outermost_open {
+        Some(i)
+            if !parent_label(i)
+                && !matches!(chain[i].local_name().as_str(), "body" | "html")
+                && listed_line(cache, &chain[i]).is_some() =>
+        {
+            return Ok(Some((chain[i].clone(), Kind::Listed)));
+        }
+        None if from_frame && cache.frames.iter().any(|f| f.iframe == *el && f.breaks) => {
+            return Ok(Some((el.clone(), Kind::Frame)));
+        }
+        None if !from_frame && empty_alone(el, changes, cache) => {
+            return Ok(Some((el.clone(), Kind::Empty)));
+        }
+        _ => {}
+    }
+    for (i, e) in chain.iter().enumerate().skip(start) {
+        let tag = e.local_name();
+        if tag == "body" || tag == "html" {
+            return Err("a change outside any block but <body>");
+        }
+        let block = style_cache::get(e).is_some_and(|b| b.block && !b.skip);
+        if block && !parent_label(i) {
+            return Ok(Some((e.clone(), Kind::Block)));
+        }
+    }
+    Err("a change outside any block")
 }
 
 /// What the walk knows when it reaches `s`, from its parent's style.
@@ -688,19 +829,40 @@ fn still_laid_out(
     top: &Frame,
 ) -> Result<(), Fallback> {
     let is_fresh = |i: usize| fresh.iter().any(|&(a, b)| i >= a && i < b);
+    let same = |now: &web_sys::DomRect, r: &Rect| {
+        now.x() == r.x && now.y() == r.y && now.width() == r.width && now.height() == r.height
+    };
+    // An element of a frame is placed in its frame's viewport: the frame's
+    // own checks below stand for it.
+    let in_frame = |el: &Element| el.owner_document().is_some_and(|d| d != cache.document);
     let same_place = |el: &Element, r: &Rect| {
-        let now = el.get_bounding_client_rect();
-        el.is_connected()
-            && now.x() == r.x
-            && now.y() == r.y
-            && now.width() == r.width
-            && now.height() == r.height
+        (el.is_connected() && same(&el.get_bounding_client_rect(), r)) || in_frame(el)
     };
     let root = cache.document.document_element().ok_or("the document has no root")?;
     if f64::from(root.scroll_width()) != cache.viewport.page_width
         || f64::from(root.scroll_height()) != cache.viewport.page_height
     {
         return Err("the page's size changed");
+    }
+    // The frames kept: the same document, where they were, the same size
+    // and scroll, and nothing changed over them.
+    for f in &cache.frames {
+        let iframe = f.iframe.unchecked_ref::<web_sys::HtmlIFrameElement>();
+        if !f.iframe.is_connected() || iframe.content_document().as_ref() != Some(&f.document) {
+            return Err("a frame loaded another page");
+        }
+        let window = f.document.default_view().ok_or("a frame has no window")?;
+        let size = |v: Result<JsValue, JsValue>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let scroll = (window.scroll_x().unwrap_or(0.0), window.scroll_y().unwrap_or(0.0));
+        if !same(&f.iframe.get_bounding_client_rect(), &f.rect)
+            || (size(window.inner_width()), size(window.inner_height())) != f.size
+            || scroll != f.scroll
+        {
+            return Err("a frame moved, was resized or scrolled");
+        }
+        if areas.iter().any(|a| observe::intersect(a, &f.rect).is_some()) {
+            return Err("a change over a frame");
+        }
     }
     // The listed elements next to each re-walked run.
     for &(a, b) in fresh {
@@ -722,12 +884,13 @@ fn still_laid_out(
         if seen.in_viewport {
             // In view: where it was, and — where something changed over it —
             // still the element a click there hits.
-            if !same_place(el, &seen.rect) {
+            let now = el.get_bounding_client_rect();
+            if !(el.is_connected() && same(&now, &seen.rect)) && !in_frame(el) {
                 return Err("an element in view moved");
             }
             let changed_over = areas.iter().any(|a| observe::intersect(a, &seen.rect).is_some());
-            let now = el.get_bounding_client_rect();
-            if changed_over && !observe::uncovered(el, &now, top, &cache.clips[i]) {
+            if changed_over && !observe::uncovered(el, &now, top, &cache.clips[i]) && !in_frame(el)
+            {
                 return Err("an element in view was covered");
             }
         }
@@ -746,6 +909,7 @@ fn still_laid_out(
             && r.height() > 0.0
             && observe::intersect(&rect, clip).is_some()
             && observe::uncovered(el, &r, top, clip)
+            && !in_frame(el)
         {
             return Err("a covered element was uncovered");
         }

@@ -271,6 +271,21 @@ pub(crate) struct Frame {
     cached: bool,
 }
 
+/// A same-origin iframe walked into, as `incremental.rs` checks it later.
+pub(crate) struct FrameSeen {
+    pub(crate) iframe: Element,
+    /// The document it showed.
+    pub(crate) document: Document,
+    /// Its box in the top viewport.
+    pub(crate) rect: Rect,
+    /// Its window's size and scroll position.
+    pub(crate) size: (f64, f64),
+    pub(crate) scroll: (f64, f64),
+    /// Its root element was walked as a block: its lines start and end
+    /// with a clean break, so it can be walked again alone.
+    pub(crate) breaks: bool,
+}
+
 /// What a node inherits from its parent during the walk.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Ctx {
@@ -377,8 +392,14 @@ pub(crate) struct Walk {
     /// The elements whose line collects the text inside them (listed
     /// elements that are not scroll regions, headings).
     pub(crate) opened: js_sys::Set,
-    /// A same-origin iframe was walked.
+    /// A same-origin iframe was walked that `incremental.rs` does not
+    /// watch (one in a shadow tree or in another frame).
     pub(crate) saw_frame: bool,
+    /// The same-origin iframes of the top document's light tree walked
+    /// into (`incremental.rs` watches their documents).
+    pub(crate) frames: Vec<FrameSeen>,
+    /// Inside such a frame: the anchor of its lines.
+    in_frame: Option<Element>,
     /// The open shadow roots walked.
     pub(crate) shadows: Vec<web_sys::ShadowRoot>,
     /// The outermost shadow host being walked inside, if any.
@@ -427,6 +448,8 @@ impl Walk {
             covered: Vec::new(),
             opened: js_sys::Set::new(&wasm_bindgen::JsValue::UNDEFINED),
             saw_frame: false,
+            frames: Vec::new(),
+            in_frame: None,
             shadows: Vec::new(),
             host: None,
             pending_anchor: None,
@@ -473,9 +496,10 @@ impl Walk {
 
     /// The anchor of a line that comes from `node` (see [`Walk::anchors`]).
     fn anchor(&self, node: &Node) -> Node {
-        match &self.host {
-            Some(h) => h.clone().unchecked_into(),
-            None => node.clone(),
+        match (&self.in_frame, &self.host) {
+            (Some(f), _) => f.clone().unchecked_into(),
+            (None, Some(h)) => h.clone().unchecked_into(),
+            (None, None) => node.clone(),
         }
     }
 
@@ -821,8 +845,10 @@ impl Walk {
             }
             return;
         };
-        // Its changes are not watched: the next observation walks it again.
-        self.saw_frame = true;
+        // Only a frame of the top document's light tree is watched for
+        // changes: after any other, the next observation walks it again.
+        let watched = outer.cached && self.host.is_none() && self.in_frame.is_none();
+        self.saw_frame |= !watched;
         let Some(root) = doc.document_element() else {
             return;
         };
@@ -838,8 +864,33 @@ impl Walk {
             width: 0.0,
             height: 0.0,
         });
-        let frame = Frame { window, dx, dy, clip, width, height, cached: false };
+        let frame = Frame { window: window.clone(), dx, dy, clip, width, height, cached: false };
+        if !watched {
+            self.visit(&root, &frame, Ctx::default());
+            return;
+        }
+        let rect =
+            Rect { x: r.x() + outer.dx, y: r.y() + outer.dy, width: r.width(), height: r.height() };
+        self.frames.push(FrameSeen {
+            iframe: el.clone(),
+            document: doc,
+            rect,
+            size: (width, height),
+            scroll: (window.scroll_x().unwrap_or(0.0), window.scroll_y().unwrap_or(0.0)),
+            breaks: self.breaks_at(&root, &frame),
+        });
+        self.in_frame = Some(el.clone());
         self.visit(&root, &frame, Ctx::default());
+        self.in_frame = None;
+    }
+
+    /// Whether visiting `el` starts and ends with a clean break (a block
+    /// that is walked into): nothing pending around it runs into it.
+    fn breaks_at(&self, el: &Element, frame: &Frame) -> bool {
+        let hidden =
+            el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let st = read_style(el, frame, None);
+        !el.has_attribute("inert") && (self.ignore_aria_hidden || !hidden) && !st.skip && st.block
     }
 
     /// A cross-origin frame to observe (`frames.rs`), unless a person
