@@ -156,6 +156,16 @@ fn record(records: js_sys::Array) {
     });
 }
 
+/// A node of this window or of a same-origin frame's (whose objects are
+/// no `instanceof` this window's classes).
+fn as_node(v: impl Into<JsValue>) -> Option<Node> {
+    let v: JsValue = v.into();
+    js_sys::Reflect::get(&v, &JsValue::from_str("nodeType"))
+        .ok()
+        .and_then(|t| t.as_f64())
+        .map(|_| v.unchecked_into())
+}
+
 /// Whether `node` is in a document other than the watched one (a frame's).
 fn in_frame(node: &Node) -> bool {
     let watched = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.document.clone()));
@@ -169,7 +179,7 @@ fn on_event(e: Event) {
         let mut c = c.borrow_mut();
         if e.type_() == "scroll" {
             c.scrolled = true;
-        } else if let Some(t) = e.target().and_then(|t| t.dyn_into::<Node>().ok()) {
+        } else if let Some(t) = e.target().and_then(as_node) {
             if c.dirty.len() >= MAX_CHANGES {
                 c.too_many = true;
             } else if !c.dirty.contains(&t) {
@@ -504,13 +514,18 @@ fn contains(s: &Element, node: &Element) -> bool {
 }
 
 /// The index of `s`'s own kept line when `s` was listed and collected the
-/// text inside it (so the walk broke before and after it): then `s` alone
-/// can be walked again. Not a scroll region (whose text is context text).
+/// text inside it (so the walk broke before and after it) and its box is
+/// where it was (so nothing around it moved): then `s` alone can be walked
+/// again. Not a scroll region (whose text is context text).
 fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
     let (lo, hi) = range(cache, s);
     (lo < hi).then_some(lo).filter(|&lo| {
         matches!((&cache.lines[lo], &cache.nodes[lo]),
-            (Line::Element(seen), Some(el)) if el == s && seen.scroll.is_none())
+        (Line::Element(seen), Some(el)) if el == s && seen.scroll.is_none() && {
+            let now = s.get_bounding_client_rect();
+            (now.x(), now.y(), now.width(), now.height())
+                == (seen.rect.x, seen.rect.y, seen.rect.width, seen.rect.height)
+        })
     })
 }
 
@@ -568,8 +583,9 @@ fn segments(
             if root == *document.unchecked_ref::<Node>() {
                 break;
             }
-            let iframe = root
-                .dyn_ref::<Document>()
+            // A frame's document (no `instanceof Document` here).
+            let iframe = (root.node_type() == Node::DOCUMENT_NODE)
+                .then(|| root.unchecked_ref::<Document>().clone())
                 .and_then(|d| d.default_view())
                 .and_then(|w| w.frame_element().ok().flatten());
             match iframe {
