@@ -52,6 +52,11 @@ struct Cache {
     nodes: Vec<Option<Element>>,
     anchors: Vec<Node>,
     clips: Vec<Rect>,
+    /// Per line: inside an `aria-hidden` subtree (walked without
+    /// `aria-hidden` only).
+    hidden: Vec<bool>,
+    /// Walked without `aria-hidden`: nothing usable in view was left with it.
+    ignore_aria_hidden: bool,
     covered: Vec<(Element, Rect)>,
     opened: js_sys::Set,
     /// The same-origin frames walked into (their lines anchored at them).
@@ -279,13 +284,7 @@ fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
 /// Keeps a full walk's result for the next observation.
 pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
     watch(&walk.shadows, &walk.frames);
-    let unusable = if walk.saw_frame {
-        Some("the page has a frame")
-    } else if walk.ignore_aria_hidden {
-        Some("the page was walked again without aria-hidden")
-    } else {
-        None
-    };
+    let unusable = walk.saw_frame.then_some("the page has a frame in a shadow tree or frame");
     CACHE.with(|c| {
         *c.borrow_mut() = Some(Cache {
             document: document.clone(),
@@ -293,6 +292,8 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             nodes: walk.nodes,
             anchors: walk.anchors,
             clips: walk.line_clips,
+            hidden: walk.line_hidden,
+            ignore_aria_hidden: walk.ignore_aria_hidden,
             covered: walk.covered,
             opened: walk.opened,
             frames: walk.frames,
@@ -403,13 +404,15 @@ pub(crate) fn reobserve(
         // From the last segment back, so earlier indices stay right.
         for (s, kind) in roots.iter().rev() {
             let (lo, hi) = range(cache, s);
-            if s.has_attribute("inert")
-                || s.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
-            {
+            if skipped(s, cache.ignore_aria_hidden) {
                 return Err("a changed part is inert or aria-hidden");
             }
-            let mut walk = Walk::new(origin.to_owned(), false);
+            let mut walk = Walk::new(origin.to_owned(), cache.ignore_aria_hidden);
             walk.opened = cache.opened.clone();
+            if cache.ignore_aria_hidden {
+                let above = s.parent_element().and_then(|p| p.closest(HIDDEN).ok().flatten());
+                walk.hidden_depth = usize::from(above.is_some());
+            }
             if let Some(clip) = clip_around(s, top) {
                 walk.clips.push(clip);
             }
@@ -456,6 +459,7 @@ pub(crate) fn reobserve(
             cache.nodes.splice(lo..hi, walk.nodes);
             cache.anchors.splice(lo..hi, walk.anchors);
             cache.clips.splice(lo..hi, walk.line_clips);
+            cache.hidden.splice(lo..hi, walk.line_hidden);
             let delta = n as isize - (hi - lo) as isize;
             for f in fresh.iter_mut() {
                 f.0 = (f.0 as isize + delta) as usize;
@@ -474,16 +478,36 @@ pub(crate) fn reobserve(
         still_laid_out(cache, &fresh, &areas, top)?;
         cache.frames.extend(frames);
         // A page that hides everything usable with `aria-hidden` is walked
-        // again without it: only a full observation does that.
-        let any = cache
-            .lines
-            .iter()
-            .any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0));
-        if !any {
-            return Err("nothing usable in view");
+        // again without it. Whether the first walk finds something usable
+        // in view: what the lines outside `aria-hidden` subtrees say (the
+        // two walks list the same elements there).
+        let usable = |hidden_too: bool| {
+            cache.lines.iter().zip(&cache.hidden).any(|(l, &h)| {
+                matches!(l, Line::Element(s) if s.in_viewport && s.index > 0) && (hidden_too || !h)
+            })
+        };
+        if !cache.ignore_aria_hidden {
+            if !usable(false) {
+                return Err("nothing usable in view");
+            }
+        } else if usable(false) {
+            return Err("something usable in view outside aria-hidden");
+        } else if !cache.hidden.iter().any(|&h| h) {
+            return Err("nothing left in aria-hidden");
         }
         Ok(roots.len())
     })
+}
+
+/// Elements the first walk leaves out with what is inside them.
+const HIDDEN: &str = "[aria-hidden=true i]";
+
+/// Whether the walk leaves `e` out: `inert`, or `aria-hidden` unless it is
+/// the walk without it.
+fn skipped(e: &Element, ignore_aria_hidden: bool) -> bool {
+    e.has_attribute("inert")
+        || (!ignore_aria_hidden
+            && e.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true")))
 }
 
 /// What a segment is: why the walk breaks cleanly before and after it, so
@@ -646,10 +670,7 @@ fn segment_of(
     changes: &Changes,
     cache: &Cache,
 ) -> Result<Option<(Element, Kind)>, Fallback> {
-    let skipped = |e: &Element| {
-        e.has_attribute("inert")
-            || e.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    };
+    let skipped = |e: &Element| skipped(e, cache.ignore_aria_hidden);
     // Left out by the walk, and not because of this change: it was before.
     if !from_frame && skipped(el) && !changes.hiding.contains(el.unchecked_ref()) {
         return Ok(None);

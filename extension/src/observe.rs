@@ -417,6 +417,12 @@ pub(crate) struct Walk {
     pub(crate) ignore_aria_hidden: bool,
     /// How many `aria-hidden` subtrees were left out.
     pub(crate) aria_hidden_skipped: usize,
+    /// In the walk without `aria-hidden`: how many `aria-hidden` subtrees
+    /// the walk is in.
+    pub(crate) hidden_depth: usize,
+    /// Per line: whether it is inside an `aria-hidden` subtree (read by
+    /// `incremental.rs` to tell what the first walk would have found).
+    pub(crate) line_hidden: Vec<bool>,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -459,6 +465,8 @@ impl Walk {
             overlay: marks::current(),
             ignore_aria_hidden,
             aria_hidden_skipped: 0,
+            hidden_depth: 0,
+            line_hidden: Vec::new(),
             pending: String::new(),
             pending_in_view: false,
             blocks: Vec::new(),
@@ -508,6 +516,7 @@ impl Walk {
         self.nodes.push(node);
         self.anchors.push(anchor);
         self.line_clips.push(clip);
+        self.line_hidden.push(self.hidden_depth > 0);
     }
 
     /// Ends the pending context text as a line of its own.
@@ -590,13 +599,14 @@ impl Walk {
             return;
         }
         let has_attrs = el.has_attributes();
+        let mut aria_hidden = false;
         if has_attrs {
             if el.has_attribute("inert") {
                 return;
             }
-            if !self.ignore_aria_hidden
-                && el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
-            {
+            aria_hidden =
+                el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            if aria_hidden && !self.ignore_aria_hidden {
                 self.aria_hidden_skipped += 1;
                 return;
             }
@@ -618,6 +628,7 @@ impl Walk {
         if st.skip {
             return;
         }
+        self.hidden_depth += usize::from(aria_hidden);
         let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
         // A pointer cursor only under the mouse is one all the same.
         let hovered = st.hover || ctx.hover;
@@ -797,6 +808,7 @@ impl Walk {
                 self.open_elements -= 1;
             }
         }
+        self.hidden_depth -= usize::from(aria_hidden);
     }
 
     /// Whether `el`, a clickable box inside an element listed only for its

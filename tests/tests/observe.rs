@@ -715,3 +715,42 @@ fn re_observation_after_a_change_equals_a_full_one() {
         }
     }
 }
+
+#[test]
+fn re_observation_under_an_aria_hidden_background_equals_a_full_one() {
+    let rig = Rig::start();
+    // (change, whether it can be re-read in place, whether it shows): a
+    // page whose every usable element is under `aria-hidden` is walked
+    // without it; a change that leaves something usable outside, or
+    // removes the `aria-hidden`, must fall back to a whole-page observation.
+    let cases = [
+        ("button_text", true, true),
+        ("text", true, true),
+        ("typed", true, true),
+        ("outside_text", true, true),
+        ("usable_outside", false, true),
+        ("shown", false, false),
+    ];
+    for (change, in_place, shows) in cases {
+        let (tab, cs) = rig.open("/observe/incremental-hidden.html");
+        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
+        let first = observe(&cs, false);
+        assert!(names(&first).contains("Continue"), "{}", first.text);
+        let again = observe(&cs, false);
+        assert_eq!(again.reobserved, Some(0), "nothing changed: {:?}", again.fallback);
+        tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
+        let quick = observe(&cs, false);
+        let full = observe_full(&cs);
+        assert_eq!(
+            quick.reobserved.is_some(),
+            in_place,
+            "{change}: reobserved {:?}, fallback {:?}\n{}",
+            quick.reobserved,
+            quick.fallback,
+            quick.text
+        );
+        assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
+        assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
+        assert_eq!(quick.text != first.text, shows, "{change}: the change shows or not");
+    }
+}
