@@ -3,28 +3,41 @@
 //! The previous observation's lines (what the walk saw of each element,
 //! heading and text) are kept, each with its *anchor*: the node of the top
 //! document's light tree it came from (the outermost shadow host for what a
-//! shadow tree shows). Lines are in the document order of their anchors, so
-//! the lines a subtree produced are one contiguous run, found by binary
-//! search with `compareDocumentPosition`.
+//! shadow tree shows, the `<iframe>` for what a same-origin frame shows).
+//! Lines are in the document order of their anchors, so the lines a
+//! subtree produced are one contiguous run, found by binary search with
+//! `compareDocumentPosition`.
 //!
-//! A `MutationObserver` (on the document and every open shadow root walked)
-//! and `input`/`change` listeners say which nodes changed. Each change is
-//! widened to a *segment*: the nearest block-level ancestor outside every
-//! element that collects text (a listed element, a heading), which the walk
-//! starts and ends with a clean break — its lines depend on nothing around
-//! it but the parent's style, the scroll box around it and the window. Only
-//! the segments are walked again and their lines spliced in.
+//! A `MutationObserver` (on the document, every open shadow root walked and
+//! every same-origin frame's document walked) and `input`/`change`/`scroll`
+//! listeners (on the window and those frames' windows) say which nodes
+//! changed. Each change is widened to a *segment* the walk starts and ends
+//! with a clean break, so that its lines depend on nothing around it but
+//! the parent's style, the scroll box around it and the window (`Kind`):
+//! the outermost element around the change that collects text (a listed
+//! element) when it is still where it was; else a frame whose content
+//! changed; else an empty element that showed nothing; else the nearest
+//! block-level ancestor outside every element that collects text. Only the
+//! segments are walked again and their lines spliced in. Whether a change
+//! is too large is decided from the kept lines before walking, so that a
+//! fall-back costs no more than the whole-page walk it ends in.
 //!
 //! Everything else is kept only while the layout around it is unchanged:
 //! same window size and scroll, no scroll of any box, the same document
 //! size, every listed element in the viewport still where it was and still
 //! uncovered (its hit test repeated where a re-walked segment now paints),
-//! every element left out as covered
-//! still covered, the elements next to each segment still where they were,
-//! every form field still holding the value it had. Anything else — a
-//! change in `<head>`, a node moved, many changes, a change of `<html>` or
-//! `<body>` themselves, an iframe, a failed check — makes the observation a
-//! full one. The end-to-end tests compare both kinds on fixture pages.
+//! every element left out as covered still covered, the elements next to
+//! each segment still where they were, every frame kept still showing the
+//! same document at the same place, size and scroll with nothing changed
+//! over it, every form field still holding the value it had. A page walked
+//! without `aria-hidden` (everything usable was under it) is re-read in the
+//! same mode while the lines outside `aria-hidden` subtrees still hold
+//! nothing usable in view. Anything else — a change in `<head>`, a node
+//! moved, many changes, a change of `<html>` or `<body>` themselves, a
+//! frame in a shadow tree or in another frame, cross-origin frames, a
+//! failed check — makes the observation a full one, and
+//! `Observation.fallback` says why. The end-to-end tests compare both kinds
+//! on fixture pages.
 
 use std::cell::RefCell;
 
@@ -36,7 +49,7 @@ use web_sys::{
     MutationObserverInit, MutationRecord, Node,
 };
 
-use crate::dom::FRAGMENT_NODE;
+use crate::dom::{DOCUMENT_NODE, FRAGMENT_NODE};
 use crate::observe::{self, Ctx, Frame, FrameSeen, Walk, style_cache};
 use crate::text::{Line, Seen};
 
@@ -267,9 +280,9 @@ fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
             if w.frames.contains(&f.document) {
                 continue;
             }
-            if let Some(root) = f.document.document_element() {
-                let _ = w.observer.observe_with_options(&root, &options());
-            }
+            // The document itself: a frame's document is often rewritten
+            // whole (`document.open()`, an ad's), its root replaced.
+            let _ = w.observer.observe_with_options(&f.document, &options());
             if let Some(window) = f.document.default_view() {
                 let on_event = w._on_event.as_ref().unchecked_ref();
                 for kind in ["scroll", "input", "change"] {
@@ -424,10 +437,8 @@ pub(crate) fn reobserve(
             if !walk.remote.is_empty() {
                 return Err("a changed part holds cross-origin frames");
             }
-            if !walk.shadows.is_empty() {
-                // New shadow roots are not watched yet.
-                return Err("a changed part holds shadow roots");
-            }
+            // Watched from now on: what is in them was just read.
+            watch(&walk.shadows, &[]);
             // The walk must still break before and after the segment.
             let bits = style_cache::get(s).ok_or("a changed part's style is not known")?;
             match kind {
@@ -585,6 +596,13 @@ fn segments(
     'nodes: for node in &changes.dirty {
         let el = if node.node_type() == Node::ELEMENT_NODE {
             node.clone().unchecked_into::<Element>()
+        } else if node.node_type() == DOCUMENT_NODE {
+            // A frame's document whose root changed: its root stands for it
+            // (the top document is not observed itself).
+            match node.unchecked_ref::<Document>().document_element() {
+                Some(root) => root,
+                None => return Err("a frame's document lost its root"),
+            }
         } else {
             match node.parent_element() {
                 Some(p) => p,

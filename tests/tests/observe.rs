@@ -680,6 +680,7 @@ fn re_observation_after_a_change_equals_a_full_one() {
         ("in_frame_text", true, true),
         ("in_frame_typed", true, true),
         ("in_frame_without_events", false, true),
+        ("frame_rewritten", true, true),
         ("in_large_block", true, true),
         ("empty_in_large_block", true, false),
     ];
