@@ -940,7 +940,8 @@ fn still_laid_out(
             // In view: where it was, and — where something changed over it —
             // still the element a click there hits.
             let now = el.get_bounding_client_rect();
-            if !(el.is_connected() && same(&now, &seen.rect)) && !in_frame(el) {
+            let moved = !el.is_connected() || !same(&now, &seen.rect);
+            if moved && !in_frame(el) {
                 return Err("an element in view moved");
             }
             let changed_over = areas.iter().any(|a| observe::intersect(a, &seen.rect).is_some());
