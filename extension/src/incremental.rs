@@ -3,28 +3,41 @@
 //! The previous observation's lines (what the walk saw of each element,
 //! heading and text) are kept, each with its *anchor*: the node of the top
 //! document's light tree it came from (the outermost shadow host for what a
-//! shadow tree shows). Lines are in the document order of their anchors, so
-//! the lines a subtree produced are one contiguous run, found by binary
-//! search with `compareDocumentPosition`.
+//! shadow tree shows, the `<iframe>` for what a same-origin frame shows).
+//! Lines are in the document order of their anchors, so the lines a
+//! subtree produced are one contiguous run, found by binary search with
+//! `compareDocumentPosition`.
 //!
-//! A `MutationObserver` (on the document and every open shadow root walked)
-//! and `input`/`change` listeners say which nodes changed. Each change is
-//! widened to a *segment*: the nearest block-level ancestor outside every
-//! element that collects text (a listed element, a heading), which the walk
-//! starts and ends with a clean break — its lines depend on nothing around
-//! it but the parent's style, the scroll box around it and the window. Only
-//! the segments are walked again and their lines spliced in.
+//! A `MutationObserver` (on the document, every open shadow root walked and
+//! every same-origin frame's document walked) and `input`/`change`/`scroll`
+//! listeners (on the window and those frames' windows) say which nodes
+//! changed. Each change is widened to a *segment* the walk starts and ends
+//! with a clean break, so that its lines depend on nothing around it but
+//! the parent's style, the scroll box around it and the window (`Kind`):
+//! the outermost element around the change that collects text (a listed
+//! element) when it is still where it was; else a frame whose content
+//! changed; else an empty element that showed nothing; else the nearest
+//! block-level ancestor outside every element that collects text. Only the
+//! segments are walked again and their lines spliced in. Whether a change
+//! is too large is decided from the kept lines before walking, so that a
+//! fall-back costs no more than the whole-page walk it ends in.
 //!
 //! Everything else is kept only while the layout around it is unchanged:
 //! same window size and scroll, no scroll of any box, the same document
 //! size, every listed element in the viewport still where it was and still
 //! uncovered (its hit test repeated where a re-walked segment now paints),
-//! every element left out as covered
-//! still covered, the elements next to each segment still where they were,
-//! every form field still holding the value it had. Anything else — a
-//! change in `<head>`, a node moved, many changes, a change of `<html>` or
-//! `<body>` themselves, an iframe, a failed check — makes the observation a
-//! full one. The end-to-end tests compare both kinds on fixture pages.
+//! every element left out as covered still covered, the elements next to
+//! each segment still where they were, every frame kept still showing the
+//! same document at the same place, size and scroll with nothing changed
+//! over it, every form field still holding the value it had. A page walked
+//! without `aria-hidden` (everything usable was under it) is re-read in the
+//! same mode while the lines outside `aria-hidden` subtrees still hold
+//! nothing usable in view. Anything else — a change in `<head>`, a node
+//! moved, many changes, a change of `<html>` or `<body>` themselves, a
+//! frame in a shadow tree or in another frame, cross-origin frames, a
+//! failed check — makes the observation a full one, and
+//! `Observation.fallback` says why. The end-to-end tests compare both kinds
+//! on fixture pages.
 
 use std::cell::RefCell;
 
@@ -36,8 +49,8 @@ use web_sys::{
     MutationObserverInit, MutationRecord, Node,
 };
 
-use crate::dom::FRAGMENT_NODE;
-use crate::observe::{self, Ctx, Frame, Walk, style_cache};
+use crate::dom::{DOCUMENT_NODE, FRAGMENT_NODE};
+use crate::observe::{self, Ctx, Frame, FrameSeen, Walk, style_cache};
 use crate::text::{Line, Seen};
 
 /// More changed nodes than this: observe the whole page again.
@@ -52,21 +65,38 @@ struct Cache {
     nodes: Vec<Option<Element>>,
     anchors: Vec<Node>,
     clips: Vec<Rect>,
+    /// Per line: inside an `aria-hidden` subtree (walked without
+    /// `aria-hidden` only).
+    hidden: Vec<bool>,
+    /// Walked without `aria-hidden`: nothing usable in view was left with it.
+    ignore_aria_hidden: bool,
     covered: Vec<(Element, Rect)>,
     opened: js_sys::Set,
-    /// Whether the next observation may start from this one.
-    reusable: bool,
+    /// The same-origin frames walked into (their lines anchored at them).
+    frames: Vec<FrameSeen>,
+    /// Why the next observation may not start from this one, if so.
+    unusable: Option<Fallback>,
     viewport: Viewport,
     /// The lines as last written (`observe::finish`); `None` for lines
     /// walked since, empty when none can be reused.
     rendered: Vec<Option<observe::Rendered>>,
 }
 
+/// Why an observation walked the whole page (`Observation.fallback`).
+pub(crate) type Fallback = &'static str;
+
 /// What changed since the last observation.
 #[derive(Default)]
 pub struct Changes {
+    /// Nothing is known of what happened before (a new watcher).
+    unknown: bool,
     /// Nodes whose attributes, children or text changed, and fields typed in.
     dirty: Vec<Node>,
+    /// Of those, the targets of changed children or text (the rest only
+    /// changed attributes or values).
+    content: Vec<Node>,
+    /// Nodes whose `aria-hidden` or `inert` changed.
+    hiding: Vec<Node>,
     added: Vec<Node>,
     removed: Vec<Node>,
     too_many: bool,
@@ -83,6 +113,8 @@ struct Watcher {
     _on_event: Closure<dyn FnMut(Event)>,
     /// Shadow roots observed already.
     shadows: Vec<web_sys::ShadowRoot>,
+    /// Same-origin frames' documents observed already.
+    frames: Vec<Document>,
 }
 
 thread_local! {
@@ -111,7 +143,8 @@ fn record(records: js_sys::Array) {
                 || target.parent_element().is_some_and(|p| p.local_name() == "head");
             let title = target.node_name().eq_ignore_ascii_case("title")
                 || target.parent_element().is_some_and(|p| p.local_name() == "title");
-            if in_head && !title {
+            // A frame's styles are read afresh each time its content is walked.
+            if in_head && !title && !in_frame(&target) {
                 c.styling = true;
             }
             let (added, removed) = (r.added_nodes(), r.removed_nodes());
@@ -127,11 +160,37 @@ fn record(records: js_sys::Array) {
             for i in 0..removed.length() {
                 c.removed.extend(removed.item(i));
             }
+            if r.type_() == "attributes" {
+                let name = r.attribute_name();
+                if matches!(name.as_deref(), Some("aria-hidden" | "inert"))
+                    && !c.hiding.contains(&target)
+                {
+                    c.hiding.push(target.clone());
+                }
+            } else if !c.content.contains(&target) {
+                c.content.push(target.clone());
+            }
             if !c.dirty.contains(&target) {
                 c.dirty.push(target);
             }
         }
     });
+}
+
+/// A node of this window or of a same-origin frame's (whose objects are
+/// no `instanceof` this window's classes).
+fn as_node(v: impl Into<JsValue>) -> Option<Node> {
+    let v: JsValue = v.into();
+    js_sys::Reflect::get(&v, &JsValue::from_str("nodeType"))
+        .ok()
+        .and_then(|t| t.as_f64())
+        .map(|_| v.unchecked_into())
+}
+
+/// Whether `node` is in a document other than the watched one (a frame's).
+fn in_frame(node: &Node) -> bool {
+    let watched = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.document.clone()));
+    node.owner_document().is_some_and(|d| watched.is_some_and(|w| w != d))
 }
 
 /// Records a scroll, or a field the person (or an action) typed in or
@@ -141,7 +200,7 @@ fn on_event(e: Event) {
         let mut c = c.borrow_mut();
         if e.type_() == "scroll" {
             c.scrolled = true;
-        } else if let Some(t) = e.target().and_then(|t| t.dyn_into::<Node>().ok()) {
+        } else if let Some(t) = e.target().and_then(as_node) {
             if c.dirty.len() >= MAX_CHANGES {
                 c.too_many = true;
             } else if !c.dirty.contains(&t) {
@@ -158,7 +217,7 @@ pub fn take_changes(document: &Document) -> Changes {
     if fresh {
         start(document);
         // Nothing is known about what happened before.
-        CHANGES.with(|c| *c.borrow_mut() = Changes { too_many: true, ..Changes::default() });
+        CHANGES.with(|c| *c.borrow_mut() = Changes { unknown: true, ..Changes::default() });
     }
     let pending = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.observer.take_records()));
     if let Some(p) = pending {
@@ -193,6 +252,7 @@ fn start(document: &Document) {
             _on_records: on_records,
             _on_event: on_event,
             shadows: Vec::new(),
+            frames: Vec::new(),
         })
     });
 }
@@ -208,19 +268,39 @@ pub fn end() {
     CHANGES.with(|c| *c.borrow_mut() = Changes::default());
 }
 
-/// Keeps a full walk's result for the next observation.
-pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
+/// Watches the shadow roots and frames a walk went into.
+fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
     WATCHER.with(|w| {
-        if let Some(w) = w.borrow_mut().as_mut() {
-            for s in &walk.shadows {
-                if !w.shadows.contains(s) {
-                    let _ = w.observer.observe_with_options(s, &options());
-                    w.shadows.push(s.clone());
-                }
+        let mut w = w.borrow_mut();
+        let Some(w) = w.as_mut() else { return };
+        for s in shadows {
+            if !w.shadows.contains(s) {
+                let _ = w.observer.observe_with_options(s, &options());
+                w.shadows.push(s.clone());
             }
         }
+        for f in frames {
+            if w.frames.contains(&f.document) {
+                continue;
+            }
+            // The document itself: a frame's document is often rewritten
+            // whole (`document.open()`, an ad's), its root replaced.
+            let _ = w.observer.observe_with_options(&f.document, &options());
+            if let Some(window) = f.document.default_view() {
+                let on_event = w._on_event.as_ref().unchecked_ref();
+                for kind in ["scroll", "input", "change"] {
+                    let _ = window.add_event_listener_with_callback_and_bool(kind, on_event, true);
+                }
+            }
+            w.frames.push(f.document.clone());
+        }
     });
-    let reusable = !walk.saw_frame && !walk.ignore_aria_hidden;
+}
+
+/// Keeps a full walk's result for the next observation.
+pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
+    watch(&walk.shadows, &walk.frames);
+    let unusable = walk.saw_frame.then_some("the page has a frame in a shadow tree or frame");
     CACHE.with(|c| {
         *c.borrow_mut() = Some(Cache {
             document: document.clone(),
@@ -228,9 +308,12 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             nodes: walk.nodes,
             anchors: walk.anchors,
             clips: walk.line_clips,
+            hidden: walk.line_hidden,
+            ignore_aria_hidden: walk.ignore_aria_hidden,
             covered: walk.covered,
             opened: walk.opened,
-            reusable,
+            frames: walk.frames,
+            unusable,
             viewport: *viewport,
             rendered: Vec::new(),
         })
@@ -244,7 +327,7 @@ pub(crate) fn take_lines() -> Option<(Vec<Line>, Vec<Option<Element>>)> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = c.as_mut()?;
-        c.reusable = false;
+        c.unusable = Some("cross-origin frames");
         Some((std::mem::take(&mut c.lines), std::mem::take(&mut c.nodes)))
     })
 }
@@ -283,28 +366,43 @@ pub(crate) fn with_lines<T>(
 }
 
 /// Brings the kept observation up to date by re-walking only what changed.
-/// `None` when that cannot be done with certainty: the caller walks the
-/// whole page. Otherwise how many subtrees were walked again.
+/// `Err` (why) when that cannot be done with certainty: the caller walks
+/// the whole page. Otherwise how many subtrees were walked again.
 pub(crate) fn reobserve(
     changes: Changes,
     document: &Document,
     top: &Frame,
     viewport: &Viewport,
     origin: &str,
-) -> Option<usize> {
-    if changes.too_many || changes.styling || changes.scrolled {
-        return None;
+) -> Result<usize, Fallback> {
+    if changes.unknown {
+        return Err("nothing observed before");
+    }
+    if changes.too_many {
+        return Err("too many changes");
+    }
+    if changes.styling {
+        return Err("<head> changed");
+    }
+    if changes.scrolled {
+        return Err("scrolled");
     }
     // A node moved (removed and added again) breaks the document order of
     // the kept lines.
     if changes.added.iter().any(|a| changes.removed.contains(a)) {
-        return None;
+        return Err("a node moved");
     }
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let cache = c.as_mut()?;
-        if !cache.reusable || cache.document != *document || cache.viewport != *viewport {
-            return None;
+        let cache = c.as_mut().ok_or("nothing observed before")?;
+        if let Some(why) = cache.unusable {
+            return Err(why);
+        }
+        if cache.document != *document {
+            return Err("another document");
+        }
+        if cache.viewport != *viewport {
+            return Err("the window was resized or scrolled");
         }
         // A scrolled box whose `scroll` event is not dispatched yet (that
         // waits for the next frame): its listed scroll position tells.
@@ -313,42 +411,75 @@ pub(crate) fn reobserve(
                 if seen.scroll.is_some_and(|sc| (f64::from(el.scroll_top()) - sc.above).abs() > 0.5))
         });
         if box_scrolled {
-            return None;
+            return Err("a box scrolled");
         }
-        let roots = segments(&changes.dirty, document, &cache.opened)?;
+        let roots = segments(&changes, document, cache)?;
+        // Decided before walking, so that falling back costs no more than
+        // the whole-page walk itself: most of the page changed.
+        let kept: usize = roots.iter().map(|(s, _)| range(cache, s)).map(|(lo, hi)| hi - lo).sum();
+        if kept * 2 > cache.lines.len() {
+            return Err("most of the page changed");
+        }
         let mut fresh: Vec<(usize, usize)> = Vec::new();
         let mut areas: Vec<Rect> = Vec::new();
+        let mut frames: Vec<FrameSeen> = Vec::new();
         // From the last segment back, so earlier indices stay right.
-        for s in roots.iter().rev() {
+        for (s, kind) in roots.iter().rev() {
             let (lo, hi) = range(cache, s);
-            let mut walk = Walk::new(origin.to_owned(), false);
+            if skipped(s, cache.ignore_aria_hidden) {
+                return Err("a changed part is inert or aria-hidden");
+            }
+            let mut walk = Walk::new(origin.to_owned(), cache.ignore_aria_hidden);
             walk.opened = cache.opened.clone();
+            if cache.ignore_aria_hidden {
+                let above = s.parent_element().and_then(|p| p.closest(HIDDEN).ok().flatten());
+                walk.hidden_depth = usize::from(above.is_some());
+            }
             if let Some(clip) = clip_around(s, top) {
                 walk.clips.push(clip);
             }
-            walk.visit(s, top, ctx_of(s)?);
+            walk.visit(s, top, ctx_of(s).ok_or("a changed part's parent is not known")?);
             walk.flush();
-            // The segment must still be a block the walk breaks at.
-            let bits = style_cache::get(s)?;
-            if !bits.block
-                || bits.skip
-                || walk.saw_frame
-                || !walk.remote.is_empty()
-                || s.has_attribute("inert")
-            {
-                return None;
+            if walk.saw_frame {
+                return Err("a changed part holds a frame in a shadow tree");
             }
-            if s.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-                return None;
+            if !walk.remote.is_empty() {
+                return Err("a changed part holds cross-origin frames");
+            }
+            // Watched from now on: what is in them was just read.
+            watch(&walk.shadows, &[]);
+            // The walk must still break before and after the segment.
+            let bits = style_cache::get(s).ok_or("a changed part's style is not known")?;
+            match kind {
+                Kind::Block if !bits.block || bits.skip => {
+                    return Err("a changed part is no longer a block");
+                }
+                Kind::Listed => {
+                    let still = matches!((walk.lines.first(), walk.nodes.first()),
+                        (Some(Line::Element(seen)), Some(Some(el))) if el == s && seen.scroll.is_none());
+                    if !still {
+                        return Err("a changed element is no longer listed");
+                    }
+                }
+                Kind::Empty if !walk.lines.is_empty() || bits.block => {
+                    return Err("an empty changed element now shows");
+                }
+                Kind::Frame if !walk.frames.iter().any(|f| f.iframe == *s && f.breaks) => {
+                    return Err("a changed frame no longer shows as a block");
+                }
+                _ => {}
             }
             painted(s, &mut areas);
             let n = walk.lines.len();
-            cache.covered.retain(|(el, _)| !s.contains(Some(el)));
+            cache.covered.retain(|(el, _)| !contains(s, el));
             cache.covered.extend(walk.covered);
+            cache.frames.retain(|f| !s.contains(Some(&f.iframe)));
+            frames.extend(walk.frames);
             cache.lines.splice(lo..hi, walk.lines);
             cache.nodes.splice(lo..hi, walk.nodes);
             cache.anchors.splice(lo..hi, walk.anchors);
             cache.clips.splice(lo..hi, walk.line_clips);
+            cache.hidden.splice(lo..hi, walk.line_hidden);
             if cache.rendered.len() >= hi {
                 cache.rendered.splice(lo..hi, std::iter::repeat_with(|| None).take(n));
             }
@@ -358,37 +489,132 @@ pub(crate) fn reobserve(
                 f.1 = (f.1 as isize + delta) as usize;
             }
             fresh.push((lo, lo + n));
-            if !walk.shadows.is_empty() {
-                // New shadow roots are not watched yet.
-                return None;
-            }
         }
+        // Watched from now on (a frame's new document, say).
+        watch(&[], &frames);
         // Most of the page walked again: the checks would cost more than
         // they save.
         let rewalked: usize = fresh.iter().map(|(a, b)| b - a).sum();
         if rewalked * 2 > cache.lines.len() {
-            return None;
+            return Err("most of the page was walked again");
         }
-        if !still_laid_out(cache, &fresh, &areas, top) {
-            return None;
-        }
+        still_laid_out(cache, &fresh, &areas, top)?;
+        cache.frames.extend(frames);
         // A page that hides everything usable with `aria-hidden` is walked
-        // again without it: only a full observation does that.
-        let any = cache
-            .lines
-            .iter()
-            .any(|l| matches!(l, Line::Element(s) if s.in_viewport && s.index > 0));
-        any.then_some(roots.len())
+        // again without it. Whether the first walk finds something usable
+        // in view: what the lines outside `aria-hidden` subtrees say (the
+        // two walks list the same elements there).
+        let usable = |hidden_too: bool| {
+            cache.lines.iter().zip(&cache.hidden).any(|(l, &h)| {
+                matches!(l, Line::Element(s) if s.in_viewport && s.index > 0) && (hidden_too || !h)
+            })
+        };
+        if !cache.ignore_aria_hidden {
+            if !usable(false) {
+                return Err("nothing usable in view");
+            }
+        } else if usable(false) {
+            return Err("something usable in view outside aria-hidden");
+        } else if !cache.hidden.iter().any(|&h| h) {
+            return Err("nothing left in aria-hidden");
+        }
+        Ok(roots.len())
     })
 }
 
-/// The segments to walk again for these changed nodes, in document order,
-/// none inside another; `None` when the whole page must be walked.
-fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option<Vec<Element>> {
-    let mut roots: Vec<Element> = Vec::new();
-    for node in dirty {
+/// Elements the first walk leaves out with what is inside them.
+const HIDDEN: &str = "[aria-hidden=true i]";
+
+/// Whether the walk leaves `e` out: `inert`, or `aria-hidden` unless it is
+/// the walk without it.
+fn skipped(e: &Element, ignore_aria_hidden: bool) -> bool {
+    e.has_attribute("inert")
+        || (!ignore_aria_hidden
+            && e.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true")))
+}
+
+/// What a segment is: why the walk breaks cleanly before and after it, so
+/// that its lines can be walked again alone.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// A block-level element.
+    Block,
+    /// An element listed with the text inside it (`listed_line`).
+    Listed,
+    /// An element with no content that showed nothing and was no block:
+    /// its change shows only if it now does (`empty_alone`).
+    Empty,
+    /// A same-origin frame whose root element is a block.
+    Frame,
+}
+
+/// Whether `node` is `s` or inside it, or inside a frame that is.
+fn contains(s: &Element, node: &Element) -> bool {
+    if s.contains(Some(node)) {
+        return true;
+    }
+    let frame = node
+        .owner_document()
+        .and_then(|d| d.default_view())
+        .and_then(|w| w.frame_element().ok().flatten());
+    frame.is_some_and(|f| s.contains(Some(&f)))
+}
+
+/// The index of `s`'s own kept line when `s` was listed and collected the
+/// text inside it (so the walk broke before and after it) and its box is
+/// where it was (so nothing around it moved): then `s` alone can be walked
+/// again. Not a scroll region (whose text is context text).
+fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
+    let (lo, hi) = range(cache, s);
+    (lo < hi).then_some(lo).filter(|&lo| {
+        matches!((&cache.lines[lo], &cache.nodes[lo]),
+        (Line::Element(seen), Some(el)) if el == s && seen.scroll.is_none() && {
+            let now = s.get_bounding_client_rect();
+            (now.x(), now.y(), now.width(), now.height())
+                == (seen.rect.x, seen.rect.y, seen.rect.width, seen.rect.height)
+        })
+    })
+}
+
+/// Whether `el`, changed only in its attributes, can be walked again alone
+/// because it showed nothing and holds nothing: no element or text inside
+/// it, no kept line, no block (nor a heading: a walk breaks at those even
+/// when they show nothing). Its style as the last walk read it tells.
+fn empty_alone(el: &Element, changes: &Changes, cache: &Cache) -> bool {
+    let tag = el.local_name();
+    if matches!(tag.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "iframe" | "frame")
+        || el.child_element_count() > 0
+        || el.shadow_root().is_some()
+        || el.text_content().is_some_and(|t| !t.trim().is_empty())
+    {
+        return false;
+    }
+    let node: &Node = el.unchecked_ref();
+    if changes.hiding.contains(node) || changes.content.iter().any(|n| el.contains(Some(n))) {
+        return false;
+    }
+    let (lo, hi) = range(cache, el);
+    lo == hi && style_cache::get(el).is_some_and(|b| !b.block)
+}
+
+/// The segments to walk again for these changes, in document order, none
+/// inside another; `Err` when the whole page must be walked.
+fn segments(
+    changes: &Changes,
+    document: &Document,
+    cache: &Cache,
+) -> Result<Vec<(Element, Kind)>, Fallback> {
+    let mut roots: Vec<(Element, Kind)> = Vec::new();
+    'nodes: for node in &changes.dirty {
         let el = if node.node_type() == Node::ELEMENT_NODE {
             node.clone().unchecked_into::<Element>()
+        } else if node.node_type() == DOCUMENT_NODE {
+            // A frame's document whose root changed: its root stands for it
+            // (the top document is not observed itself).
+            match node.unchecked_ref::<Document>().document_element() {
+                Some(root) => root,
+                None => return Err("a frame's document lost its root"),
+            }
         } else {
             match node.parent_element() {
                 Some(p) => p,
@@ -398,32 +624,51 @@ fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option
         if !el.is_connected() {
             continue;
         }
-        // Out of a shadow tree: its outermost host.
+        // Out of a shadow tree: its outermost host; out of a frame's
+        // document: its iframe.
         let mut el = el;
+        let mut from_frame = false;
         loop {
             let root = el.get_root_node();
-            if root.node_type() != FRAGMENT_NODE {
-                if root != *document.unchecked_ref::<Node>() {
-                    return None;
-                }
+            if root.node_type() == FRAGMENT_NODE {
+                el = root.unchecked_into::<web_sys::ShadowRoot>().host();
+                continue;
+            }
+            if root == *document.unchecked_ref::<Node>() {
                 break;
             }
-            el = root.unchecked_into::<web_sys::ShadowRoot>().host();
+            // A frame's document (no `instanceof Document` here).
+            let iframe = (root.node_type() == Node::DOCUMENT_NODE)
+                .then(|| root.unchecked_ref::<Document>().clone())
+                .and_then(|d| d.default_view())
+                .and_then(|w| w.frame_element().ok().flatten());
+            match iframe {
+                Some(f) if cache.frames.iter().any(|s| s.iframe == f) => {
+                    el = f;
+                    from_frame = true;
+                }
+                // A frame the last walk did not go into: nor will this one
+                // unless the iframe itself changed (then it is dirty too).
+                Some(f) if f.get_root_node() == *document.unchecked_ref::<Node>() => {
+                    continue 'nodes;
+                }
+                _ => return Err("a change in a frame not watched"),
+            }
         }
         // The title is read afresh anyway; the rest of `<head>` is not walked.
         if el.closest("head").ok().flatten().is_some() {
             if el.closest("title").ok().flatten().is_some() {
                 continue;
             }
-            return None;
+            return Err("<head> changed");
         }
-        let Some(s) = segment_of(&el, opened)? else { continue };
-        if !roots.contains(&s) {
-            roots.push(s);
+        let Some((s, kind)) = segment_of(&el, from_frame, changes, cache)? else { continue };
+        if !roots.iter().any(|(r, _)| *r == s) {
+            roots.push((s, kind));
         }
     }
     // Document order, and none inside another.
-    roots.sort_by(|a, b| {
+    roots.sort_by(|(a, _), (b, _)| {
         let pos = a.compare_document_position(b);
         if a == b {
             std::cmp::Ordering::Equal
@@ -433,51 +678,47 @@ fn segments(dirty: &[Node], document: &Document, opened: &js_sys::Set) -> Option
             std::cmp::Ordering::Greater
         }
     });
-    let mut out: Vec<Element> = Vec::new();
+    let mut out: Vec<(Element, Kind)> = Vec::new();
     for r in roots {
-        if out.last().is_some_and(|o| o.contains(Some(&r))) {
+        if out.last().is_some_and(|(o, _)| o.contains(Some(&r.0))) {
             continue;
         }
         out.push(r);
     }
-    Some(out)
+    Ok(out)
 }
 
-/// The segment to walk again for a change of `el`: `Some(None)` when the
-/// walk never reaches `el` (it is inside something hidden), `None` when only
-/// the whole page will do.
-fn segment_of(el: &Element, opened: &js_sys::Set) -> Option<Option<Element>> {
-    // The outermost element around it that collects text.
+/// The segment to walk again for a change of `el`: `Ok(None)` when the
+/// walk never reaches `el` (it is inside something hidden), `Err` when only
+/// the whole page will do. The outermost element around `el` that collects
+/// text, alone when the walk listed it; else `el` alone when it is an empty
+/// element or a frame whose content changed; else the nearest block
+/// around.
+fn segment_of(
+    el: &Element,
+    from_frame: bool,
+    changes: &Changes,
+    cache: &Cache,
+) -> Result<Option<(Element, Kind)>, Fallback> {
+    let skipped = |e: &Element| skipped(e, cache.ignore_aria_hidden);
+    // Left out by the walk, and not because of this change: it was before.
+    if !from_frame && skipped(el) && !changes.hiding.contains(el.unchecked_ref()) {
+        return Ok(None);
+    }
     let mut chain: Vec<Element> = Vec::new();
     let mut at = Some(el.clone());
     while let Some(e) = at {
         at = e.parent_element();
         chain.push(e);
     }
-    let outermost_open = chain.iter().rposition(|e| opened.has(e));
+    let outermost_open = chain.iter().rposition(|e| cache.opened.has(e));
     let start = outermost_open.unwrap_or(0);
-    // Then the nearest block around that, whose parent is no label.
-    let mut seg = None;
-    for (i, e) in chain.iter().enumerate().skip(start) {
-        let tag = e.local_name();
-        if tag == "body" || tag == "html" {
-            return None;
-        }
-        let block = style_cache::get(e).is_some_and(|b| b.block && !b.skip);
-        let parent_label = chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
-        if block && !parent_label {
-            seg = Some(i);
-            break;
-        }
-    }
-    let seg = seg?;
     // Is it reached by the walk? Every element above it is walked into.
-    for (i, a) in chain.iter().enumerate().skip(seg + 1) {
+    for (i, a) in chain.iter().enumerate().skip(start + 1) {
         let tag = a.local_name();
         let bits = style_cache::get(a);
         if bits.is_none_or(|b| b.skip)
-            || a.has_attribute("inert")
-            || a.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            || skipped(a)
             || matches!(
                 tag.as_str(),
                 "select"
@@ -500,10 +741,37 @@ fn segment_of(el: &Element, opened: &js_sys::Set) -> Option<Option<Element>> {
                 && !a.has_attribute("open")
                 && chain[i - 1].local_name() != "summary")
         {
-            return Some(None);
+            return Ok(None);
         }
     }
-    Some(Some(chain[seg].clone()))
+    let parent_label = |i: usize| chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
+    match outermost_open {
+        Some(i)
+            if !parent_label(i)
+                && !matches!(chain[i].local_name().as_str(), "body" | "html")
+                && listed_line(cache, &chain[i]).is_some() =>
+        {
+            return Ok(Some((chain[i].clone(), Kind::Listed)));
+        }
+        None if from_frame && cache.frames.iter().any(|f| f.iframe == *el && f.breaks) => {
+            return Ok(Some((el.clone(), Kind::Frame)));
+        }
+        None if !from_frame && empty_alone(el, changes, cache) => {
+            return Ok(Some((el.clone(), Kind::Empty)));
+        }
+        _ => {}
+    }
+    for (i, e) in chain.iter().enumerate().skip(start) {
+        let tag = e.local_name();
+        if tag == "body" || tag == "html" {
+            return Err("a change outside any block but <body>");
+        }
+        let block = style_cache::get(e).is_some_and(|b| b.block && !b.skip);
+        if block && !parent_label(i) {
+            return Ok(Some((e.clone(), Kind::Block)));
+        }
+    }
+    Err("a change outside any block")
 }
 
 /// What the walk knows when it reaches `s`, from its parent's style.
@@ -525,7 +793,9 @@ fn ctx_of(s: &Element) -> Option<Ctx> {
         up = a.parent_element();
     }
     Some(Ctx {
-        pointer: bits.pointer,
+        // As the walk passes it down: the parent's own cursor, or one
+        // inherited from a `:hover` rule.
+        pointer: bits.pointer || hover,
         hover,
         text_hidden: !bits.shown && !bits.contents,
         dirty: false,
@@ -619,21 +889,47 @@ fn range(cache: &Cache, s: &Element) -> (usize, usize) {
 
 /// Whether the kept lines outside the re-walked ones still hold: nothing
 /// moved, nothing newly covered or uncovered, no field changed its value.
-fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: &Frame) -> bool {
+fn still_laid_out(
+    cache: &Cache,
+    fresh: &[(usize, usize)],
+    areas: &[Rect],
+    top: &Frame,
+) -> Result<(), Fallback> {
     let is_fresh = |i: usize| fresh.iter().any(|&(a, b)| i >= a && i < b);
-    let same_place = |el: &Element, r: &Rect| {
-        let now = el.get_bounding_client_rect();
-        el.is_connected()
-            && now.x() == r.x
-            && now.y() == r.y
-            && now.width() == r.width
-            && now.height() == r.height
+    let same = |now: &web_sys::DomRect, r: &Rect| {
+        now.x() == r.x && now.y() == r.y && now.width() == r.width && now.height() == r.height
     };
-    let Some(root) = cache.document.document_element() else { return false };
+    // An element of a frame is placed in its frame's viewport: the frame's
+    // own checks below stand for it.
+    let in_frame = |el: &Element| el.owner_document().is_some_and(|d| d != cache.document);
+    let same_place = |el: &Element, r: &Rect| {
+        (el.is_connected() && same(&el.get_bounding_client_rect(), r)) || in_frame(el)
+    };
+    let root = cache.document.document_element().ok_or("the document has no root")?;
     if f64::from(root.scroll_width()) != cache.viewport.page_width
         || f64::from(root.scroll_height()) != cache.viewport.page_height
     {
-        return false;
+        return Err("the page's size changed");
+    }
+    // The frames kept: the same document, where they were, the same size
+    // and scroll, and nothing changed over them.
+    for f in &cache.frames {
+        let iframe = f.iframe.unchecked_ref::<web_sys::HtmlIFrameElement>();
+        if !f.iframe.is_connected() || iframe.content_document().as_ref() != Some(&f.document) {
+            return Err("a frame loaded another page");
+        }
+        let window = f.document.default_view().ok_or("a frame has no window")?;
+        let size = |v: Result<JsValue, JsValue>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let scroll = (window.scroll_x().unwrap_or(0.0), window.scroll_y().unwrap_or(0.0));
+        if !same(&f.iframe.get_bounding_client_rect(), &f.rect)
+            || (size(window.inner_width()), size(window.inner_height())) != f.size
+            || scroll != f.scroll
+        {
+            return Err("a frame moved, was resized or scrolled");
+        }
+        if areas.iter().any(|a| observe::intersect(a, &f.rect).is_some()) {
+            return Err("a change over a frame");
+        }
     }
     // The listed elements next to each re-walked run.
     for &(a, b) in fresh {
@@ -642,7 +938,7 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
         for i in before.take(NEIGHBOURS).chain(after.take(NEIGHBOURS)) {
             if let (Line::Element(seen), Some(el)) = (&cache.lines[i], &cache.nodes[i]) {
                 if !same_place(el, &seen.rect) {
-                    return false;
+                    return Err("an element next to a changed part moved");
                 }
             }
         }
@@ -655,17 +951,19 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
         if seen.in_viewport {
             // In view: where it was, and — where something changed over it —
             // still the element a click there hits.
-            if !same_place(el, &seen.rect) {
-                return false;
+            let now = el.get_bounding_client_rect();
+            let moved = !el.is_connected() || !same(&now, &seen.rect);
+            if moved && !in_frame(el) {
+                return Err("an element in view moved");
             }
             let changed_over = areas.iter().any(|a| observe::intersect(a, &seen.rect).is_some());
-            let now = el.get_bounding_client_rect();
-            if changed_over && !observe::uncovered(el, &now, top, &cache.clips[i]) {
-                return false;
+            if changed_over && !observe::uncovered(el, &now, top, &cache.clips[i]) && !in_frame(el)
+            {
+                return Err("an element in view was covered");
             }
         }
         if !same_value(el, seen) {
-            return false;
+            return Err("a field's value changed without an event");
         }
     }
     // What was covered is still covered.
@@ -679,11 +977,12 @@ fn still_laid_out(cache: &Cache, fresh: &[(usize, usize)], areas: &[Rect], top: 
             && r.height() > 0.0
             && observe::intersect(&rect, clip).is_some()
             && observe::uncovered(el, &r, top, clip)
+            && !in_frame(el)
         {
-            return false;
+            return Err("a covered element was uncovered");
         }
     }
-    true
+    Ok(())
 }
 
 /// Adds where a re-walked segment paints now: its box and the box of every

@@ -118,10 +118,12 @@ pub async fn observe(
         page_height: f64::from(root.scroll_height()),
     };
     let changes = incremental::take_changes(&document);
-    let reobserved = if full {
-        None
-    } else {
-        incremental::reobserve(changes, &document, &top, &viewport, &origin)
+    let (reobserved, fallback) = match full {
+        true => (None, None),
+        false => match incremental::reobserve(changes, &document, &top, &viewport, &origin) {
+            Ok(n) => (Some(n), None),
+            Err(why) => (None, Some(why)),
+        },
     };
     let mut remote = Vec::new();
     if reobserved.is_none() {
@@ -157,6 +159,7 @@ pub async fn observe(
         build: Some(build()),
         viewport,
         reobserved: reobserved.map(|n| n as u32),
+        fallback: fallback.map(str::to_owned),
         ..Observation::default()
     };
     crate::sent::package(&mut obs, elements, text, since);
@@ -320,6 +323,21 @@ pub(crate) struct Frame {
     cached: bool,
 }
 
+/// A same-origin iframe walked into, as `incremental.rs` checks it later.
+pub(crate) struct FrameSeen {
+    pub(crate) iframe: Element,
+    /// The document it showed.
+    pub(crate) document: Document,
+    /// Its box in the top viewport.
+    pub(crate) rect: Rect,
+    /// Its window's size and scroll position.
+    pub(crate) size: (f64, f64),
+    pub(crate) scroll: (f64, f64),
+    /// Its root element was walked as a block: its lines start and end
+    /// with a clean break, so it can be walked again alone.
+    pub(crate) breaks: bool,
+}
+
 /// What a node inherits from its parent during the walk.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Ctx {
@@ -426,8 +444,14 @@ pub(crate) struct Walk {
     /// The elements whose line collects the text inside them (listed
     /// elements that are not scroll regions, headings).
     pub(crate) opened: js_sys::Set,
-    /// A same-origin iframe was walked.
+    /// A same-origin iframe was walked that `incremental.rs` does not
+    /// watch (one in a shadow tree or in another frame).
     pub(crate) saw_frame: bool,
+    /// The same-origin iframes of the top document's light tree walked
+    /// into (`incremental.rs` watches their documents).
+    pub(crate) frames: Vec<FrameSeen>,
+    /// Inside such a frame: the anchor of its lines.
+    in_frame: Option<Element>,
     /// The open shadow roots walked.
     pub(crate) shadows: Vec<web_sys::ShadowRoot>,
     /// The outermost shadow host being walked inside, if any.
@@ -445,6 +469,12 @@ pub(crate) struct Walk {
     pub(crate) ignore_aria_hidden: bool,
     /// How many `aria-hidden` subtrees were left out.
     pub(crate) aria_hidden_skipped: usize,
+    /// In the walk without `aria-hidden`: how many `aria-hidden` subtrees
+    /// the walk is in.
+    pub(crate) hidden_depth: usize,
+    /// Per line: whether it is inside an `aria-hidden` subtree (read by
+    /// `incremental.rs` to tell what the first walk would have found).
+    pub(crate) line_hidden: Vec<bool>,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -476,6 +506,8 @@ impl Walk {
             covered: Vec::new(),
             opened: js_sys::Set::new(&wasm_bindgen::JsValue::UNDEFINED),
             saw_frame: false,
+            frames: Vec::new(),
+            in_frame: None,
             shadows: Vec::new(),
             host: None,
             pending_anchor: None,
@@ -485,6 +517,8 @@ impl Walk {
             overlay: marks::current(),
             ignore_aria_hidden,
             aria_hidden_skipped: 0,
+            hidden_depth: 0,
+            line_hidden: Vec::new(),
             pending: String::new(),
             pending_in_view: false,
             blocks: Vec::new(),
@@ -522,9 +556,10 @@ impl Walk {
 
     /// The anchor of a line that comes from `node` (see [`Walk::anchors`]).
     fn anchor(&self, node: &Node) -> Node {
-        match &self.host {
-            Some(h) => h.clone().unchecked_into(),
-            None => node.clone(),
+        match (&self.in_frame, &self.host) {
+            (Some(f), _) => f.clone().unchecked_into(),
+            (None, Some(h)) => h.clone().unchecked_into(),
+            (None, None) => node.clone(),
         }
     }
 
@@ -533,6 +568,7 @@ impl Walk {
         self.nodes.push(node);
         self.anchors.push(anchor);
         self.line_clips.push(clip);
+        self.line_hidden.push(self.hidden_depth > 0);
     }
 
     /// Ends the pending context text as a line of its own.
@@ -615,13 +651,14 @@ impl Walk {
             return;
         }
         let has_attrs = el.has_attributes();
+        let mut aria_hidden = false;
         if has_attrs {
             if el.has_attribute("inert") {
                 return;
             }
-            if !self.ignore_aria_hidden
-                && el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
-            {
+            aria_hidden =
+                el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            if aria_hidden && !self.ignore_aria_hidden {
                 self.aria_hidden_skipped += 1;
                 return;
             }
@@ -643,6 +680,7 @@ impl Walk {
         if st.skip {
             return;
         }
+        self.hidden_depth += usize::from(aria_hidden);
         let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
         // A pointer cursor only under the mouse is one all the same.
         let hovered = st.hover || ctx.hover;
@@ -822,6 +860,7 @@ impl Walk {
                 self.open_elements -= 1;
             }
         }
+        self.hidden_depth -= usize::from(aria_hidden);
     }
 
     /// Whether `el`, a clickable box inside an element listed only for its
@@ -870,8 +909,10 @@ impl Walk {
             }
             return;
         };
-        // Its changes are not watched: the next observation walks it again.
-        self.saw_frame = true;
+        // Only a frame of the top document's light tree is watched for
+        // changes: after any other, the next observation walks it again.
+        let watched = outer.cached && self.host.is_none() && self.in_frame.is_none();
+        self.saw_frame |= !watched;
         let Some(root) = doc.document_element() else {
             return;
         };
@@ -887,8 +928,33 @@ impl Walk {
             width: 0.0,
             height: 0.0,
         });
-        let frame = Frame { window, dx, dy, clip, width, height, cached: false };
+        let frame = Frame { window: window.clone(), dx, dy, clip, width, height, cached: false };
+        if !watched {
+            self.visit(&root, &frame, Ctx::default());
+            return;
+        }
+        let rect =
+            Rect { x: r.x() + outer.dx, y: r.y() + outer.dy, width: r.width(), height: r.height() };
+        self.frames.push(FrameSeen {
+            iframe: el.clone(),
+            document: doc,
+            rect,
+            size: (width, height),
+            scroll: (window.scroll_x().unwrap_or(0.0), window.scroll_y().unwrap_or(0.0)),
+            breaks: self.breaks_at(&root, &frame),
+        });
+        self.in_frame = Some(el.clone());
         self.visit(&root, &frame, Ctx::default());
+        self.in_frame = None;
+    }
+
+    /// Whether visiting `el` starts and ends with a clean break (a block
+    /// that is walked into): nothing pending around it runs into it.
+    fn breaks_at(&self, el: &Element, frame: &Frame) -> bool {
+        let hidden =
+            el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let st = read_style(el, frame, None);
+        !el.has_attribute("inert") && (self.ignore_aria_hidden || !hidden) && !st.skip && st.block
     }
 
     /// A cross-origin frame to observe (`frames.rs`), unless a person

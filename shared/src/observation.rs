@@ -22,6 +22,10 @@ pub struct Observation {
     /// only what changed since: how many subtrees it re-read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reobserved: Option<u32>,
+    /// Set when the observation could have started from the previous one
+    /// but walked the whole page: why (for the benchmarks and debugging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
     /// This observation's number in its document, for the next one's
     /// `since` (see [`crate::ObservationDiff`]); 0 when not numbered.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -92,6 +92,8 @@ fn main() -> Result<()> {
     // build, no marks) and one reference run per mode without overlays: the
     // token and recall figures without the timing repeats.
     let tokens_only = std::env::var("ERRAND_BENCH_TOKENS_ONLY").is_ok_and(|v| v == "1");
+    // `ERRAND_BENCH_WASM_ONLY=1` leaves the JS build's columns out.
+    let wasm_only = std::env::var("ERRAND_BENCH_WASM_ONLY").is_ok_and(|v| v == "1");
     // `ERRAND_BENCH_TEXTS=1` writes both model-facing texts of every page
     // into `target/bench/texts/` (`PAGE.errand.txt`, `PAGE.ref-page.txt`,
     // `PAGE.ref-viewport.txt`) to compare them side by side.
@@ -125,7 +127,7 @@ fn main() -> Result<()> {
         // Errand, both builds (the JS build on the same page under a CSP
         // that refuses WebAssembly).
         let builds: &[(&str, bool)] =
-            if tokens_only { &[("wasm", false)] } else { &[("wasm", false), ("js", true)] };
+            if tokens_only || wasm_only { &[("wasm", false)] } else { &[("wasm", false), ("js", true)] };
         for &(build, csp) in builds {
             let tab = open(&browser, &url(path, csp))?;
             let cs = ContentScript::of(&browser, &tab)?;
@@ -183,6 +185,8 @@ fn main() -> Result<()> {
                     "(() => {{ const b = document.querySelector('button, a, input'); if (b) b.setAttribute('aria-label', '{label}'); return 0; }})()"
                 ))
             };
+            // Why re-observations walked the whole page, each reason once.
+            let mut fallbacks: BTreeSet<String> = BTreeSet::new();
             let mut held = cs.observe(false)?;
             for i in 0..REPS {
                 change(format!("changed {i}"))?;
@@ -192,6 +196,7 @@ fn main() -> Result<()> {
                 bytes_diff.push(serde_json::to_string(&sent)?.len() as f64);
                 times.push(sent.elapsed_ms);
                 reread += usize::from(sent.reobserved.is_some());
+                fallbacks.extend(sent.fallback.clone());
                 held = sent.resolve(Some(&held)).context("the diff does not fit")?;
             }
             let full = cs.observe_full(false)?;
@@ -216,6 +221,10 @@ fn main() -> Result<()> {
             record(&mut row, &format!("errand_{build}_change_bytes_diff"), &bytes_diff);
             record(&mut row, &format!("errand_{build}_change_bytes_whole"), &bytes_whole);
             row[&format!("errand_{build}_incremental_runs")] = json!(reread);
+            row[&format!("errand_{build}_fallbacks")] = json!(fallbacks);
+            if !fallbacks.is_empty() {
+                eprintln!("   {id} ({build}): walked whole: {fallbacks:?}");
+            }
             row[&format!("errand_{build}_incremental_equal")] = json!(same);
             row[&format!("errand_{build}_first_roundtrip")] = json!(first_ms);
             cs.command(json!({"op": "cleanup"}))?;

@@ -677,27 +677,34 @@ fn unstarred(text: &str) -> String {
 #[test]
 fn re_observation_after_a_change_equals_a_full_one() {
     let rig = Rig::start();
-    // (change, whether it can be re-read in place): a change that moves,
-    // covers or uncovers other elements, scrolls, or sets a value without
-    // any event must fall back to a whole-page observation.
+    // (change, whether it can be re-read in place, whether it shows): a
+    // change that moves, covers or uncovers other elements, scrolls, or sets
+    // a value without any event must fall back to a whole-page observation.
     let cases = [
-        ("attribute", true),
-        ("text", true),
-        ("button_text", true),
-        ("added", true),
-        ("removed", true),
-        ("rerender", true),
-        ("disabled", true),
-        ("hidden", true),
-        ("off_screen", true),
-        ("typed", true),
-        ("typed_without_events", false),
-        ("cover", false),
-        ("grow", false),
-        ("scroll", false),
-        ("scroll_box", false),
+        ("attribute", true, true),
+        ("text", true, true),
+        ("button_text", true, true),
+        ("added", true, true),
+        ("removed", true, true),
+        ("rerender", true, true),
+        ("disabled", true, true),
+        ("hidden", true, true),
+        ("off_screen", true, true),
+        ("typed", true, true),
+        ("typed_without_events", false, true),
+        ("cover", false, true),
+        ("grow", false, true),
+        ("scroll", false, true),
+        ("scroll_box", false, true),
+        ("in_frame", true, true),
+        ("in_frame_text", true, true),
+        ("in_frame_typed", true, true),
+        ("in_frame_without_events", false, true),
+        ("frame_rewritten", true, true),
+        ("in_large_block", true, true),
+        ("empty_in_large_block", true, false),
     ];
-    for (change, in_place) in cases {
+    for (change, in_place, shows) in cases {
         let (tab, cs) = rig.open("/observe/incremental.html");
         // A page still loading moves under the observations.
         tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
@@ -727,12 +734,56 @@ fn re_observation_after_a_change_equals_a_full_one() {
         assert_eq!(
             quick.reobserved.is_some(),
             in_place,
-            "{change}: reobserved {:?}\n{}",
+            "{change}: reobserved {:?}, fallback {:?}\n{}",
             quick.reobserved,
+            quick.fallback,
             quick.text
         );
         assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
         assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
-        assert_ne!(quick.text, first.text, "{change}: the change shows");
+        if shows {
+            assert_ne!(quick.text, first.text, "{change}: the change shows");
+        } else {
+            assert_eq!(quick.text, first.text, "{change}: the change shows nothing");
+        }
+    }
+}
+
+#[test]
+fn re_observation_under_an_aria_hidden_background_equals_a_full_one() {
+    let rig = Rig::start();
+    // (change, whether it can be re-read in place, whether it shows): a
+    // page whose every usable element is under `aria-hidden` is walked
+    // without it; a change that leaves something usable outside, or
+    // removes the `aria-hidden`, must fall back to a whole-page observation.
+    let cases = [
+        ("button_text", true, true),
+        ("text", true, true),
+        ("typed", true, true),
+        ("outside_text", true, true),
+        ("usable_outside", false, true),
+        ("shown", false, false),
+    ];
+    for (change, in_place, shows) in cases {
+        let (tab, cs) = rig.open("/observe/incremental-hidden.html");
+        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
+        let first = observe(&cs, false);
+        assert!(names(&first).contains("Continue"), "{}", first.text);
+        let again = observe(&cs, false);
+        assert_eq!(again.reobserved, Some(0), "nothing changed: {:?}", again.fallback);
+        tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
+        let quick = observe(&cs, false);
+        let full = observe_full(&cs);
+        assert_eq!(
+            quick.reobserved.is_some(),
+            in_place,
+            "{change}: reobserved {:?}, fallback {:?}\n{}",
+            quick.reobserved,
+            quick.fallback,
+            quick.text
+        );
+        assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
+        assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
+        assert_eq!(quick.text != first.text, shows, "{change}: the change shows or not");
     }
 }
