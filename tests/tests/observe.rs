@@ -674,6 +674,23 @@ fn unstarred(text: &str) -> String {
     text.lines().map(|l| l.strip_prefix('*').unwrap_or(l)).collect::<Vec<_>>().join("\n")
 }
 
+/// Checks the re-observation `quick` made after `change` against a full
+/// one: re-read in place (or not) as expected, listing exactly the same.
+fn same_as_full(cs: &ContentScript, change: &str, quick: &Observation, in_place: bool) {
+    let full = observe_full(cs);
+    assert_eq!(full.reobserved, None);
+    assert_eq!(
+        quick.reobserved.is_some(),
+        in_place,
+        "{change}: reobserved {:?}, fallback {:?}\n{}",
+        quick.reobserved,
+        quick.fallback,
+        quick.text
+    );
+    assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
+    assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
+}
+
 #[test]
 fn re_observation_after_a_change_equals_a_full_one() {
     let rig = Rig::start();
@@ -729,18 +746,7 @@ fn re_observation_after_a_change_equals_a_full_one() {
         let sent_records: usize = diff.elements.iter().map(|s| s.insert.len()).sum();
         assert!(!in_place || sent_records <= 2, "{change}: a small diff: {diff:?}");
         let quick = sent.resolve(Some(&again)).unwrap();
-        let full = observe_full(&cs);
-        assert_eq!(full.reobserved, None);
-        assert_eq!(
-            quick.reobserved.is_some(),
-            in_place,
-            "{change}: reobserved {:?}, fallback {:?}\n{}",
-            quick.reobserved,
-            quick.fallback,
-            quick.text
-        );
-        assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
-        assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
+        same_as_full(&cs, change, &quick, in_place);
         if shows {
             assert_ne!(quick.text, first.text, "{change}: the change shows");
         } else {
@@ -773,17 +779,7 @@ fn re_observation_under_an_aria_hidden_background_equals_a_full_one() {
         assert_eq!(again.reobserved, Some(0), "nothing changed: {:?}", again.fallback);
         tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
         let quick = observe(&cs, false);
-        let full = observe_full(&cs);
-        assert_eq!(
-            quick.reobserved.is_some(),
-            in_place,
-            "{change}: reobserved {:?}, fallback {:?}\n{}",
-            quick.reobserved,
-            quick.fallback,
-            quick.text
-        );
-        assert_eq!(quick.elements, full.elements, "{change}: the elements differ");
-        assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
+        same_as_full(&cs, change, &quick, in_place);
         assert_eq!(quick.text != first.text, shows, "{change}: the change shows or not");
     }
 }
