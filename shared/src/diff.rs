@@ -176,19 +176,6 @@ pub fn apply<T: Clone>(base: &[T], splices: &[Splice<T>]) -> Option<Vec<T>> {
     Some(out)
 }
 
-impl ObservationDiff {
-    /// The diff that turns `old` into `new` (the text compared by lines).
-    pub fn between(old: &Observation, new: &Observation, base: u64) -> ObservationDiff {
-        let old_lines: Vec<String> = old.text.split('\n').map(str::to_owned).collect();
-        let new_lines: Vec<String> = new.text.split('\n').map(str::to_owned).collect();
-        ObservationDiff {
-            base,
-            elements: splices(&old.elements, &new.elements, |e| e.index),
-            lines: splice_ends(&old_lines, &new_lines),
-        }
-    }
-}
-
 impl Observation {
     /// Makes this observation whole again, when it came as a diff against
     /// `held` (the one the host kept); unchanged otherwise.
@@ -304,7 +291,14 @@ mod tests {
             text: "[1]<button>a\n[2]<button>changed\n[4]<button>d\n".into(),
             ..Default::default()
         };
-        let diff = ObservationDiff::between(&held, &whole, 7);
+        // As the content script makes it (`extension/src/sent.rs`).
+        let lines = |o: &Observation| o.text.split('\n').map(str::to_owned).collect::<Vec<_>>();
+        let diff = ObservationDiff {
+            base: 7,
+            elements: splices(&held.elements, &whole.elements, |e| e.index),
+            lines: splice_ends(&lines(&held), &lines(&whole)),
+        };
+        assert_eq!(diff.elements.len(), 1, "{diff:?}");
         let sent = Observation {
             diff: Some(diff),
             elements: vec![],

@@ -691,6 +691,51 @@ fn same_as_full(cs: &ContentScript, change: &str, quick: &Observation, in_place:
     assert_eq!(unstarred(&quick.text), unstarred(&full.text), "{change}: the text differs");
 }
 
+/// For each `(change, re-read in place, shows)`: opens `page`, observes it,
+/// makes the change (a function of the fixture's `window.changes`) and
+/// re-observes as the host does (a diff against the observation it holds),
+/// checking the diff and the re-observation made whole against a full one.
+fn check_changes(
+    rig: &Rig,
+    page: &str,
+    cases: &[(&str, bool, bool)],
+    check_first: impl Fn(&Observation),
+) {
+    for &(change, in_place, shows) in cases {
+        let (tab, cs) = rig.open(page);
+        // A page still loading moves under the observations.
+        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
+        let first = observe(&cs, false);
+        assert_eq!(first.reobserved, None, "the first observation walks the page");
+        assert!(first.diff.is_none() && first.seq > 0, "asked without `since`: whole");
+        check_first(&first);
+        // Asked as the host asks, with the number of the one it holds.
+        let sent = cs.observe_since(false, first.seq).unwrap();
+        assert_eq!(sent.reobserved, Some(0), "nothing changed: {:?}", sent.fallback);
+        let diff = sent.diff.clone().expect("sent as a diff");
+        assert!(diff.elements.is_empty() && diff.lines.is_empty(), "{diff:?}");
+        assert!(sent.elements.is_empty() && sent.text.is_empty());
+        let again = sent.resolve(Some(&first)).unwrap();
+        assert_eq!(again.elements, first.elements);
+        assert_eq!(again.text, first.text);
+
+        tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
+        let sent = cs.observe_since(false, again.seq).unwrap();
+        let diff = sent.diff.clone().expect("sent as a diff");
+        // What moved nothing changes a record or two (what moves the rest
+        // changes their places).
+        let sent_records: usize = diff.elements.iter().map(|s| s.insert.len()).sum();
+        assert!(!in_place || sent_records <= 2, "{change}: a small diff: {diff:?}");
+        let quick = sent.resolve(Some(&again)).unwrap();
+        same_as_full(&cs, change, &quick, in_place);
+        if shows {
+            assert_ne!(quick.text, first.text, "{change}: the change shows");
+        } else {
+            assert_eq!(quick.text, first.text, "{change}: the change shows nothing");
+        }
+    }
+}
+
 #[test]
 fn re_observation_after_a_change_equals_a_full_one() {
     let rig = Rig::start();
@@ -721,38 +766,7 @@ fn re_observation_after_a_change_equals_a_full_one() {
         ("in_large_block", true, true),
         ("empty_in_large_block", true, false),
     ];
-    for (change, in_place, shows) in cases {
-        let (tab, cs) = rig.open("/observe/incremental.html");
-        // A page still loading moves under the observations.
-        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
-        let first = observe(&cs, false);
-        assert_eq!(first.reobserved, None, "the first observation walks the page");
-        assert!(first.diff.is_none() && first.seq > 0, "asked without `since`: whole");
-        // Asked as the host asks, with the number of the one it holds.
-        let sent = cs.observe_since(false, first.seq).unwrap();
-        assert_eq!(sent.reobserved, Some(0), "nothing changed: nothing re-read");
-        let diff = sent.diff.clone().expect("sent as a diff");
-        assert!(diff.elements.is_empty() && diff.lines.is_empty(), "{diff:?}");
-        assert!(sent.elements.is_empty() && sent.text.is_empty());
-        let again = sent.resolve(Some(&first)).unwrap();
-        assert_eq!(again.elements, first.elements);
-        assert_eq!(again.text, first.text);
-
-        tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
-        let sent = cs.observe_since(false, again.seq).unwrap();
-        let diff = sent.diff.clone().expect("sent as a diff");
-        // What moved nothing changes a record or two (what moves the rest
-        // changes their places).
-        let sent_records: usize = diff.elements.iter().map(|s| s.insert.len()).sum();
-        assert!(!in_place || sent_records <= 2, "{change}: a small diff: {diff:?}");
-        let quick = sent.resolve(Some(&again)).unwrap();
-        same_as_full(&cs, change, &quick, in_place);
-        if shows {
-            assert_ne!(quick.text, first.text, "{change}: the change shows");
-        } else {
-            assert_eq!(quick.text, first.text, "{change}: the change shows nothing");
-        }
-    }
+    check_changes(&rig, "/observe/incremental.html", &cases, |_| {});
 }
 
 #[test]
@@ -770,16 +784,7 @@ fn re_observation_under_an_aria_hidden_background_equals_a_full_one() {
         ("usable_outside", false, true),
         ("shown", false, false),
     ];
-    for (change, in_place, shows) in cases {
-        let (tab, cs) = rig.open("/observe/incremental-hidden.html");
-        tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
-        let first = observe(&cs, false);
-        assert!(names(&first).contains("Continue"), "{}", first.text);
-        let again = observe(&cs, false);
-        assert_eq!(again.reobserved, Some(0), "nothing changed: {:?}", again.fallback);
-        tab.eval(&format!("window.changes.{change}(); 0")).unwrap();
-        let quick = observe(&cs, false);
-        same_as_full(&cs, change, &quick, in_place);
-        assert_eq!(quick.text != first.text, shows, "{change}: the change shows or not");
-    }
+    check_changes(&rig, "/observe/incremental-hidden.html", &cases, |first| {
+        assert!(names(first).contains("Continue"), "{}", first.text);
+    });
 }

@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc as std_mpsc;
 use std::time::Instant;
 
-use errand_protocol::{Build, ElementInfo, PROTOCOL_VERSION};
+use errand_protocol::{Build, ElementInfo, PROTOCOL_VERSION, Splice};
 
 use crate::config::Overrides;
 use crate::llm::{BoxFuture, ChatMessage, Completion, LlmError, Usage};
@@ -302,7 +302,16 @@ async fn an_observation_sent_as_a_diff_is_made_whole_or_asked_for_again() {
     changed.seq = 42;
     changed.elements[1].value = Some("Ada".into());
     changed.text = "[1]<button>Submit\n[2]<input \"Name\" value=\"Ada\">".into();
-    let diff = errand_protocol::ObservationDiff::between(&first, &changed, 41);
+    // Field 2's record and the text's second line changed, as the page sends it.
+    let diff = errand_protocol::ObservationDiff {
+        base: 41,
+        elements: vec![Splice { at: 1, remove: 1, insert: vec![changed.elements[1].clone()] }],
+        lines: vec![Splice {
+            at: 1,
+            remove: 1,
+            insert: vec![changed.text.lines().nth(1).unwrap().into()],
+        }],
+    };
     let as_diff =
         Observation { elements: vec![], text: String::new(), diff: Some(diff), ..changed.clone() };
     // A diff against an observation the host does not hold.
