@@ -5,13 +5,114 @@
 //! them, so node kinds are told apart by `nodeType` and tag names, and
 //! casts are unchecked.
 
+use js_sys::JsString;
 use wasm_bindgen::JsCast;
-use web_sys::{Document, Element, Node, ShadowRoot, Window};
+use wasm_bindgen::prelude::*;
+use web_sys::{CssStyleDeclaration, Document, Element, Node, ShadowRoot, Window};
 
 /// `nodeType` of a document.
 pub const DOCUMENT_NODE: u16 = 9;
 /// `nodeType` of a document fragment (and so of a shadow root).
 pub const FRAGMENT_NODE: u16 = 11;
+
+/// Declares [`Name`], the attribute, style property and selector names the
+/// walk passes to the page for every element, and their texts.
+macro_rules! names {
+    ($($id:ident = $text:literal,)*) => {
+        /// A name passed to the page for every element walked. A Rust
+        /// string passed to JavaScript is decoded again on every call (a
+        /// `TextDecoder` call: most of the cost of reading one short
+        /// attribute); these are made JavaScript strings once and passed as
+        /// such ([`get`], [`has`], [`property`], [`matches`]).
+        #[derive(Clone, Copy, Debug)]
+        pub enum Name { $($id,)* }
+        const NAME_TEXTS: &[&str] = &[$($text,)*];
+    };
+}
+
+names! {
+    Inert = "inert",
+    AriaHidden = "aria-hidden",
+    AriaLabel = "aria-label",
+    AriaLabelledBy = "aria-labelledby",
+    AriaInvalid = "aria-invalid",
+    AriaExpanded = "aria-expanded",
+    AriaChecked = "aria-checked",
+    AriaSelected = "aria-selected",
+    AriaDisabled = "aria-disabled",
+    Role = "role",
+    ContentEditable = "contenteditable",
+    TabIndex = "tabindex",
+    OnClick = "onclick",
+    Draggable = "draggable",
+    Type = "type",
+    NameAttr = "name",
+    Placeholder = "placeholder",
+    Title = "title",
+    Href = "href",
+    Required = "required",
+    Alt = "alt",
+    Open = "open",
+    FormAction = "formaction",
+    Display = "display",
+    Opacity = "opacity",
+    Visibility = "visibility",
+    Cursor = "cursor",
+    OverflowY = "overflow-y",
+    Content = "content",
+    BackgroundImage = "background-image",
+    BackgroundPosition = "background-position",
+    Invalid = ":invalid",
+    Disabled = ":disabled",
+}
+
+thread_local! {
+    static NAMES: Vec<JsString> = NAME_TEXTS.iter().map(|&t| JsString::from(t)).collect();
+}
+
+// The same methods as web-sys's, taking the name as a JavaScript string.
+#[wasm_bindgen]
+extern "C" {
+    type NamedElement;
+    #[wasm_bindgen(method, js_name = getAttribute)]
+    fn get_attribute_named(this: &NamedElement, name: &JsString) -> Option<String>;
+    #[wasm_bindgen(method, js_name = hasAttribute)]
+    fn has_attribute_named(this: &NamedElement, name: &JsString) -> bool;
+    #[wasm_bindgen(method, catch, js_name = matches)]
+    fn matches_named(this: &NamedElement, selector: &JsString) -> Result<bool, JsValue>;
+    type NamedStyle;
+    #[wasm_bindgen(method, catch, js_name = getPropertyValue)]
+    fn property_named(this: &NamedStyle, name: &JsString) -> Result<String, JsValue>;
+}
+
+fn with_name<T>(name: Name, f: impl FnOnce(&JsString) -> T) -> T {
+    NAMES.with(|names| f(&names[name as usize]))
+}
+
+/// `getAttribute(name)`.
+pub fn get(el: &Element, name: Name) -> Option<String> {
+    with_name(name, |n| el.unchecked_ref::<NamedElement>().get_attribute_named(n))
+}
+
+/// `hasAttribute(name)`.
+pub fn has(el: &Element, name: Name) -> bool {
+    with_name(name, |n| el.unchecked_ref::<NamedElement>().has_attribute_named(n))
+}
+
+/// `matches(selector)`; false when the selector is refused.
+pub fn matches(el: &Element, selector: Name) -> bool {
+    with_name(selector, |n| el.unchecked_ref::<NamedElement>().matches_named(n).unwrap_or(false))
+}
+
+/// A computed style property's value (empty when unknown).
+pub fn property(style: &CssStyleDeclaration, name: Name) -> String {
+    with_name(name, |n| style.unchecked_ref::<NamedStyle>().property_named(n).unwrap_or_default())
+}
+
+/// A non-empty attribute value, by a [`Name`].
+pub fn attr_named(el: &Element, name: Name) -> Option<String> {
+    get(el, name).filter(|v| !v.trim().is_empty())
+}
 
 /// A non-empty attribute value.
 pub fn attr(el: &Element, name: &str) -> Option<String> {
@@ -66,8 +167,8 @@ pub fn is_focusable(el: &Element) -> bool {
 pub fn is_disabled(el: &Element, tag: &str) -> bool {
     let form_control =
         matches!(tag, "button" | "input" | "select" | "textarea" | "option" | "fieldset");
-    (form_control && el.matches(":disabled").unwrap_or(false))
-        || el.get_attribute("aria-disabled").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    (form_control && matches(el, Name::Disabled))
+        || get(el, Name::AriaDisabled).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// The text of a form field's first `<label>`.

@@ -16,7 +16,7 @@ use web_sys::{
     Document, Element, HtmlIFrameElement, HtmlInputElement, HtmlTextAreaElement, Node, Window,
 };
 
-use crate::dom::{self, attr};
+use crate::dom::{self, Name};
 use crate::text::{self, Line, ScrollInfo, Seen};
 use crate::{incremental, marks, registry};
 
@@ -379,28 +379,28 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     let Ok(Some(style)) = frame.window.get_computed_style(el) else {
         return StyleBits { skip: true, ..StyleBits::default() };
     };
-    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
-    let display = prop("display");
-    if display == "none" || prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.0) {
+    let prop = |name: Name| dom::property(&style, name);
+    let display = prop(Name::Display);
+    if display == "none" || prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0) {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
-    let visibility = prop("visibility");
+    let visibility = prop(Name::Visibility);
     let contents = display == "contents";
     let block = !display.starts_with("inline") && !contents;
     // `move` and `grab`: items of drag-and-drop lists (sortables,
     // boards), which `drag_and_drop` needs the numbers of.
-    let pointer = matches!(prop("cursor").as_str(), "pointer" | "move" | "grab");
+    let pointer = matches!(prop(Name::Cursor).as_str(), "pointer" | "move" | "grab");
     StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
         block,
         pointer,
         contents,
-        scrolls: block && matches!(prop("overflow-y").as_str(), "auto" | "scroll" | "overlay"),
+        scrolls: block && matches!(prop(Name::OverflowY).as_str(), "auto" | "scroll" | "overlay"),
         boxed: display != "inline",
-        image: prop("content").starts_with("url(")
-            || (prop("background-image").starts_with("url(")
-                && matches!(prop("background-position").as_str(), "0% 0%" | "0px 0px")),
+        image: prop(Name::Content).starts_with("url(")
+            || (prop(Name::BackgroundImage).starts_with("url(")
+                && matches!(prop(Name::BackgroundPosition).as_str(), "0% 0%" | "0px 0px")),
         // Asked only when the cursor does not say it already (one
         // `matches` per element on pages with such rules).
         hover: !pointer && hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
@@ -411,10 +411,10 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
 /// (`url("…/images/folder-closed.gif")` → `folder-closed`).
 fn icon_name(el: &Element, frame: &Frame) -> Option<String> {
     let style = frame.window.get_computed_style(el).ok()??;
-    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
-    let mut value = prop("content");
+    let prop = |name: Name| dom::property(&style, name);
+    let mut value = prop(Name::Content);
     if !value.starts_with("url(") {
-        value = prop("background-image");
+        value = prop(Name::BackgroundImage);
     }
     let url = value.strip_prefix("url(")?.trim_end_matches(')').trim_matches(['"', '\'']);
     if url.starts_with("data:") {
@@ -481,8 +481,10 @@ pub(crate) struct Walk {
     /// Whether the block the pending text is in shows in the viewport.
     pending_in_view: bool,
     /// The block-level elements being walked, innermost last, with the
-    /// frame's offset and clip, to place pending text.
-    blocks: Vec<(Element, Rect, f64, f64)>,
+    /// frame's offset and clip, to place pending text, and whether it
+    /// shows in the viewport once asked (a block's text often comes in
+    /// several runs between listed elements: its box is read once).
+    blocks: Vec<(Element, Rect, f64, f64, Option<bool>)>,
     /// The visible part of the scrolling boxes being walked, innermost
     /// last, in top-window pixels: what they clip is not in view.
     pub(crate) clips: Vec<Rect>,
@@ -610,16 +612,17 @@ impl Walk {
         let Some(&i) = self.open.last() else {
             if self.pending.is_empty() {
                 self.pending_anchor = Some(self.anchor(from));
-                self.pending_in_view = match self.blocks.last() {
-                    Some((block, clip, dx, dy)) => {
+                self.pending_in_view = match self.blocks.last_mut() {
+                    Some((_, _, _, _, Some(in_view))) => *in_view,
+                    Some((block, clip, dx, dy, known)) => {
                         let r = block.get_bounding_client_rect();
                         let rect = Rect {
-                            x: r.x() + dx,
-                            y: r.y() + dy,
+                            x: r.x() + *dx,
+                            y: r.y() + *dy,
                             width: r.width().max(1.0),
                             height: r.height().max(1.0),
                         };
-                        intersect(&rect, clip).is_some()
+                        *known.insert(intersect(&rect, clip).is_some())
                     }
                     None => true,
                 };
@@ -653,11 +656,11 @@ impl Walk {
         let has_attrs = el.has_attributes();
         let mut aria_hidden = false;
         if has_attrs {
-            if el.has_attribute("inert") {
+            if dom::has(el, Name::Inert) {
                 return;
             }
             aria_hidden =
-                el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                dom::get(el, Name::AriaHidden).is_some_and(|v| v.eq_ignore_ascii_case("true"));
             if aria_hidden && !self.ignore_aria_hidden {
                 self.aria_hidden_skipped += 1;
                 return;
@@ -806,7 +809,7 @@ impl Walk {
             dirty: fresh,
         };
         if block {
-            self.blocks.push((el.clone(), self.clip(frame), frame.dx, frame.dy));
+            self.blocks.push((el.clone(), self.clip(frame), frame.dx, frame.dy, None));
         }
         if let Some(c) = clip_pushed {
             self.clips.push(c);
@@ -814,14 +817,14 @@ impl Walk {
         match tag.as_str() {
             "iframe" | "frame" => self.frame(el, frame, shown_style),
             "img" | "area" => {
-                if let Some(alt) = attr(el, "alt").filter(|_| !inner.text_hidden) {
+                if let Some(alt) = dom::attr_named(el, Name::Alt).filter(|_| !inner.text_hidden) {
                     if !self.open.is_empty() {
                         self.add_text(&alt, el);
                     }
                 }
             }
             "select" | "textarea" | "svg" | "math" | "video" | "audio" | "canvas" | "object" => {}
-            "details" if !el.has_attribute("open") => {
+            "details" if !dom::has(el, Name::Open) => {
                 // A closed `<details>` shows only its summary.
                 let mut child = el.first_element_child();
                 while let Some(c) = child {
@@ -951,10 +954,9 @@ impl Walk {
     /// Whether visiting `el` starts and ends with a clean break (a block
     /// that is walked into): nothing pending around it runs into it.
     fn breaks_at(&self, el: &Element, frame: &Frame) -> bool {
-        let hidden =
-            el.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let hidden = dom::get(el, Name::AriaHidden).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let st = read_style(el, frame, None);
-        !el.has_attribute("inert") && (self.ignore_aria_hidden || !hidden) && !st.skip && st.block
+        !dom::has(el, Name::Inert) && (self.ignore_aria_hidden || !hidden) && !st.skip && st.block
     }
 
     /// A cross-origin frame to observe (`frames.rs`), unless a person
@@ -989,31 +991,35 @@ impl Walk {
         // A disabled element is reported, not offered: it gets no number.
         let index = if disabled { 0 } else { registry::number_of(el) };
         let input_type = (tag == "input").then(|| {
-            attr(el, "type").map_or_else(|| "text".to_owned(), |t| t.trim().to_ascii_lowercase())
+            dom::attr_named(el, Name::Type)
+                .map_or_else(|| "text".to_owned(), |t| t.trim().to_ascii_lowercase())
         });
-        let role =
-            attr(el, "role").and_then(|r| r.split_whitespace().next().map(str::to_ascii_lowercase));
+        let role = dom::attr_named(el, Name::Role)
+            .and_then(|r| r.split_whitespace().next().map(str::to_ascii_lowercase));
         let mut seen = Seen {
             index,
             tag: tag.to_owned(),
-            name: attr(el, "name"),
-            placeholder: attr(el, "placeholder"),
-            aria_label: attr(el, "aria-label"),
-            title: attr(el, "title"),
+            name: dom::attr_named(el, Name::NameAttr),
+            placeholder: dom::attr_named(el, Name::Placeholder),
+            aria_label: dom::attr_named(el, Name::AriaLabel),
+            title: dom::attr_named(el, Name::Title),
             disabled,
-            invalid: attr(el, "aria-invalid").is_some_and(|v| v.eq_ignore_ascii_case("true")),
-            expanded: attr(el, "aria-expanded").map(|v| v.eq_ignore_ascii_case("true")),
+            invalid: dom::attr_named(el, Name::AriaInvalid)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            expanded: dom::attr_named(el, Name::AriaExpanded)
+                .map(|v| v.eq_ignore_ascii_case("true")),
             rect,
             in_viewport,
             ..Seen::default()
         };
         if tag == "a" {
-            seen.href = attr(el, "href").and_then(|h| text::shown_href(&h, &self.origin));
+            seen.href =
+                dom::attr_named(el, Name::Href).and_then(|h| text::shown_href(&h, &self.origin));
         }
         seen.target = navigation_target(el, tag, input_type.as_deref());
         let field = matches!(tag, "input" | "select" | "textarea");
         if field {
-            seen.required = el.has_attribute("required");
+            seen.required = dom::has(el, Name::Required);
             seen.label = self.labels.borrow_mut().of(el);
         }
         match (tag, input_type.as_deref()) {
@@ -1042,23 +1048,26 @@ impl Walk {
                     | "tab"
             ) && !field
             {
-                seen.checked =
-                    attr(el, "aria-checked").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                seen.checked = dom::attr_named(el, Name::AriaChecked)
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
         }
-        seen.selected = attr(el, "aria-selected").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        seen.selected =
+            dom::attr_named(el, Name::AriaSelected).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if tag == "summary" && seen.expanded.is_none() {
             seen.expanded = el
                 .parent_element()
                 .filter(|p| p.local_name() == "details")
-                .map(|p| p.has_attribute("open"));
+                .map(|p| dom::has(&p, Name::Open));
         }
         if field && !seen.invalid && !seen.disabled {
             // The browser's own verdict, once the person has typed something.
             let has_value = seen.value.as_ref().is_some_and(|v| !v.is_empty());
-            seen.invalid = has_value && el.matches(":invalid").unwrap_or(false);
+            seen.invalid = has_value && dom::matches(el, Name::Invalid);
         }
-        if let Some(ids) = attr(el, "aria-labelledby").filter(|_| seen.aria_label.is_none()) {
+        if let Some(ids) =
+            dom::attr_named(el, Name::AriaLabelledBy).filter(|_| seen.aria_label.is_none())
+        {
             seen.label = labelled_by(el, &ids).or(seen.label);
         }
         seen.role = role;
@@ -1104,14 +1113,13 @@ pub(crate) fn read_select(el: &Element, seen: &mut Seen) {
 fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Option<String> {
     let form_action = |form: Option<web_sys::HtmlFormElement>| form.map(|f| f.action());
     let url = match (tag, input_type) {
-        ("a", _) => el
-            .has_attribute("href")
+        ("a", _) => dom::has(el, Name::Href)
             .then(|| el.unchecked_ref::<web_sys::HtmlAnchorElement>().href()),
         ("button", _) => {
             let b = el.unchecked_ref::<web_sys::HtmlButtonElement>();
             if b.type_() != "submit" {
                 None
-            } else if el.has_attribute("formaction") {
+            } else if dom::has(el, Name::FormAction) {
                 Some(b.form_action())
             } else {
                 form_action(b.form())
@@ -1119,7 +1127,7 @@ fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Optio
         }
         ("input", Some("submit" | "image")) => {
             let i = el.unchecked_ref::<HtmlInputElement>();
-            if el.has_attribute("formaction") {
+            if dom::has(el, Name::FormAction) {
                 Some(i.form_action())
             } else {
                 form_action(i.form())
@@ -1154,10 +1162,10 @@ fn labelled_by(el: &Element, ids: &str) -> Option<String> {
 /// (the `cursor: pointer` rule is the caller's).
 fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     let by_tag = match tag {
-        "a" => el.has_attribute("href"),
+        "a" => dom::has(el, Name::Href),
         "button" | "select" | "textarea" | "summary" => true,
         "input" => {
-            !el.get_attribute("type").is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden"))
+            !dom::get(el, Name::Type).is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden"))
         }
         // A label is listed when it is the way to its control: the
         // control itself is hidden (a styled checkbox); otherwise the
@@ -1174,27 +1182,26 @@ fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     if !has_attrs {
         return false;
     }
-    if let Some(role) = el.get_attribute("role") {
+    if let Some(role) = dom::get(el, Name::Role) {
         let first = role.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
         if INTERACTIVE_ROLES.contains(&first.as_str()) {
             return true;
         }
     }
-    if let Some(editable) = el.get_attribute("contenteditable") {
+    if let Some(editable) = dom::get(el, Name::ContentEditable) {
         let e = editable.trim().to_ascii_lowercase();
         if e.is_empty() || e == "true" || e == "plaintext-only" {
             return true;
         }
     }
-    if el
-        .get_attribute("tabindex")
+    if dom::get(el, Name::TabIndex)
         .and_then(|t| t.trim().parse::<i32>().ok())
         .is_some_and(|t| t >= 0)
     {
         return true;
     }
     // Items of drag-and-drop lists (`drag_and_drop` needs their numbers).
-    el.has_attribute("onclick") || el.get_attribute("draggable").as_deref() == Some("true")
+    dom::has(el, Name::OnClick) || dom::get(el, Name::Draggable).as_deref() == Some("true")
 }
 
 /// The overlap of two rectangles, if they overlap.
@@ -1417,8 +1424,8 @@ fn control_hidden(control: &web_sys::HtmlElement) -> bool {
     else {
         return false;
     };
-    let prop = |name: &str| style.get_property_value(name).unwrap_or_default();
-    prop("opacity").parse::<f64>().is_ok_and(|o| o <= 0.01)
-        || prop("visibility") == "hidden"
-        || prop("display") == "none"
+    let prop = |name: Name| dom::property(&style, name);
+    prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.01)
+        || prop(Name::Visibility) == "hidden"
+        || prop(Name::Display) == "none"
 }
