@@ -469,7 +469,14 @@ pub async fn merge(
     for (p, got) in pending.iter().zip(found) {
         let in_viewport = p.view.clip.width > 0.0 && p.view.clip.height > 0.0;
         let child_lines = match got {
-            Ok((token, mut child_lines)) => {
+            Ok((token, origin, mut child_lines)) => {
+                // Its elements are in its document, of its origin (those of
+                // its own frames already say theirs).
+                for line in &mut child_lines {
+                    if let Line::Element(seen) = line {
+                        seen.origin.get_or_insert_with(|| origin.clone());
+                    }
+                }
                 let mut labels = Vec::new();
                 renumber(&mut child_lines, |local| {
                     let n = number_for(&p.iframe, &token, local);
@@ -496,9 +503,9 @@ pub async fn merge(
     }
 }
 
-/// What a frame answered when asked to observe itself: its token and
-/// lines, or why not.
-type Observed = Result<(String, Vec<Line>), String>;
+/// What a frame answered when asked to observe itself: its token, its
+/// document's origin and its lines, or why not.
+type Observed = Result<(String, String, Vec<Line>), String>;
 
 /// Asks the frames to observe themselves, all at once (a slow frame holds
 /// the others up by its own time only); answers in the same order.
@@ -531,7 +538,7 @@ async fn observe_frame(to: Option<Place>, view: View, marks: bool, depth: u32) -
     let to = to.ok_or("it has no window")?;
     let command = Command::Observe { view, marks, depth: depth + 1 };
     match send(&to, Message::new(None, command), OBSERVE_TIMEOUT_MS).await {
-        Ok(Reply::Seen { token, lines, .. }) => Ok((token, lines)),
+        Ok(Reply::Seen { token, origin, lines }) => Ok((token, origin, lines)),
         Ok(Reply::Failed { message, .. }) => Err(message),
         Ok(_) => Err("it answered something else".into()),
         Err(Fail { message, .. }) => Err(message),

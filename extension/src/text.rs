@@ -67,6 +67,10 @@ pub struct Seen {
     /// Where it is, in the top viewport's CSS pixels.
     pub rect: Rect,
     pub in_viewport: bool,
+    /// The origin of its document when it is in a cross-origin frame (set
+    /// by the instance that merges the frame's lines, `frames.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// How far a scrollable region is scrolled, in CSS pixels.
@@ -747,6 +751,7 @@ pub fn info(seen: &Seen) -> ElementInfo {
         in_viewport: seen.in_viewport,
         disabled: seen.disabled,
         target: seen.target.clone(),
+        origin: seen.origin.clone(),
     }
 }
 

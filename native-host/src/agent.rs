@@ -810,7 +810,10 @@ impl Agent<'_> {
                     Some(refused) => (false, refused, true),
                     None => match self.approval(action, obs).await {
                         Some(refused) => (false, refused, true),
-                        None => self.run_action(tab_id, &obs.url, action, &mut finish).await,
+                        None => {
+                            let document = crate::secrets::document_of(obs, action);
+                            self.run_action(tab_id, document, action, &mut finish).await
+                        }
                     },
                 },
             };
@@ -823,11 +826,12 @@ impl Agent<'_> {
         (records, labels, skipped, finish)
     }
 
-    /// Runs one action: `(ok, detail, stop the sequence)`.
+    /// Runs one action: `(ok, detail, stop the sequence)`. `document` is the
+    /// address (or origin) of the document its element is in.
     async fn run_action(
         &self,
         tab_id: i64,
-        page_url: &str,
+        document: &str,
         action: &Action,
         finish: &mut Option<Outcome>,
     ) -> (bool, String, bool) {
@@ -902,15 +906,16 @@ impl Agent<'_> {
             page_action => {
                 // Secrets go in only here, only on their origins; the value
                 // is scrubbed from whatever comes back.
-                let substituted = self.progress().secrets.substitute(page_action, page_url);
+                let substituted = self.progress().secrets.substitute(page_action, document);
                 let (to_send, used) = match substituted {
                     Ok(s) => s,
                     Err(e) => return (false, e.to_string(), true),
                 };
                 // A secret goes only into a field of the origin it was
-                // checked against, even if the page moved on since.
+                // checked against (the frame's, for a field in a
+                // cross-origin frame), even if the page moved on since.
                 let only_on =
-                    if used.is_empty() { None } else { crate::secrets::origin_of(page_url) };
+                    if used.is_empty() { None } else { crate::secrets::origin_of(document) };
                 match crate::browser_actions::act(self.host, tab_id, &to_send, only_on).await {
                     // Later actions of the answer were planned on the page as
                     // it was: stop when it changed in a way the model could

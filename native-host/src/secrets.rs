@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use errand_protocol::Action;
+use errand_protocol::{Action, Observation};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SecretsStore;
@@ -68,6 +68,18 @@ pub enum SecretError {
     NoKeychain(KeychainError),
     #[error("the secret `{name}` is kept in the OS keychain, which cannot be read now: {why}")]
     Unreadable { name: String, why: String },
+}
+
+/// The document an action's text goes into: its element's frame's origin
+/// when the element is in a cross-origin frame (as the frame's own content
+/// script read it), else the page's address. Secrets are checked against
+/// it, and the page refuses the fill in a field of another origin.
+pub fn document_of<'a>(obs: &'a Observation, action: &Action) -> &'a str {
+    action
+        .element()
+        .and_then(|i| obs.elements.iter().find(|e| e.index == i))
+        .and_then(|e| e.origin.as_deref())
+        .unwrap_or(&obs.url)
 }
 
 /// The secrets: the file of names and origins, values in the keychain or
@@ -398,6 +410,32 @@ mod tests {
 
     fn fill(text: &str) -> Action {
         Action::Fill { index: 3, text: text.into() }
+    }
+
+    #[test]
+    fn a_field_in_a_cross_origin_frame_is_filled_on_the_frame_s_origin() {
+        use errand_protocol::ElementInfo;
+        let obs = Observation {
+            url: "https://shop.example/checkout".into(),
+            elements: vec![
+                ElementInfo { index: 3, tag: "input".into(), ..Default::default() },
+                ElementInfo {
+                    index: 4,
+                    tag: "input".into(),
+                    origin: Some("https://pay.example".into()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(document_of(&obs, &fill("x")), "https://shop.example/checkout");
+        let in_frame = Action::Fill { index: 4, text: "x".into() };
+        assert_eq!(document_of(&obs, &in_frame), "https://pay.example");
+        // No element (or one not listed): the page's.
+        let typed = Action::Type { index: 0, text: "x".into(), enter: false };
+        assert_eq!(document_of(&obs, &typed), "https://shop.example/checkout");
+        let gone = Action::Fill { index: 9, text: "x".into() };
+        assert_eq!(document_of(&obs, &gone), "https://shop.example/checkout");
     }
 
     #[test]

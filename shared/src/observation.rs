@@ -69,6 +69,12 @@ pub struct ElementInfo {
     /// The host checks it against the site lists before a click.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The origin of the document it is in, when that is a cross-origin
+    /// frame's (`None`: the page's own). Read by the frame's own content
+    /// script; the host fills a secret into it only when the secret is
+    /// allowed on this origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// A rectangle in CSS pixels.

@@ -593,3 +593,52 @@ fn the_agent_fills_and_clicks_inside_cross_origin_frames() {
     assert!(second.contains(r#"value="from the agent""#), "{second}");
     rig.done("the_agent_fills_and_clicks_inside_cross_origin_frames");
 }
+
+// ---- A secret in a cross-origin frame (a payment provider's iframe) ----
+
+fn frame_secret_script(req: &Value, call: usize) -> Reply {
+    let pin = el(req, "Card PIN");
+    match call {
+        // A secret allowed only on the top page is refused in the frame.
+        0 => answer(json!([{"fill": {"index": pin, "text": "{{secret:top_pin}}"}}])),
+        // One allowed on the frame's own origin goes in.
+        1 => answer(json!([{"fill": {"index": pin, "text": "{{secret:frame_pin}}"}}])),
+        2 => answer(json!([{"done": {"text": "PIN entered", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+#[test]
+fn a_secret_is_filled_into_a_cross_origin_frame_only_when_allowed_on_the_frame_s_origin() {
+    let rig = Rig::start(frame_secret_script);
+    let top = rig.fixtures.url("/");
+    let top = top.trim_end_matches('/');
+    let frame = top.replace("127.0.0.1", "localhost");
+    let secrets = json!({
+        "top_pin": {"value": "top-pin-1111", "origins": [top]},
+        "frame_pin": {"value": "frame-pin-4821", "origins": [frame]},
+    });
+    std::fs::create_dir_all(rig.browser.data_dir()).unwrap();
+    std::fs::write(rig.browser.data_dir().join("secrets.json"), secrets.to_string()).unwrap();
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/xo-login.html")).unwrap();
+    tab.wait_for("document.readyState === 'complete'", Duration::from_secs(10)).unwrap();
+    let records = rig
+        .run_in(&tab, "Enter my card PIN")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let refused = record(&records, "fill", "top_pin").unwrap();
+    assert_eq!(refused["ok"], json!(false), "{refused:#}");
+    let why = refused["detail"].as_str().unwrap_or_default();
+    assert!(why.contains(&format!("may not be filled on {frame}")), "{why}");
+    let filled = record(&records, "fill", "frame_pin").unwrap();
+    assert_eq!(filled["ok"], json!(true), "{filled:#}");
+    // The frame's own script saw the right value; the model only ever saw
+    // the placeholder.
+    let requests = rig.model.requests();
+    let last = last_user_message(&requests[2]).unwrap_or_default();
+    assert!(last.contains("PIN accepted."), "{last}");
+    for req in &requests {
+        let text = req.to_string();
+        assert!(!text.contains("frame-pin-4821") && !text.contains("top-pin-1111"), "{text}");
+    }
+    rig.done("a_secret_is_filled_into_a_cross_origin_frame_only_when_allowed_on_the_frame_s_origin");
+}
