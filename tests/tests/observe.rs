@@ -182,7 +182,7 @@ fn off_screen_elements_say_where_and_scroll_regions_are_listed() {
     assert!(list.contains(r#"scroll="0px above, "#), "{list}");
     assert!(line_of(&o, "in-list-hidden").contains("(hidden by scrolling)"), "{}", o.text);
     let first = o.text.lines().next().unwrap();
-    assert!(first.starts_with("Scroll: ") && first.ends_with("px below"), "{}", o.text);
+    assert!(first.starts_with("Scroll: ") && first.contains("px below"), "{}", o.text);
     assert!(!o.elements.iter().find(|e| e.name == "far-below").unwrap().in_viewport);
 }
 
