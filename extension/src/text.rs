@@ -398,7 +398,7 @@ pub fn defuse(text: &str) -> String {
     if numbered || bracketed || structural { format!("\"{text}\"") } else { text.to_owned() }
 }
 
-/// Tags whose text is not shown (their name is quoted in the tag).
+/// Tags whose text is not shown (their name is written in the tag).
 fn is_void(tag: &str) -> bool {
     matches!(tag, "input" | "img" | "area" | "textarea")
 }
