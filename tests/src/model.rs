@@ -418,7 +418,9 @@ pub fn tag_name(desc: &str) -> Option<String> {
     let after = rest[kind_end..].strip_prefix('=')?;
     let name = match after.strip_prefix('"') {
         Some(quoted) => &quoted[..quoted.find('"')?],
-        None => &after[..after.find(|c: char| c.is_whitespace() || c == '>').unwrap_or(after.len())],
+        None => {
+            &after[..after.find(|c: char| c.is_whitespace() || c == '>').unwrap_or(after.len())]
+        }
     };
     Some(name.to_owned())
 }
