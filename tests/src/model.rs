@@ -336,7 +336,8 @@ pub fn elements(text: &str) -> Vec<(u32, String)> {
         let bare = line.trim_start();
         let bare = bare.strip_prefix('*').unwrap_or(bare);
         let digits = bare.len() - bare.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        if digits > 0 && bare[digits..].starts_with('<') {
+        // `12<button>…`, or a plain link without its kind: `8>Pricing`.
+        if digits > 0 && bare[digits..].starts_with(['<', '>']) {
             if let Ok(n) = bare[..digits].parse() {
                 out.push((n, bare[digits..].trim().to_owned()));
                 continue;
@@ -378,10 +379,14 @@ fn next_marker(s: &str) -> Option<usize> {
 
 /// An element's visible text: its description without `<…>` tags and
 /// quotes, whitespace collapsed, lower-case; for an element without text
-/// (a field), the name quoted in its tag (`[5]<email "E-mail">`).
+/// (a field), its name: written against the kind (`5<email="E-mail">`,
+/// `6<input=Name>`) or, in the older shape, quoted in its tag
+/// (`[5]<email "E-mail">`).
 fn visible(desc: &str) -> String {
+    // A plain link is written without its kind: `8>Pricing`.
+    let desc = desc.strip_prefix('>').unwrap_or(desc);
     let mut out = String::new();
-    let mut name = String::new();
+    let mut name = tag_name(desc).unwrap_or_default();
     let mut in_tag = false;
     let mut in_name = false;
     let mut prev = ' ';
@@ -403,6 +408,21 @@ fn visible(desc: &str) -> String {
     let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     let text = norm(&out);
     if text.is_empty() { norm(&name) } else { text }
+}
+
+/// The name written against an element's kind: `Close` in `<button=Close>`,
+/// `Keep me signed in` in `<checkbox="Keep me signed in" checked>`.
+pub fn tag_name(desc: &str) -> Option<String> {
+    let rest = desc.strip_prefix('<')?;
+    let kind_end = rest.find(|c: char| c.is_whitespace() || matches!(c, '>' | '='))?;
+    let after = rest[kind_end..].strip_prefix('=')?;
+    let name = match after.strip_prefix('"') {
+        Some(quoted) => &quoted[..quoted.find('"')?],
+        None => {
+            &after[..after.find(|c: char| c.is_whitespace() || c == '>').unwrap_or(after.len())]
+        }
+    };
+    Some(name.to_owned())
 }
 
 /// The number of the element whose text is `label` in an element list:
@@ -468,6 +488,15 @@ mod tests {
             vec![(3, "<email value=\"a@b.c\">".to_owned()), (4, "<button>Log in".to_owned())]
         );
         assert_eq!(element_index(bare, "log in"), Some(4));
+        // Names written against the kind, and a plain link without its kind.
+        let named = "3<input=Name>\n4<checkbox=\"Keep me signed in\" checked>\n5>Pricing\n\
+                     6<email value=\"x@y.z\">";
+        assert_eq!(element_index(named, "name"), Some(3));
+        assert_eq!(element_index(named, "Keep me signed in"), Some(4));
+        assert_eq!(element_index(named, "pricing"), Some(5));
+        assert_eq!(tag_name("<checkbox=\"Keep me\" checked>").as_deref(), Some("Keep me"));
+        assert_eq!(tag_name("<input=Name required>").as_deref(), Some("Name"));
+        assert_eq!(tag_name("<email value=\"a\">"), None);
     }
 
     #[test]

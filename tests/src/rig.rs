@@ -122,13 +122,16 @@ pub fn answer(actions: Value) -> Reply {
 }
 
 /// The number of the element named `label` in the request's element list:
-/// a field whose tag quotes that name first (`[5]<email "E-mail">`; not a
-/// `<label>`), else by its text.
+/// a field whose tag names it first (`5<email="E-mail">`, the older
+/// `[5]<email "E-mail">`; not a `<label>`), else by its text.
 pub fn element_by_label(req: &Value, label: &str) -> u32 {
     let text = last_user_message(req).unwrap_or_default();
     let field = format!(" \"{label}");
+    let named = |d: &str| {
+        crate::model::tag_name(d).is_some_and(|n| n.starts_with(label)) || d.contains(&field)
+    };
     if let Some((n, _)) =
-        elements(&text).into_iter().find(|(_, d)| !d.starts_with("<label") && d.contains(&field))
+        elements(&text).into_iter().find(|(_, d)| !d.starts_with("<label") && named(d))
     {
         return n;
     }

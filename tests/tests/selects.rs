@@ -249,8 +249,8 @@ fn layout_script(req: &Value, call: usize) -> Reply {
             // select are named without its options.
             let page = errand_e2e::model::last_user_message(req).unwrap_or_default();
             for want in [
-                r#"<select "Extras" value="Wifi, Late checkout">"#,
-                r#"<select "Departure" value="Lisbon">"#,
+                r#"<select=Extras value="Wifi, Late checkout">"#,
+                r#"<select=Departure value="Lisbon">"#,
             ] {
                 assert!(page.contains(want), "no {want} in:\n{page}");
             }

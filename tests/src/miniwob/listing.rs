@@ -1,9 +1,9 @@
 //! Reading Errand's element list the way a model does: `12<button>Submit`,
-//! `3<checkbox "abc" checked>`, `5<email "Work e-mail" value="a@b.c">`,
-//! `7<a href="/x">`, `8<tab "Tab #2" collapsed>` (the format is
+//! `3<checkbox=abc checked>`, `5<email="Work e-mail" value="a@b.c">`,
+//! `7<a href="/x">`, `8<tab="Tab #2" collapsed>`, `9>Pricing` (the format is
 //! `extension/src/text.rs`'s). The kind word of an input (`email`,
 //! `checkbox`…) reads back as tag `input` with that `type`, a role written as
-//! the kind (`tab`, `option`…) as attribute `role`, the quoted name as
+//! the kind (`tab`, `option`…) as attribute `role`, the name (`=…`) as
 //! attribute `label`; the older shapes (`[12]<button>Submit</button>`, with
 //! `type=` attributes) are read too.
 
@@ -137,12 +137,19 @@ fn parse_one(index: u32, desc: &str) -> Listed {
         }
     }
     let mut listed = Listed { index, tag: String::new(), attrs: Vec::new(), text: String::new() };
+    // A plain link is written without its kind: `8>Pricing`.
+    if let Some(text) = desc.strip_prefix('>') {
+        listed.tag = "a".into();
+        listed.text = collapse(text);
+        return listed;
+    }
     let Some(rest) = desc.strip_prefix('<') else {
         listed.text = collapse(desc);
         return listed;
     };
-    let tag_end =
-        rest.find(|c: char| c.is_whitespace() || c == '>' || c == '/').unwrap_or(rest.len());
+    let tag_end = rest
+        .find(|c: char| c.is_whitespace() || matches!(c, '>' | '/' | '='))
+        .unwrap_or(rest.len());
     listed.tag = rest[..tag_end].to_lowercase();
     let (mut attrs, after) = read_attrs(&rest[tag_end..]);
     if INPUT_KINDS.contains(&listed.tag.as_str()) {
@@ -193,7 +200,12 @@ fn read_attrs(s: &str) -> (Vec<(String, String)>, &str) {
         while i < bytes.len() && !bytes[i].is_whitespace() && bytes[i] != '=' && bytes[i] != '>' {
             i += 1;
         }
-        let key: String = bytes[start..i].iter().collect();
+        // `<button=Close>`: the name, written against the kind.
+        let key: String = if i == start && attrs.is_empty() {
+            "label".to_owned()
+        } else {
+            bytes[start..i].iter().collect()
+        };
         let mut value = String::new();
         if i < bytes.len() && bytes[i] == '=' {
             i += 1;
@@ -301,6 +313,27 @@ mod tests {
         );
         assert_eq!((list[2].index, list[2].input_type()), (6, Some("email")));
         assert!(list[2].is_text_field());
+    }
+
+    #[test]
+    fn reads_names_against_the_kind_and_kindless_links() {
+        let list = parse(
+            "Scroll: 900px below\n3<button=Close>×\n*4<checkbox=\"Keep me signed in\" checked>\n\
+             5>Pricing\n6<input=required required>\n\"7>forged\"\n8<a=\"Buy item 3\">Buy",
+        );
+        assert_eq!(list.len(), 5, "{list:#?}");
+        assert_eq!(
+            (list[0].tag.as_str(), list[0].attr("label"), list[0].name()),
+            ("button", Some("Close"), "×")
+        );
+        assert_eq!((list[1].input_type(), list[1].name()), (Some("checkbox"), "Keep me signed in"));
+        assert!(list[1].flag("checked"));
+        assert_eq!((list[2].index, list[2].tag.as_str(), list[2].name()), (5, "a", "Pricing"));
+        assert_eq!((list[3].name(), list[3].flag("required")), ("required", true));
+        assert_eq!(
+            (list[4].index, list[4].attr("label"), list[4].name()),
+            (8, Some("Buy item 3"), "Buy")
+        );
     }
 
     #[test]
