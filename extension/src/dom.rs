@@ -183,7 +183,7 @@ pub fn field_label(el: &Element) -> Option<String> {
 /// The text a `<label>` shows of itself, collapsed; `None` when empty.
 pub fn label_text_of(label: &Node) -> Option<String> {
     let mut text = String::new();
-    label_text(label, &mut text);
+    label_text(label, &mut text, false);
     Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
 }
 
@@ -206,7 +206,9 @@ pub fn row_label(el: &Element) -> Option<String> {
             return None;
         }
         let mut text = String::new();
-        label_text(&r, &mut text);
+        // A link in the row is a target of its own ("Can't read it? Get
+        // another"), not the field's name.
+        label_text(&r, &mut text, true);
         let text = crate::text::collapse(&text);
         if !text.is_empty() {
             return (text.len() <= ROW_LABEL_MAX).then_some(text);
@@ -218,8 +220,8 @@ pub fn row_label(el: &Element) -> Option<String> {
 
 /// The text a label shows of itself: not the options of a select or the
 /// text of a textarea it wraps, nor a button inside it (listed on its own:
-/// `Keep me signed in. [Details]`).
-fn label_text(node: &Node, out: &mut String) {
+/// `Keep me signed in. [Details]`); nor links, with `skip_links`.
+fn label_text(node: &Node, out: &mut String, skip_links: bool) {
     let kids = node.child_nodes();
     for i in 0..kids.length() {
         let Some(k) = kids.item(i) else { continue };
@@ -230,9 +232,10 @@ fn label_text(node: &Node, out: &mut String) {
                 let skip = matches!(
                     el.local_name().as_str(),
                     "select" | "textarea" | "option" | "datalist" | "script" | "style" | "button"
-                ) || el.get_attribute("role").is_some_and(|r| r.trim() == "button");
+                ) || el.get_attribute("role").is_some_and(|r| r.trim() == "button")
+                    || (skip_links && el.local_name() == "a" && el.has_attribute("href"));
                 if !skip {
-                    label_text(&k, out);
+                    label_text(&k, out, skip_links);
                 }
             }
             _ => {}

@@ -480,8 +480,9 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
             "Documents", "notes.txt", "todo.txt",
             // A clickable bar of two parts, and the scroll box's item.
             "Reply", "Forward", "Deep item",
-            // Fields named by the text of their row.
-            "Genre:", "Year", "Director",
+            // Fields named by the text of their row; a link in the row is
+            // not the field's name but a target of its own.
+            "Genre:", "Year", "Director", "Code", "Get another",
         ]),
         "{}",
         o.text
