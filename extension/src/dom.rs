@@ -58,6 +58,8 @@ names! {
     Opacity = "opacity",
     Visibility = "visibility",
     Cursor = "cursor",
+    FlexDirection = "flex-direction",
+    FlexWrap = "flex-wrap",
     OverflowY = "overflow-y",
     Content = "content",
     BackgroundImage = "background-image",

@@ -799,7 +799,19 @@ fn ctx_of(s: &Element) -> Option<Ctx> {
         hover,
         text_hidden: !bits.shown && !bits.contents,
         dirty: false,
+        row: row_around(&parent, bits)?,
     })
+}
+
+/// Whether the children of `parent` are items of a flex row (through
+/// `display: contents` boxes, whose children are their parent's items).
+fn row_around(parent: &Element, bits: crate::observe::StyleBits) -> Option<bool> {
+    let (mut at, mut bits) = (parent.clone(), bits);
+    while bits.contents {
+        at = at.parent_element()?;
+        bits = style_cache::get(&at)?;
+    }
+    Some(bits.row)
 }
 
 /// The visible part of the innermost scroll box around `s` as the walk

@@ -351,6 +351,8 @@ pub(crate) struct Ctx {
     /// The parent's style was read afresh (it or an ancestor changed):
     /// so is this element's.
     pub(crate) dirty: bool,
+    /// The parent is a flex row (`display: flex`, `flex-direction: row`).
+    pub(crate) row: bool,
 }
 
 /// What the walk needs of an element's computed style.
@@ -373,6 +375,8 @@ pub struct StyleBits {
     pub image: bool,
     /// Its `:hover` rule gives the pointer cursor (`hover.rs`).
     pub hover: bool,
+    /// A flex row: its children are laid out side by side.
+    pub row: bool,
 }
 
 fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
@@ -390,6 +394,9 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     // `move` and `grab`: items of drag-and-drop lists (sortables,
     // boards), which `drag_and_drop` needs the numbers of.
     let pointer = matches!(prop(Name::Cursor).as_str(), "pointer" | "move" | "grab");
+    let row = matches!(display.as_str(), "flex" | "inline-flex")
+        && prop(Name::FlexDirection).starts_with("row")
+        && prop(Name::FlexWrap) == "nowrap";
     StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
@@ -404,6 +411,7 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
         // Asked only when the cursor does not say it already (one
         // `matches` per element on pages with such rules).
         hover: !pointer && hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
+        row,
     }
 }
 
@@ -673,7 +681,14 @@ impl Walk {
         let st = match cached {
             Some(st) => st,
             None => {
-                let st = read_style(el, frame, self.hover.as_deref().filter(|_| frame.cached));
+                let mut st = read_style(el, frame, self.hover.as_deref().filter(|_| frame.cached));
+                // The items of a flex row are laid out side by side, though
+                // each is a block box: a person reads their short texts as
+                // one line ("Price $5"), so the walk does not break between
+                // them (and `incremental.rs` takes the row for the block).
+                // Kept with the element's style: a change of its parent's
+                // is a change of its own (`Ctx::dirty`).
+                st.block &= !ctx.row;
                 if frame.cached {
                     style_cache::put(el, st);
                 }
@@ -711,7 +726,7 @@ impl Walk {
             || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el));
         // A scrollable region is something a person uses too.
         let mut scroll = None;
-        if scrolls && block && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
+        if scrolls && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
             {
                 let extra = el.scroll_height() - el.client_height();
                 if extra > 8 && el.client_height() > 0 {
@@ -807,6 +822,8 @@ impl Walk {
             hover: hovered,
             text_hidden: (!shown_style && !contents) || label_of_listed,
             dirty: fresh,
+            // A `display: contents` box's children are its parent's items.
+            row: if contents { ctx.row } else { st.row },
         };
         if block {
             self.blocks.push((el.clone(), self.clip(frame), frame.dx, frame.dy, None));
@@ -1280,10 +1297,12 @@ pub(crate) mod style_cache {
 
     fn pack(s: StyleBits) -> f64 {
         let mut n = 0u32;
-        for (i, b) in
-            [s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls, s.boxed, s.image, s.hover]
-                .into_iter()
-                .enumerate()
+        for (i, b) in [
+            s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls, s.boxed, s.image, s.hover,
+            s.row,
+        ]
+        .into_iter()
+        .enumerate()
         {
             if b {
                 n |= 1 << i;
@@ -1305,6 +1324,7 @@ pub(crate) mod style_cache {
             boxed: bit(6),
             image: bit(7),
             hover: bit(8),
+            row: bit(9),
         }
     }
 
