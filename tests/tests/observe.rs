@@ -775,10 +775,15 @@ fn re_observation_after_a_change_equals_a_full_one() {
         ("in_frame_typed", true, true),
         ("in_frame_without_events", false, true),
         ("frame_rewritten", true, true),
+        ("in_flex_row", true, true),
         ("in_large_block", true, true),
         ("empty_in_large_block", true, false),
     ];
-    check_changes(&rig, "/observe/incremental.html", &cases, |_| {});
+    check_changes(&rig, "/observe/incremental.html", &cases, |first| {
+        // The items of a flex row read as one line, broken by the button.
+        let lines: Vec<&str> = first.text.lines().collect();
+        assert!(lines.contains(&"Price $5") && lines.contains(&"each"), "{}", first.text);
+    });
 }
 
 #[test]
