@@ -186,57 +186,52 @@ fn finish(
     viewport: &Viewport,
     marks_wanted: bool,
 ) -> Result<(Vec<Rc<ElementInfo>>, String), String> {
-    // Mark what the previous observation did not list.
-    let mut listed = Numbers::default();
-    for l in lines.iter() {
-        if let Line::Element(seen) = l {
-            listed.insert(seen.index);
-        }
-    }
-    PREVIOUS.with(|p| {
-        let mut p = p.borrow_mut();
-        if let Some(prev) = p.as_ref() {
-            for line in lines.iter_mut() {
-                if let Line::Element(seen) = line {
-                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
-                }
-            }
-        }
-        *p = Some(listed);
-    });
-
-    // Written again: the lines re-walked (or all of them after a full walk),
-    // and those whose new-element mark changed.
+    // Mark what the previous observation did not list, and write again the
+    // lines re-walked (or all of them after a full walk) and those whose
+    // new-element mark changed: one pass over the lines, which on a large
+    // page costs more than the re-walk of one change.
     if rendered.len() != lines.len() {
         rendered.clear();
         rendered.resize_with(lines.len(), || None);
     }
-    for (line, r) in lines.iter().zip(rendered.iter_mut()) {
-        let is_new = matches!(line, Line::Element(seen) if seen.is_new);
-        if r.as_ref().is_none_or(|r| r.is_new != is_new) {
-            *r = Some(Rendered {
-                is_new,
-                written: text::write_line(line, viewport),
-                info: match line {
-                    Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
-                    _ => None,
-                },
-            });
+    let mut listed = Numbers::default();
+    PREVIOUS.with(|p| {
+        let mut p = p.borrow_mut();
+        for (line, r) in lines.iter_mut().zip(rendered.iter_mut()) {
+            if let Line::Element(seen) = line {
+                listed.insert(seen.index);
+                if let Some(prev) = p.as_ref() {
+                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
+                }
+            }
+            let is_new = matches!(line, Line::Element(seen) if seen.is_new);
+            if r.as_ref().is_none_or(|r| r.is_new != is_new) {
+                *r = Some(Rendered {
+                    is_new,
+                    written: text::write_line(line, viewport),
+                    info: match line {
+                        Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
+                        _ => None,
+                    },
+                });
+            }
         }
-    }
-    let written: Vec<&text::Written> =
-        rendered.iter().filter_map(|r| r.as_ref()?.written.as_ref()).collect();
-    let text = text::render_written(&written, viewport, text::TEXT_CAP);
-    let elements: Vec<Rc<ElementInfo>> =
-        rendered.iter().filter_map(|r| r.as_ref()?.info.clone()).collect();
+        *p = Some(listed);
+    });
+    let mut written: Vec<&text::Written> = Vec::with_capacity(rendered.len());
+    let mut elements: Vec<Rc<ElementInfo>> = Vec::new();
     let mut marked: Vec<(u32, Element)> = Vec::new();
-    for (l, node) in lines.iter().zip(nodes.iter()) {
-        if let (Line::Element(seen), Some(el)) = (l, node) {
+    for ((r, l), node) in rendered.iter().zip(lines.iter()).zip(nodes.iter()) {
+        let Some(r) = r else { continue };
+        written.extend(r.written.as_ref());
+        elements.extend(r.info.clone());
+        if let (true, Line::Element(seen), Some(el)) = (marks_wanted, l, node) {
             if seen.index > 0 && seen.in_viewport {
                 marked.push((seen.index, el.clone()));
             }
         }
     }
+    let text = text::render_written(&written, viewport, text::TEXT_CAP);
 
     // The one DOM write of the observation; Errand's own writes (the
     // overlay) are not the page's changes.
