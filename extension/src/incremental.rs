@@ -16,7 +16,7 @@
 //! the parent's style, the scroll box around it and the window (`Kind`):
 //! the outermost element around the change that collects text (a listed
 //! element) when it is still where it was; else a frame whose content
-//! changed; else an empty element that showed nothing; else the nearest
+//! changed; else an element without text that showed nothing; else the nearest
 //! block-level ancestor outside every element that collects text. Only the
 //! segments are walked again and their lines spliced in. Whether a change
 //! is too large is decided from the kept lines before walking, so that a
@@ -70,7 +70,7 @@ struct Cache {
     hidden: Vec<bool>,
     /// Walked without `aria-hidden`: nothing usable in view was left with it.
     ignore_aria_hidden: bool,
-    covered: Vec<(Element, Rect)>,
+    covered: Vec<observe::Covered>,
     opened: js_sys::Set,
     /// The same-origin frames walked into (their lines anchored at them).
     frames: Vec<FrameSeen>,
@@ -461,7 +461,8 @@ pub(crate) fn reobserve(
                         return Err("a changed element is no longer listed");
                     }
                 }
-                Kind::Empty if !walk.lines.is_empty() || bits.block => {
+                // Its styles (and those of what is inside) were just read.
+                Kind::Empty if !walk.lines.is_empty() || !flows_alone(s) => {
                     return Err("an empty changed element now shows");
                 }
                 Kind::Frame if !walk.frames.iter().any(|f| f.iframe == *s && f.breaks) => {
@@ -471,7 +472,7 @@ pub(crate) fn reobserve(
             }
             painted(s, &mut areas);
             let n = walk.lines.len();
-            cache.covered.retain(|(el, _)| !contains(s, el));
+            cache.covered.retain(|c| !contains(s, &c.el));
             cache.covered.extend(walk.covered);
             cache.frames.retain(|f| !s.contains(Some(&f.iframe)));
             frames.extend(walk.frames);
@@ -498,7 +499,7 @@ pub(crate) fn reobserve(
         if rewalked * 2 > cache.lines.len() {
             return Err("most of the page was walked again");
         }
-        still_laid_out(cache, &fresh, &areas, top)?;
+        still_laid_out(cache, &fresh, &areas, top, &changes.dirty)?;
         cache.frames.extend(frames);
         // A page that hides everything usable with `aria-hidden` is walked
         // again without it. Whether the first walk finds something usable
@@ -541,7 +542,7 @@ enum Kind {
     Block,
     /// An element listed with the text inside it (`listed_line`).
     Listed,
-    /// An element with no content that showed nothing and was no block:
+    /// An element without text that showed nothing and holds no block:
     /// its change shows only if it now does (`empty_alone`).
     Empty,
     /// A same-origin frame whose root element is a block.
@@ -576,25 +577,46 @@ fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
     })
 }
 
+/// Elements inside an element changed alone (`empty_alone`) at most: each
+/// is checked before and after its walk.
+const ALONE_MAX: u32 = 16;
+
 /// Whether `el`, changed only in its attributes, can be walked again alone
-/// because it showed nothing and holds nothing: no element or text inside
-/// it, no kept line, no block (nor a heading: a walk breaks at those even
-/// when they show nothing). Its style as the last walk read it tells.
+/// because it showed nothing and holds no text: no kept line, no text
+/// inside it, and nothing that makes the walk break the context text
+/// around it (`flows_alone`). A zero-size link around an empty icon is
+/// one; walking the block around it (a page's whole masthead) would cost
+/// a third of the page's walk.
 fn empty_alone(el: &Element, changes: &Changes, cache: &Cache) -> bool {
-    let tag = el.local_name();
-    if matches!(tag.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "iframe" | "frame")
-        || el.child_element_count() > 0
-        || el.shadow_root().is_some()
-        || el.text_content().is_some_and(|t| !t.trim().is_empty())
-    {
-        return false;
-    }
     let node: &Node = el.unchecked_ref();
     if changes.hiding.contains(node) || changes.content.iter().any(|n| el.contains(Some(n))) {
         return false;
     }
     let (lo, hi) = range(cache, el);
-    lo == hi && style_cache::get(el).is_some_and(|b| !b.block)
+    lo == hi && style_cache::get(el).is_some() && flows_alone(el)
+}
+
+/// Whether walking `el` writes no text and never breaks the context text
+/// around it, by the styles last read: no text inside, no heading, frame
+/// or shadow root (a walk breaks at those even when they show nothing),
+/// no block-level box, and at most [`ALONE_MAX`] elements inside.
+fn flows_alone(el: &Element) -> bool {
+    if el.text_content().is_some_and(|t| !t.trim().is_empty()) {
+        return false;
+    }
+    let inside = el.get_elements_by_tag_name("*");
+    if inside.length() > ALONE_MAX {
+        return false;
+    }
+    let quiet = |e: &Element| {
+        !matches!(
+            e.local_name().as_str(),
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "iframe" | "frame"
+        ) && e.shadow_root().is_none()
+            // Never read: the walk did not reach it.
+            && style_cache::get(e).is_none_or(|b| b.skip || !b.block)
+    };
+    quiet(el) && (0..inside.length()).filter_map(|i| inside.item(i)).all(|e| quiet(&e))
 }
 
 /// The segments to walk again for these changes, in document order, none
@@ -906,6 +928,7 @@ fn still_laid_out(
     fresh: &[(usize, usize)],
     areas: &[Rect],
     top: &Frame,
+    dirty: &[Node],
 ) -> Result<(), Fallback> {
     let is_fresh = |i: usize| fresh.iter().any(|&(a, b)| i >= a && i < b);
     let same = |now: &web_sys::DomRect, r: &Rect| {
@@ -978,23 +1001,50 @@ fn still_laid_out(
             return Err("a field's value changed without an event");
         }
     }
-    // What was covered is still covered.
-    for (el, clip) in &cache.covered {
-        if !el.is_connected() {
+    // What was covered is still covered: asked again (five hit tests
+    // each, a fraction of a millisecond) only when it or what covered it
+    // moved or changed.
+    let dirty: Vec<Node> = dirty.iter().map(outermost).collect();
+    let touched = |n: &Node| {
+        let n = outermost(n);
+        dirty.iter().any(|d| d.contains(Some(&n)) || n.contains(Some(d)))
+    };
+    for c in &cache.covered {
+        if !c.el.is_connected() || in_frame(&c.el) {
             continue;
         }
-        let r = el.get_bounding_client_rect();
-        let rect = Rect { x: r.x(), y: r.y(), width: r.width(), height: r.height() };
+        let r = c.el.get_bounding_client_rect();
+        let unchanged = !c.by.is_empty()
+            && same(&r, &c.rect)
+            && !touched(c.el.unchecked_ref())
+            && c.by.iter().all(|(b, rect)| {
+                b.is_connected() && same(&b.get_bounding_client_rect(), rect) && !touched(b)
+            });
+        if unchanged {
+            continue;
+        }
         if r.width() > 0.0
             && r.height() > 0.0
-            && observe::intersect(&rect, clip).is_some()
-            && observe::uncovered(el, &r, top, clip)
-            && !in_frame(el)
+            && observe::intersect(&observe::rect_of(&r), &c.clip).is_some()
+            && observe::uncovered(&c.el, &r, top, &c.clip)
         {
             return Err("a covered element was uncovered");
         }
     }
     Ok(())
+}
+
+/// `node`, or the outermost shadow host it is in: what `contains` sees of
+/// it from the document.
+fn outermost(node: &Node) -> Node {
+    let mut n = node.clone();
+    loop {
+        let root = n.get_root_node();
+        if root.node_type() != FRAGMENT_NODE {
+            return n;
+        }
+        n = root.unchecked_into::<web_sys::ShadowRoot>().host().unchecked_into();
+    }
 }
 
 /// Adds where a re-walked segment paints now: its box and the box of every

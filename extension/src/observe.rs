@@ -186,57 +186,52 @@ fn finish(
     viewport: &Viewport,
     marks_wanted: bool,
 ) -> Result<(Vec<Rc<ElementInfo>>, String), String> {
-    // Mark what the previous observation did not list.
-    let mut listed = Numbers::default();
-    for l in lines.iter() {
-        if let Line::Element(seen) = l {
-            listed.insert(seen.index);
-        }
-    }
-    PREVIOUS.with(|p| {
-        let mut p = p.borrow_mut();
-        if let Some(prev) = p.as_ref() {
-            for line in lines.iter_mut() {
-                if let Line::Element(seen) = line {
-                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
-                }
-            }
-        }
-        *p = Some(listed);
-    });
-
-    // Written again: the lines re-walked (or all of them after a full walk),
-    // and those whose new-element mark changed.
+    // Mark what the previous observation did not list, and write again the
+    // lines re-walked (or all of them after a full walk) and those whose
+    // new-element mark changed: one pass over the lines, which on a large
+    // page costs more than the re-walk of one change.
     if rendered.len() != lines.len() {
         rendered.clear();
         rendered.resize_with(lines.len(), || None);
     }
-    for (line, r) in lines.iter().zip(rendered.iter_mut()) {
-        let is_new = matches!(line, Line::Element(seen) if seen.is_new);
-        if r.as_ref().is_none_or(|r| r.is_new != is_new) {
-            *r = Some(Rendered {
-                is_new,
-                written: text::write_line(line, viewport),
-                info: match line {
-                    Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
-                    _ => None,
-                },
-            });
+    let mut listed = Numbers::default();
+    PREVIOUS.with(|p| {
+        let mut p = p.borrow_mut();
+        for (line, r) in lines.iter_mut().zip(rendered.iter_mut()) {
+            if let Line::Element(seen) = line {
+                listed.insert(seen.index);
+                if let Some(prev) = p.as_ref() {
+                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
+                }
+            }
+            let is_new = matches!(line, Line::Element(seen) if seen.is_new);
+            if r.as_ref().is_none_or(|r| r.is_new != is_new) {
+                *r = Some(Rendered {
+                    is_new,
+                    written: text::write_line(line, viewport),
+                    info: match line {
+                        Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
+                        _ => None,
+                    },
+                });
+            }
         }
-    }
-    let written: Vec<&text::Written> =
-        rendered.iter().filter_map(|r| r.as_ref()?.written.as_ref()).collect();
-    let text = text::render_written(&written, viewport, text::TEXT_CAP);
-    let elements: Vec<Rc<ElementInfo>> =
-        rendered.iter().filter_map(|r| r.as_ref()?.info.clone()).collect();
+        *p = Some(listed);
+    });
+    let mut written: Vec<&text::Written> = Vec::with_capacity(rendered.len());
+    let mut elements: Vec<Rc<ElementInfo>> = Vec::new();
     let mut marked: Vec<(u32, Element)> = Vec::new();
-    for (l, node) in lines.iter().zip(nodes.iter()) {
-        if let (Line::Element(seen), Some(el)) = (l, node) {
+    for ((r, l), node) in rendered.iter().zip(lines.iter()).zip(nodes.iter()) {
+        let Some(r) = r else { continue };
+        written.extend(r.written.as_ref());
+        elements.extend(r.info.clone());
+        if let (true, Line::Element(seen), Some(el)) = (marks_wanted, l, node) {
             if seen.index > 0 && seen.in_viewport {
                 marked.push((seen.index, el.clone()));
             }
         }
     }
+    let text = text::render_written(&written, viewport, text::TEXT_CAP);
 
     // The one DOM write of the observation; Errand's own writes (the
     // overlay) are not the page's changes.
@@ -336,6 +331,24 @@ pub(crate) struct FrameSeen {
     /// Its root element was walked as a block: its lines start and end
     /// with a clean break, so it can be walked again alone.
     pub(crate) breaks: bool,
+}
+
+/// An element left out because something covers it in view.
+pub(crate) struct Covered {
+    pub(crate) el: Element,
+    /// The part of the viewport it was seen through.
+    pub(crate) clip: Rect,
+    /// Its box in its own document's viewport.
+    pub(crate) rect: Rect,
+    /// What the hit tests landed on instead, with their boxes then (empty
+    /// when not known): while none of them changed or moved, nor the
+    /// element, it is still covered without asking again.
+    pub(crate) by: Vec<(Element, Rect)>,
+}
+
+/// A box as a [`Rect`].
+pub(crate) fn rect_of(r: &web_sys::DomRect) -> Rect {
+    Rect { x: r.x(), y: r.y(), width: r.width(), height: r.height() }
 }
 
 /// What a node inherits from its parent during the walk.
@@ -448,7 +461,7 @@ pub(crate) struct Walk {
     /// hit tests an incremental observation repeats).
     pub(crate) line_clips: Vec<Rect>,
     /// Elements left out because something covers them, with their clip.
-    pub(crate) covered: Vec<(Element, Rect)>,
+    pub(crate) covered: Vec<Covered>,
     /// The elements whose line collects the text inside them (listed
     /// elements that are not scroll regions, headings).
     pub(crate) opened: js_sys::Set,
@@ -772,7 +785,17 @@ impl Walk {
                     region = true;
                 }
                 if interactive {
-                    if !in_viewport || uncovered(el, &r, frame, &clip) {
+                    let cover = if in_viewport { covering(el, &r, frame, &clip) } else { None };
+                    if let Some(by) = cover {
+                        let by = by
+                            .into_iter()
+                            .map(|b| {
+                                let r = rect_of(&b.get_bounding_client_rect());
+                                (b, r)
+                            })
+                            .collect();
+                        self.covered.push(Covered { el: el.clone(), clip, rect: rect_of(&r), by });
+                    } else {
                         self.flush();
                         let mut seen = self.describe(el, &tag, rect, in_viewport);
                         seen.scroll = scroll;
@@ -787,8 +810,6 @@ impl Walk {
                             self.open_elements += 1;
                             opened = true;
                         }
-                    } else {
-                        self.covered.push((el.clone(), clip));
                     }
                 } else {
                     let anchor = self.anchor(el);
@@ -1239,30 +1260,47 @@ pub(crate) fn uncovered(
     frame: &Frame,
     clip: &Rect,
 ) -> bool {
+    covering(el, local, frame, clip).is_none()
+}
+
+/// What covers the element at every hit-test point of [`uncovered`]: the
+/// elements hit instead, each once (empty when some point had no answer);
+/// `None` when it shows.
+pub(crate) fn covering(
+    el: &Element,
+    local: &web_sys::DomRect,
+    frame: &Frame,
+    clip: &Rect,
+) -> Option<Vec<Element>> {
     // The part of the element inside its own frame and inside the top window.
     let own = Rect { x: 0.0, y: 0.0, width: frame.width, height: frame.height };
     let clip_local =
         Rect { x: clip.x - frame.dx, y: clip.y - frame.dy, width: clip.width, height: clip.height };
     let r = Rect { x: local.x(), y: local.y(), width: local.width(), height: local.height() };
-    let Some(part) = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local)) else {
-        return true;
-    };
+    let part = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local))?;
     // The centre first, then four points towards the corners: an element
     // partly covered (a sticky header over a link) is still usable where it
     // shows; one covered at all five (a modal over the page) is not.
     const POINTS: [(f64, f64); 5] = [(0.5, 0.5), (0.2, 0.2), (0.8, 0.2), (0.2, 0.8), (0.8, 0.8)];
-    let mut answered = false;
+    let mut by: Vec<Element> = Vec::new();
+    let mut unanswered = false;
     for (fx, fy) in POINTS {
         let (x, y) = (part.x + part.width * fx, part.y + part.height * fy);
-        if let Some(hit) = dom::element_at(el, x, y) {
-            answered = true;
-            if dom::hit_belongs(el, &hit) {
-                return true;
-            }
+        match dom::element_at(el, x, y) {
+            Some(hit) if dom::hit_belongs(el, &hit) => return None,
+            Some(hit) if !by.contains(&hit) => by.push(hit),
+            Some(_) => {}
+            None => unanswered = true,
         }
     }
     // No answer at any point (the hit test cannot see there): keep it.
-    !answered
+    if by.is_empty() {
+        return None;
+    }
+    if unanswered {
+        by.clear();
+    }
+    Some(by)
 }
 
 /// The incremental part: computed-style verdicts cached per element, and a

@@ -658,10 +658,12 @@ pub fn render(lines: &[Line], vp: &Viewport, cap: usize) -> String {
 /// [`render`] from lines already written (see [`write_line`]).
 pub fn render_written(written: &[&Written], vp: &Viewport, cap: usize) -> String {
     let placed = place(written);
-    let mut keep = vec![false; written.len()];
-    let mut used = 0usize;
     // Priorities: in view; elements out of view; headings; other text
-    // (in document order within each).
+    // (in document order within each). Lines are taken in that order while
+    // they fit: every line of the ranks before the one that overflows, and
+    // of that rank the lines before the first that does not fit. Found
+    // from each rank's total in one pass, without sorting the lines: an
+    // observation after one change re-renders the whole page's lines.
     let rank = |w: &Written| -> usize {
         if w.in_viewport {
             0
@@ -673,21 +675,45 @@ pub fn render_written(written: &[&Written], vp: &Viewport, cap: usize) -> String
             }
         }
     };
-    let mut order: Vec<usize> = Vec::with_capacity(written.len());
-    for r in 0..4 {
-        order.extend((0..written.len()).filter(|&i| !placed[i].redundant && rank(written[i]) == r));
-    }
-    let mut full = false;
-    for i in order {
-        // A marker line may come with it.
-        let len = written[i].text.len() + 1 + if written[i].in_viewport { 0 } else { 8 };
-        if !full && used + len <= cap.saturating_sub(400) {
-            keep[i] = true;
-            used += len;
-        } else {
-            full = true;
+    // A marker line may come with it.
+    let cost = |w: &Written| w.text.len() + 1 + if w.in_viewport { 0 } else { 8 };
+    let limit = cap.saturating_sub(400);
+    let mut totals = [0usize; 4];
+    for (w, p) in written.iter().zip(&placed) {
+        if !p.redundant {
+            totals[rank(w)] += cost(w);
         }
     }
+    let mut used = 0usize;
+    let mut cut_rank = None;
+    for (r, &total) in totals.iter().enumerate() {
+        if used + total > limit {
+            cut_rank = Some(r);
+            break;
+        }
+        used += total;
+    }
+    // Of the rank that overflows, the lines before this one are kept.
+    let mut cut_at = written.len();
+    if let Some(r) = cut_rank {
+        for (i, (w, p)) in written.iter().zip(&placed).enumerate() {
+            if p.redundant || rank(w) != r {
+                continue;
+            }
+            if used + cost(w) > limit {
+                cut_at = i;
+                break;
+            }
+            used += cost(w);
+        }
+    }
+    let keep = |i: usize| {
+        !placed[i].redundant
+            && cut_rank.is_none_or(|c| {
+                let r = rank(written[i]);
+                r < c || (r == c && i < cut_at)
+            })
+    };
     let mut out = scroll_line(vp).map(|l| l + "\n").unwrap_or_default();
     // Left-out elements are summarised where they were (say which way to
     // scroll); left-out text only by count, at the end.
@@ -703,7 +729,7 @@ pub fn render_written(written: &[&Written], vp: &Viewport, cap: usize) -> String
     };
     let mut screen = 0i64;
     for (i, w) in written.iter().enumerate() {
-        if keep[i] {
+        if keep(i) {
             if run > 0 {
                 out.push_str(&summary(run));
                 run = 0;
@@ -1173,6 +1199,71 @@ mod tests {
         assert!(out.contains("200>"), "{out}");
         assert!(out.contains("--- 1 screen below ---\n"), "{out}");
         assert!(out.contains("more elements here"), "{out}");
+    }
+
+    #[test]
+    fn budget_takes_lines_in_priority_order_while_they_fit() {
+        // Headings, text and elements in and out of view, of varied lengths.
+        let mut lines = Vec::new();
+        for i in 0..300u32 {
+            let in_view = i % 7 == 0;
+            let mut b = seen("button");
+            b.index = i + 1;
+            b.text = format!("button {i} {}", "x".repeat((i as usize * 13) % 90));
+            b.in_viewport = in_view;
+            b.rect = Rect { x: 0.0, y: f64::from(i) * 40.0, width: 100.0, height: 20.0 };
+            lines.push(element(b));
+            if i % 3 == 0 {
+                let text = format!("heading {i} {}", "h".repeat((i as usize * 7) % 50));
+                lines.push(Line::Heading { level: 2, text, in_viewport: in_view });
+            }
+            lines.push(text(
+                &format!("paragraph {i} {}", "p ".repeat((i as usize * 5) % 60)),
+                in_view,
+            ));
+        }
+        let written: Vec<Written> = lines.iter().filter_map(|l| write_line(l, &vp())).collect();
+        let written: Vec<&Written> = written.iter().collect();
+        let placed = place(&written);
+        let total: usize = written.iter().map(|w| w.text.len() + 9).sum();
+        let mut checked = 0;
+        for cap in (1..=12).map(|k| 1_000 + total * k / 10) {
+            // The budget as a sort: by rank, then in document order.
+            let rank = |w: &Written| match (w.in_viewport, w.kind) {
+                (true, _) => 0,
+                (false, Kind::Element) => 1,
+                (false, Kind::Heading) => 2,
+                (false, Kind::Text) => 3,
+            };
+            let mut order: Vec<usize> =
+                (0..written.len()).filter(|&i| !placed[i].redundant).collect();
+            order.sort_by_key(|&i| (rank(written[i]), i));
+            let (mut used, mut want) = (0, vec![false; written.len()]);
+            for i in order {
+                let len = written[i].text.len() + 1 + if written[i].in_viewport { 0 } else { 8 };
+                if used + len > cap - 400 {
+                    break;
+                }
+                used += len;
+                want[i] = true;
+            }
+            let out = render_written(&written, &vp(), cap);
+            if out.contains("(cut at") {
+                // The summaries pushed it over the hard cap: cut at the end.
+                continue;
+            }
+            let shown: std::collections::HashSet<&str> = out.lines().collect();
+            for (i, w) in written.iter().enumerate() {
+                assert_eq!(
+                    shown.contains(w.text.as_str()),
+                    want[i],
+                    "cap {cap}, line {i}: {}",
+                    w.text
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 6, "{checked}");
     }
 
     #[test]

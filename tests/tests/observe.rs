@@ -778,11 +778,35 @@ fn re_observation_after_a_change_equals_a_full_one() {
         ("in_flex_row", true, true),
         ("in_large_block", true, true),
         ("empty_in_large_block", true, false),
+        ("icon_link", true, false),
+        ("icon_link_shows", false, true),
+        ("icon_link_breaks", false, true),
     ];
     check_changes(&rig, "/observe/incremental.html", &cases, |first| {
         // The items of a flex row read as one line, broken by the button.
         let lines: Vec<&str> = first.text.lines().collect();
         assert!(lines.contains(&"Price $5") && lines.contains(&"each"), "{}", first.text);
+    });
+}
+
+#[test]
+fn re_observation_of_a_covered_page_equals_a_full_one() {
+    let rig = Rig::start();
+    // (change, whether it can be re-read in place, whether it shows): the
+    // elements under a dialog's backdrop stay left out without new hit
+    // tests while nothing over them changed; whatever uncovers them (even
+    // a change in an `aria-hidden` shade the walk never enters) must fall
+    // back to a whole-page observation.
+    let cases = [
+        ("dialog_text", true, true),
+        ("dialog_attribute", true, true),
+        ("backdrop_hidden", true, false),
+        ("shade_see_through", false, true),
+        ("both_removed", false, true),
+    ];
+    check_changes(&rig, "/observe/incremental-covered.html", &cases, |first| {
+        let names = names(first);
+        assert!(names.contains("Close") && !names.contains("Under one"), "{}", first.text);
     });
 }
 
