@@ -185,7 +185,7 @@ pub fn field_label(el: &Element) -> Option<String> {
 /// The text a `<label>` shows of itself, collapsed; `None` when empty.
 pub fn label_text_of(label: &Node) -> Option<String> {
     let mut text = String::new();
-    label_text(label, &mut text, false);
+    label_text(label, &mut text);
     Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
 }
 
@@ -195,7 +195,8 @@ const ROW_LABEL_MAX: usize = 40;
 /// A field without a `<label>` named by the text of its row: the nearest
 /// parent or grandparent that holds this one field and a short text
 /// (`<p><span>Year:</span><input></p>`, `<tr><th>Genre</th><td><input>`,
-/// the text after the field too). Not attributes, placeholders or buttons.
+/// the text after the field too). Not attributes, placeholders or buttons;
+/// not a row with links in it.
 pub fn row_label(el: &Element) -> Option<String> {
     let mut row = el.parent_element();
     for _ in 0..2 {
@@ -204,13 +205,15 @@ pub fn row_label(el: &Element) -> Option<String> {
             return None;
         }
         let fields = r.query_selector_all("input, select, textarea").ok()?.length();
-        if fields != 1 {
+        // A row with links in it (a menu, a "get another code" link) is
+        // not a label and its field: its text names the links. (A button
+        // beside a field is left out of the text instead: `label_text`.)
+        let links = r.query_selector("a[href]").ok()?;
+        if fields != 1 || links.is_some() {
             return None;
         }
         let mut text = String::new();
-        // A link in the row is a target of its own ("Can't read it? Get
-        // another"), not the field's name.
-        label_text(&r, &mut text, true);
+        label_text(&r, &mut text);
         let text = crate::text::collapse(&text);
         if !text.is_empty() {
             return (text.len() <= ROW_LABEL_MAX).then_some(text);
@@ -222,8 +225,8 @@ pub fn row_label(el: &Element) -> Option<String> {
 
 /// The text a label shows of itself: not the options of a select or the
 /// text of a textarea it wraps, nor a button inside it (listed on its own:
-/// `Keep me signed in. [Details]`); nor links, with `skip_links`.
-fn label_text(node: &Node, out: &mut String, skip_links: bool) {
+/// `Keep me signed in. [Details]`).
+fn label_text(node: &Node, out: &mut String) {
     let kids = node.child_nodes();
     for i in 0..kids.length() {
         let Some(k) = kids.item(i) else { continue };
@@ -234,10 +237,9 @@ fn label_text(node: &Node, out: &mut String, skip_links: bool) {
                 let skip = matches!(
                     el.local_name().as_str(),
                     "select" | "textarea" | "option" | "datalist" | "script" | "style" | "button"
-                ) || el.get_attribute("role").is_some_and(|r| r.trim() == "button")
-                    || (skip_links && el.local_name() == "a" && el.has_attribute("href"));
+                ) || el.get_attribute("role").is_some_and(|r| r.trim() == "button");
                 if !skip {
-                    label_text(&k, out, skip_links);
+                    label_text(&k, out);
                 }
             }
             _ => {}

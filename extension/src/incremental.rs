@@ -861,7 +861,7 @@ fn clip_around(s: &Element, top: &Frame) -> Option<Rect> {
         if r.width() <= 0.0 || r.height() <= 0.0 {
             continue;
         }
-        let rect = Rect { x: r.x(), y: r.y(), width: r.width(), height: r.height() };
+        let rect = observe::rect_of(&r);
         let outer = clip.unwrap_or(top.clip);
         clip = Some(observe::intersect(&rect, &outer).unwrap_or(Rect {
             width: 0.0,
@@ -1056,7 +1056,7 @@ fn painted(s: &Element, areas: &mut Vec<Rect>) {
     const MAX_AREAS: usize = 256;
     let mut add = |r: web_sys::DomRect| {
         if r.width() > 0.0 && r.height() > 0.0 {
-            areas.push(Rect { x: r.x(), y: r.y(), width: r.width(), height: r.height() });
+            areas.push(observe::rect_of(&r));
         }
     };
     add(s.get_bounding_client_rect());

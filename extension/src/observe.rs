@@ -1276,7 +1276,7 @@ pub(crate) fn covering(
     let own = Rect { x: 0.0, y: 0.0, width: frame.width, height: frame.height };
     let clip_local =
         Rect { x: clip.x - frame.dx, y: clip.y - frame.dy, width: clip.width, height: clip.height };
-    let r = Rect { x: local.x(), y: local.y(), width: local.width(), height: local.height() };
+    let r = rect_of(local);
     let part = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local))?;
     // The centre first, then four points towards the corners: an element
     // partly covered (a sticky header over a link) is still usable where it
