@@ -786,6 +786,8 @@ async fn answer(message: Message) -> Reply {
     match message.command {
         Command::Observe { view, marks: wanted, depth } => {
             dropdown::enable();
+            // The overlay goes before the walk (see `observe::observe`).
+            observe::own_writes(marks::clear);
             let walked = match observe::walk_frame(&view) {
                 Ok(w) => w,
                 Err(why) => return failed(Fail::new(ErrorCode::Internal, why)),
@@ -803,9 +805,6 @@ async fn answer(message: Message) -> Reply {
                 })
                 .collect();
             STATE.with(|s| s.borrow_mut().markable = markable);
-            if !wanted {
-                observe::own_writes(marks::clear);
-            }
             let origin =
                 web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
             Reply::Seen { token: token(), origin, lines }

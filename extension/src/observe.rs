@@ -109,6 +109,11 @@ pub async fn observe(
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
+    // The previous observation's overlay goes before the walk: each of its
+    // boxes is a layer that every hit test would pass through (with
+    // hundreds of marks drawn, most of a walk's time). `finish` draws the
+    // new one.
+    own_writes(marks::clear);
     let viewport = Viewport {
         width: vw,
         height: vh,
@@ -233,13 +238,11 @@ fn finish(
     }
     let text = text::render_written(&written, viewport, text::TEXT_CAP);
 
-    // The one DOM write of the observation; Errand's own writes (the
-    // overlay) are not the page's changes.
+    // The new overlay, after every layout read; Errand's own writes are not
+    // the page's changes.
     if marks_wanted {
         own_writes(|| marks::draw(document, &marked))
             .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
-    } else {
-        own_writes(marks::clear);
     }
     Ok((elements, text))
 }

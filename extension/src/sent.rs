@@ -10,12 +10,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use errand_protocol::{ElementInfo, Observation, ObservationDiff, splice_ends, splices};
+use errand_protocol::{ElementInfo, Observation, ObservationDiff, Splice, splice_ends, splices};
 
 struct Sent {
     seq: u64,
     elements: Vec<Shared>,
-    lines: Vec<String>,
+    text: String,
 }
 
 thread_local! {
@@ -41,7 +41,6 @@ pub fn package(
     since: Option<u64>,
 ) {
     let elements: Vec<Shared> = elements.into_iter().map(Shared).collect();
-    let lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
     SENT.with(|s| {
         let mut s = s.borrow_mut();
         let seq = match s.as_ref() {
@@ -65,7 +64,7 @@ pub fn package(
                 obs.diff = Some(ObservationDiff {
                     base: prev.seq,
                     elements: unshare(splices(&prev.elements, &elements, |e| e.0.index)),
-                    lines: splice_ends(&prev.lines, &lines),
+                    lines: line_splices(&prev.text, &text),
                 });
                 obs.elements = Vec::new();
                 obs.text = String::new();
@@ -73,9 +72,53 @@ pub fn package(
             None => {
                 obs.diff = None;
                 obs.elements = elements.iter().map(|e| (*e.0).clone()).collect();
-                obs.text = text;
+                obs.text = text.clone();
             }
         }
-        *s = Some(Sent { seq, elements, lines });
+        *s = Some(Sent { seq, elements, text });
     });
+}
+
+/// The splices of the text's lines (`\n`-separated, as the host splits
+/// them), compared as slices of the two texts: only the changed lines are
+/// copied (on a large page thousands of lines, one or two changed).
+fn line_splices(old: &str, new: &str) -> Vec<Splice<String>> {
+    if old == new {
+        return Vec::new();
+    }
+    let old: Vec<&str> = old.split('\n').collect();
+    let new: Vec<&str> = new.split('\n').collect();
+    splice_ends(&old, &new)
+        .into_iter()
+        .map(|s| Splice {
+            at: s.at,
+            remove: s.remove,
+            insert: s.insert.into_iter().map(str::to_owned).collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_splices_rebuild_the_new_text() {
+        let texts = ["", "a", "a\n", "\n", "a\nb", "a\nb\n", "a\nx\nb", "b\na", "a\n\nb", "x"];
+        for old in texts {
+            for new in texts {
+                let base: Vec<String> = old.split('\n').map(str::to_owned).collect();
+                let spliced = errand_protocol::apply(&base, &line_splices(old, new))
+                    .map(|lines| lines.join("\n"));
+                assert_eq!(spliced.as_deref(), Some(new), "{old:?} -> {new:?}");
+            }
+        }
+        assert!(line_splices("a\nb", "a\nb").is_empty());
+        let one = line_splices("a\nb\nc", "a\nB\nc");
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            (one[0].at, one[0].remove, one[0].insert.as_slice()),
+            (1, 1, &["B".to_owned()][..])
+        );
+    }
 }

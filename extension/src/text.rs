@@ -603,7 +603,9 @@ struct Placed {
 fn place(out: &[&Written]) -> Vec<Placed> {
     let mut placed: Vec<Placed> =
         out.iter().map(|w| Placed { redundant: false, screen: w.screen }).collect();
-    let mut seen_text = std::collections::HashSet::new();
+    // (FxHash: this runs over every text line of the page on each
+    // observation, and std's SipHash was most of it.)
+    let mut seen_text = rustc_hash::FxHashSet::default();
     for i in 0..out.len() {
         if out[i].kind != Kind::Text {
             continue;
