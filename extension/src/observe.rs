@@ -33,13 +33,14 @@ thread_local! {
 }
 
 /// A set of element numbers, one bit each: the registry's numbers are
-/// dense from 1, and this is read and rebuilt on every observation.
+/// dense from 1, and this is read and rebuilt on every observation. (32-bit
+/// words: the JS build has no 64-bit integers, it emulates them.)
 #[derive(Default)]
-struct Numbers(Vec<u64>);
+struct Numbers(Vec<u32>);
 
 impl Numbers {
     fn insert(&mut self, n: u32) {
-        let (word, bit) = ((n / 64) as usize, n % 64);
+        let (word, bit) = ((n / 32) as usize, n % 32);
         if word >= self.0.len() {
             self.0.resize(word + 1, 0);
         }
@@ -47,7 +48,7 @@ impl Numbers {
     }
 
     fn contains(&self, n: u32) -> bool {
-        self.0.get((n / 64) as usize).is_some_and(|w| w & (1 << (n % 64)) != 0)
+        self.0.get((n / 32) as usize).is_some_and(|w| w & (1 << (n % 32)) != 0)
     }
 }
 
@@ -1489,4 +1490,21 @@ fn control_hidden(control: &web_sys::HtmlElement) -> bool {
     prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.01)
         || prop(Name::Visibility) == "hidden"
         || prop(Name::Display) == "none"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Numbers;
+
+    #[test]
+    fn numbers_hold_what_was_put_in() {
+        let mut n = Numbers::default();
+        let put = [1, 31, 32, 33, 63, 64, 1000, 4095];
+        for &i in &put {
+            n.insert(i);
+        }
+        for i in 0..5000 {
+            assert_eq!(n.contains(i), put.contains(&i), "{i}");
+        }
+    }
 }
