@@ -488,8 +488,6 @@ pub(crate) struct Walk {
     /// How many of the open lines are elements (not headings).
     open_elements: usize,
     origin: String,
-    /// Errand's own overlay, never walked.
-    overlay: Option<Element>,
     /// Walk into `aria-hidden` subtrees anyway (the second walk).
     pub(crate) ignore_aria_hidden: bool,
     /// How many `aria-hidden` subtrees were left out.
@@ -541,7 +539,6 @@ impl Walk {
             open: Vec::new(),
             open_elements: 0,
             origin,
-            overlay: marks::current(),
             ignore_aria_hidden,
             aria_hidden_skipped: 0,
             hidden_depth: 0,
@@ -674,8 +671,7 @@ impl Walk {
         if matches!(
             tag.as_str(),
             "script" | "style" | "noscript" | "template" | "head" | "meta" | "link" | "title"
-        ) || self.overlay.as_ref() == Some(el)
-        {
+        ) {
             return;
         }
         let has_attrs = el.has_attributes();
