@@ -651,11 +651,8 @@ fn segments(
         let mut el = el;
         let mut from_frame = false;
         loop {
+            el = outermost(el.unchecked_ref()).unchecked_into();
             let root = el.get_root_node();
-            if root.node_type() == FRAGMENT_NODE {
-                el = root.unchecked_into::<web_sys::ShadowRoot>().host();
-                continue;
-            }
             if root == *document.unchecked_ref::<Node>() {
                 break;
             }

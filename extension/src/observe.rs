@@ -368,7 +368,8 @@ pub(crate) struct Ctx {
     /// The parent's style was read afresh (it or an ancestor changed):
     /// so is this element's.
     pub(crate) dirty: bool,
-    /// The parent is a flex row (`display: flex`, `flex-direction: row`).
+    /// The parent is a flex row (`display: flex`, `flex-direction: row`,
+    /// `flex-wrap: nowrap`): its items read as one line.
     pub(crate) row: bool,
 }
 

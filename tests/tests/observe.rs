@@ -488,6 +488,10 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
         "{}",
         o.text
     );
+    // (The set above cannot tell the code field from the link: by name.)
+    let fields: Vec<&str> =
+        o.elements.iter().filter(|e| e.tag == "input").map(|e| e.name.as_str()).collect();
+    assert_eq!(fields, ["Genre:", "Year", "Director", ""], "{}", o.text);
     assert!(line_of(&o, "like").contains("icon=like"), "{}", o.text);
     assert!(line_of(&o, "send").contains("icon=send"), "{}", o.text);
     assert!(line_of(&o, "Documents").contains("icon=folder-closed"), "{}", o.text);
