@@ -380,14 +380,36 @@ function framePath() {
   return parent && { parent, width: innerWidth, height: innerHeight };
 }
 
+// The frames' places, asked of every frame of the tab. The asks of one
+// observation (one per frame, sent at once) share one look; a frame not
+// found in a shared look is looked for again in a fresh one.
+const locating = new Map();
+function locateFrames(tabId) {
+  let look = locating.get(tabId);
+  if (!look) {
+    look = chrome.scripting
+      .executeScript({ target: { tabId, allFrames: true }, func: framePath, injectImmediately: true })
+      .then((located) => JSON.stringify(located))
+      .finally(() => locating.delete(tabId));
+    locating.set(tabId, look);
+  }
+  return look;
+}
+
 async function relayToFrame(message, sender) {
   const tabId = sender.tab.id;
-  const located = await chrome.scripting.executeScript({
-    target: { tabId, allFrames: true }, func: framePath, injectImmediately: true,
-  });
+  const shared = locating.has(tabId);
+  const located = await locateFrames(tabId);
   await crate;
-  const { frame_id: frameId, message: forward } =
-    JSON.parse(frame_route(JSON.stringify(message), sender.frameId ?? 0, JSON.stringify(located)));
+  const route = (located) => JSON.parse(frame_route(JSON.stringify(message), sender.frameId ?? 0, located));
+  let routed;
+  try {
+    routed = route(located);
+  } catch (e) {
+    if (!shared) throw e;
+    routed = route(await locateFrames(tabId));
+  }
+  const { frame_id: frameId, message: forward } = routed;
   const send = () => chrome.tabs.sendMessage(tabId, forward, { frameId });
   let answer;
   try {

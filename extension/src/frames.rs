@@ -411,6 +411,8 @@ pub struct Pending {
     pub at: usize,
     pub iframe: Element,
     pub view: View,
+    /// The iframe's box in its document's viewport when it was walked.
+    pub rect: Rect,
 }
 
 /// Where an iframe's document comes from, for messages.
@@ -437,6 +439,19 @@ pub async fn merge(
     marks: bool,
     depth: u32,
 ) {
+    let answers = ask(&pending, marks, depth).await;
+    for (p, mut child_lines) in pending.iter().zip(answers).rev() {
+        let at = p.at.min(lines.len());
+        let count = child_lines.len();
+        nodes.splice(at..at, std::iter::repeat_n(None, count));
+        lines.splice(at..at, child_lines.drain(..));
+    }
+}
+
+/// Observes each frame of `pending` through its own content script: the
+/// lines of each (renumbered with this instance's numbers), in the order
+/// of `pending`. A frame that cannot be read answers a line saying so.
+pub async fn ask(pending: &[Pending], marks: bool, depth: u32) -> Vec<Vec<Line>> {
     let had_marks = STATE.with(|s| {
         let mut s = s.borrow_mut();
         s.children.clear();
@@ -460,15 +475,13 @@ pub async fn merge(
         cleanup_frames(stale).await;
     }
     if pending.is_empty() {
-        return;
+        return Vec::new();
     }
-    let found = observe_frames(&pending, marks, depth).await;
-    // Numbered in document order, spliced in from the last (so the earlier
-    // positions hold).
-    let mut spliced = Vec::with_capacity(pending.len());
+    let found = observe_frames(pending, marks, depth).await;
+    let mut answers = Vec::with_capacity(pending.len());
     for (p, got) in pending.iter().zip(found) {
         let in_viewport = p.view.clip.width > 0.0 && p.view.clip.height > 0.0;
-        let child_lines = match got {
+        answers.push(match got {
             Ok((token, origin, mut child_lines)) => {
                 // Its elements are in its document, of its origin (those of
                 // its own frames already say theirs).
@@ -492,15 +505,9 @@ pub async fn merge(
                 text: format!("(a frame from {} could not be read: {})", source_of(&p.iframe), why),
                 in_viewport,
             }],
-        };
-        spliced.push((p.at, child_lines));
+        });
     }
-    for (at, mut child_lines) in spliced.into_iter().rev() {
-        let at = at.min(lines.len());
-        let count = child_lines.len();
-        nodes.splice(at..at, std::iter::repeat_n(None, count));
-        lines.splice(at..at, child_lines.drain(..));
-    }
+    answers
 }
 
 /// What a frame answered when asked to observe itself: its token, its

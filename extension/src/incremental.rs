@@ -34,10 +34,16 @@
 //! same mode while the lines outside `aria-hidden` subtrees still hold
 //! nothing usable in view. Anything else — a change in `<head>`, a node
 //! moved, many changes, a change of `<html>` or `<body>` themselves, a
-//! frame in a shadow tree or in another frame, cross-origin frames, a
-//! failed check — makes the observation a full one, and
-//! `Observation.fallback` says why. The end-to-end tests compare both kinds
-//! on fixture pages.
+//! frame in a shadow tree or in another frame, a failed check — makes the
+//! observation a full one, and `Observation.fallback` says why. The
+//! end-to-end tests compare both kinds on fixture pages.
+//!
+//! What a cross-origin frame shows changes unseen from here: such a frame
+//! (of the top document's light tree) is asked again by every observation,
+//! its kept lines (anchored at its `<iframe>`) replaced by its answer
+//! ([`take_frames`], [`put_frames`]), while the rest is re-read in place;
+//! the frame itself is kept only while it is where it was with nothing
+//! changed over it.
 
 use std::cell::RefCell;
 
@@ -50,6 +56,7 @@ use web_sys::{
 };
 
 use crate::dom::{DOCUMENT_NODE, FRAGMENT_NODE};
+use crate::frames::{Pending, View};
 use crate::observe::{self, Ctx, Frame, FrameSeen, Walk, style_cache};
 use crate::text::{Line, Seen};
 
@@ -74,12 +81,26 @@ struct Cache {
     opened: js_sys::Set,
     /// The same-origin frames walked into (their lines anchored at them).
     frames: Vec<FrameSeen>,
+    /// The cross-origin frames asked (their lines anchored at them), in
+    /// document order; empty while they are asked again.
+    remote: Vec<RemoteSeen>,
+    /// Their lines are out of `lines` while their answers are awaited.
+    asking: bool,
     /// Why the next observation may not start from this one, if so.
     unusable: Option<Fallback>,
     viewport: Viewport,
     /// The lines as last written (`observe::finish`); `None` for lines
     /// walked since, empty when none can be reused.
     rendered: Vec<Option<observe::Rendered>>,
+}
+
+/// A cross-origin frame of the top document's light tree, asked for its
+/// lines by the last observation.
+struct RemoteSeen {
+    iframe: Element,
+    /// Its box then, in the top viewport.
+    rect: Rect,
+    view: View,
 }
 
 /// Why an observation walked the whole page (`Observation.fallback`).
@@ -313,6 +334,8 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             covered: walk.covered,
             opened: walk.opened,
             frames: walk.frames,
+            remote: Vec::new(),
+            asking: false,
             unusable,
             viewport: *viewport,
             rendered: Vec::new(),
@@ -320,27 +343,61 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
     });
 }
 
-/// Takes the kept lines out (to splice cross-origin frames' lines in while
-/// their answers are awaited); [`put_lines`] puts them back. The anchors
-/// then no longer match: such an observation is never started from.
-pub(crate) fn take_lines() -> Option<(Vec<Line>, Vec<Option<Element>>)> {
+/// Takes the lines of the kept cross-origin frames out, to ask the frames
+/// again: where each one's new lines go. Until [`put_frames`], the next
+/// observation cannot start from this one.
+pub(crate) fn take_frames() -> Vec<Pending> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let c = c.as_mut()?;
-        c.unusable = Some("cross-origin frames");
-        Some((std::mem::take(&mut c.lines), std::mem::take(&mut c.nodes)))
+        let Some(cache) = c.as_mut().filter(|c| !c.remote.is_empty()) else { return Vec::new() };
+        cache.asking = true;
+        let mut out = Vec::new();
+        // From the first on: each range is found in the lines as they are
+        // once the frames before it are out, where its answer goes back.
+        for f in std::mem::take(&mut cache.remote) {
+            let (lo, hi) = range(cache, &f.iframe);
+            cache.lines.drain(lo..hi);
+            cache.nodes.drain(lo..hi);
+            cache.anchors.drain(lo..hi);
+            cache.clips.drain(lo..hi);
+            cache.hidden.drain(lo..hi);
+            if cache.rendered.len() >= hi {
+                cache.rendered.drain(lo..hi);
+            }
+            out.push(Pending { at: lo, iframe: f.iframe, view: f.view, rect: f.rect });
+        }
+        out
     })
 }
 
-/// Puts back what [`take_lines`] took.
-pub(crate) fn put_lines(lines: Vec<Line>, nodes: Vec<Option<Element>>) {
+/// Puts the cross-origin frames' `answers` where the walk (or
+/// [`take_frames`]) left their places, anchored at their iframes, and keeps
+/// the frames to ask again.
+pub(crate) fn put_frames(pending: Vec<Pending>, answers: Vec<Vec<Line>>) {
     CACHE.with(|c| {
-        if let Some(c) = c.borrow_mut().as_mut() {
-            c.lines = lines;
-            c.nodes = nodes;
-            c.rendered.clear();
+        let mut c = c.borrow_mut();
+        let Some(cache) = c.as_mut() else { return };
+        let rendered = cache.rendered.len() == cache.lines.len();
+        // From the last, so the earlier places hold.
+        for (p, lines) in pending.iter().zip(answers).rev() {
+            let at = p.at.min(cache.lines.len());
+            let n = lines.len();
+            let anchor: &Node = p.iframe.unchecked_ref();
+            cache.nodes.splice(at..at, std::iter::repeat_n(None, n));
+            cache.anchors.splice(at..at, std::iter::repeat_n(anchor.clone(), n));
+            cache.clips.splice(at..at, std::iter::repeat_n(p.view.clip, n));
+            cache.hidden.splice(at..at, std::iter::repeat_n(false, n));
+            if rendered {
+                cache.rendered.splice(at..at, std::iter::repeat_with(|| None).take(n));
+            }
+            cache.lines.splice(at..at, lines);
         }
-    });
+        cache.remote = pending
+            .into_iter()
+            .map(|p| RemoteSeen { iframe: p.iframe, rect: p.rect, view: p.view })
+            .collect();
+        cache.asking = false;
+    })
 }
 
 /// Runs `write` (Errand's own DOM writes) unseen by this module's observer.
@@ -397,6 +454,9 @@ pub(crate) fn reobserve(
         let cache = c.as_mut().ok_or("nothing observed before")?;
         if let Some(why) = cache.unusable {
             return Err(why);
+        }
+        if cache.asking {
+            return Err("the last observation's frames had not answered yet");
         }
         if cache.document != *document {
             return Err("another document");
@@ -475,6 +535,9 @@ pub(crate) fn reobserve(
             cache.covered.retain(|c| !contains(s, &c.el));
             cache.covered.extend(walk.covered);
             cache.frames.retain(|f| !s.contains(Some(&f.iframe)));
+            // One the walk met again ended this above; one it did not is
+            // hidden or covered now.
+            cache.remote.retain(|f| !s.contains(Some(&f.iframe)));
             frames.extend(walk.frames);
             cache.lines.splice(lo..hi, walk.lines);
             cache.nodes.splice(lo..hi, walk.nodes);
@@ -961,6 +1024,19 @@ fn still_laid_out(
         }
         if areas.iter().any(|a| observe::intersect(a, &f.rect).is_some()) {
             return Err("a change over a frame");
+        }
+    }
+    // The cross-origin frames kept: where they were, the same size, and
+    // nothing changed over them (what they show is asked again).
+    for f in &cache.remote {
+        let r = f.iframe.get_bounding_client_rect();
+        let content =
+            (r.x() + f64::from(f.iframe.client_left()), r.y() + f64::from(f.iframe.client_top()));
+        if !f.iframe.is_connected() || !same(&r, &f.rect) || content != (f.view.dx, f.view.dy) {
+            return Err("a cross-origin frame moved, was resized or removed");
+        }
+        if areas.iter().any(|a| observe::intersect(a, &f.rect).is_some()) {
+            return Err("a change over a cross-origin frame");
         }
     }
     // The listed elements next to each re-walked run.

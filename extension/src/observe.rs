@@ -131,16 +131,19 @@ pub async fn observe(
             Err(why) => (None, Some(why)),
         },
     };
-    let mut remote = Vec::new();
-    if reobserved.is_none() {
-        registry::forget_gone();
-        let mut walk = walk_document(&root, &top, &origin);
-        remote = std::mem::take(&mut walk.remote);
-        // What cross-origin frames show changes unseen by this document's
-        // observers: a page with such frames is walked whole every time.
-        walk.saw_frame |= !remote.is_empty();
-        incremental::store(walk, &document, &viewport);
-    }
+    // Cross-origin frames: what they show changes unseen by this
+    // document's observers, so each is asked again every time (its lines
+    // from a re-observation's kept ones taken out first).
+    let remote = match reobserved {
+        Some(_) => incremental::take_frames(),
+        None => {
+            registry::forget_gone();
+            let mut walk = walk_document(&root, &top, &origin);
+            let remote = std::mem::take(&mut walk.remote);
+            incremental::store(walk, &document, &viewport);
+            remote
+        }
+    };
     // The walk's reads are done; what the page changes from here on (while
     // the frames answer, say) is recorded for the next observation.
     style_cache::end();
@@ -148,9 +151,8 @@ pub async fn observe(
     // ---- frames.rs: cross-origin frames, observed by their own content
     // scripts, their lines spliced in where their iframes are ----
     if !remote.is_empty() {
-        let (mut lines, mut nodes) = incremental::take_lines().ok_or("nothing observed")?;
-        crate::frames::merge(&mut lines, &mut nodes, remote, marks_wanted, 0).await;
-        incremental::put_lines(lines, nodes);
+        let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
+        incremental::put_frames(remote, answers);
     }
     let title = document.title();
     let (elements, text) = incremental::with_lines(|lines, nodes, rendered| {
@@ -348,6 +350,16 @@ pub(crate) struct Covered {
     /// when not known): while none of them changed or moved, nor the
     /// element, it is still covered without asking again.
     pub(crate) by: Vec<(Element, Rect)>,
+}
+
+/// What covered an element, each with its box now.
+fn with_boxes(by: Vec<Element>) -> Vec<(Element, Rect)> {
+    by.into_iter()
+        .map(|b| {
+            let r = rect_of(&b.get_bounding_client_rect());
+            (b, r)
+        })
+        .collect()
 }
 
 /// A box as a [`Rect`].
@@ -788,13 +800,7 @@ impl Walk {
                 if interactive {
                     let cover = if in_viewport { covering(el, &r, frame, &clip) } else { None };
                     if let Some(by) = cover {
-                        let by = by
-                            .into_iter()
-                            .map(|b| {
-                                let r = rect_of(&b.get_bounding_client_rect());
-                                (b, r)
-                            })
-                            .collect();
+                        let by = with_boxes(by);
                         self.covered.push(Covered { el: el.clone(), clip, rect: rect_of(&r), by });
                     } else {
                         self.flush();
@@ -1015,13 +1021,22 @@ impl Walk {
         let dy = outer.dy + r.y() + f64::from(el.client_top());
         let clip = self.clip(outer);
         let visible = intersect(&Rect { x: dx, y: dy, width, height }, &clip);
-        if visible.is_some() && !uncovered(el, &r, outer, &clip) {
-            return None;
+        if visible.is_some() {
+            if let Some(by) = covering(el, &r, outer, &clip) {
+                // Kept like a covered element: uncovered later, it is asked.
+                let by = with_boxes(by);
+                self.covered.push(Covered { el: el.clone(), clip, rect: rect_of(&r), by });
+                return None;
+            }
         }
+        // Only a frame of the top document's light tree is asked again by a
+        // re-observation that re-reads the rest in place (`incremental.rs`).
+        self.saw_frame |= !(outer.cached && self.host.is_none() && self.in_frame.is_none());
         self.flush();
         let clip = visible.unwrap_or(Rect { x: dx, y: dy, width: 0.0, height: 0.0 });
         let view = crate::frames::View { dx, dy, clip };
-        Some(crate::frames::Pending { at: self.lines.len(), iframe: el.clone(), view })
+        let (at, iframe, rect) = (self.lines.len(), el.clone(), rect_of(&r));
+        Some(crate::frames::Pending { at, iframe, view, rect })
     }
 
     /// Reads what the model is told about an element.
