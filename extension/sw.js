@@ -335,7 +335,8 @@ chrome.runtime.onMessage.addListener((message, sender, reply) => {
   // Only this extension's own content scripts ask.
   if (sender.id !== chrome.runtime.id || sender.tab?.id == null) return false;
   if (message?.errand_frame) {
-    relayToFrame(message, sender).then(reply, (e) => reply({ failed: String(e?.message ?? e) }));
+    relayToFrame(message, sender).then(reply, (e) =>
+      reply({ failed: String(e?.message ?? e), unreadable: e?.unreadable === true }));
     return true;
   }
   crate
@@ -402,13 +403,12 @@ async function relayToFrame(message, sender) {
   const located = await locateFrames(tabId);
   await crate;
   const route = (located) => JSON.parse(frame_route(JSON.stringify(message), sender.frameId ?? 0, located));
-  let routed;
-  try {
-    routed = route(located);
-  } catch (e) {
-    if (!shared) throw e;
-    routed = route(await locateFrames(tabId));
-  }
+  let routed = route(located);
+  if (routed.unreadable && shared) routed = route(await locateFrames(tabId));
+  // No frame that runs Errand there: said so, to be remembered until the
+  // frame loads another document (frames.rs).
+  const unreadable = (why) => Object.assign(new Error(why), { unreadable: true });
+  if (routed.unreadable) throw unreadable(routed.unreadable);
   const { frame_id: frameId, message: forward } = routed;
   const send = () => chrome.tabs.sendMessage(tabId, forward, { frameId });
   let answer;
@@ -422,7 +422,7 @@ async function relayToFrame(message, sender) {
     try {
       await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: ['extension/loader.js'] });
     } catch (why) {
-      throw new Error(`Errand cannot run in the frame: ${why?.message ?? why}`);
+      throw unreadable(`Errand cannot run in the frame: ${why?.message ?? why}`);
     }
     answer = await send();
   }

@@ -171,6 +171,10 @@ struct Relayed {
     ok: Option<Reply>,
     #[serde(default)]
     failed: Option<String>,
+    /// The frame cannot run Errand (`failed` says why): it answers the same
+    /// until it loads another document.
+    #[serde(default)]
+    unreadable: bool,
 }
 
 // ---- the service worker's half: which frame ----
@@ -184,6 +188,11 @@ pub struct Located {
     #[serde(default)]
     pub result: Option<Place>,
 }
+
+/// Why no frame of the tab is at a place: none is there, or none that
+/// runs scripts of an extension (a browser's error page).
+const GONE: &str = "the frame is gone: it was removed, or it is loading another page, \
+    or it shows a page Errand cannot run in";
 
 /// The frame at `to`, which must be inside the frame `sender` (a frame
 /// reaches only the frames nested in it, never its parent or a sibling).
@@ -218,7 +227,7 @@ pub fn pick(to: &Place, sender: i64, located: &[Located]) -> Result<i64, String>
         .collect();
     match found.as_slice() {
         [one] => Ok(*one),
-        [] => Err("the frame is gone: it was removed, or it is loading another page".into()),
+        [] => Err(GONE.into()),
         _ => Err("two frames claim the same place; observe the page again".into()),
     }
 }
@@ -227,7 +236,9 @@ pub fn pick(to: &Place, sender: i64, located: &[Located]) -> Result<i64, String>
 /// sent from frame `sender`, against the tab's frames as located
 /// (`located`: `chrome.scripting.executeScript` results of the path
 /// function), and returns `{"frame_id": N, "message": {…}}`: where to send
-/// what. Throws why not.
+/// what, or `{"unreadable": why}` when no frame that runs Errand is there
+/// (asked again, the frame answers the same until it loads another
+/// document). Throws why not otherwise.
 #[wasm_bindgen]
 pub fn frame_route(relay: &str, sender: f64, located: &str) -> Result<String, JsError> {
     let relay: Relay =
@@ -241,9 +252,13 @@ pub fn frame_route(relay: &str, sender: f64, located: &str) -> Result<String, Js
         .into_iter()
         .filter_map(|v| serde_json::from_value(v).ok())
         .collect();
-    let frame_id =
-        pick(&relay.errand_frame.to, sender as i64, &located).map_err(|e| JsError::new(&e))?;
-    let out = serde_json::json!({ "frame_id": frame_id, "message": relay.errand_frame.message });
+    let out = match pick(&relay.errand_frame.to, sender as i64, &located) {
+        Ok(frame_id) => {
+            serde_json::json!({ "frame_id": frame_id, "message": relay.errand_frame.message })
+        }
+        Err(why) if why == GONE => serde_json::json!({ "unreadable": why }),
+        Err(why) => return Err(JsError::new(&why)),
+    };
     Ok(out.to_string())
 }
 
@@ -283,6 +298,11 @@ struct State {
     /// In a frame: its elements in view at its latest observation, by its
     /// own number (the marks are drawn for them once the top numbered them).
     markable: Vec<(u32, Element)>,
+    /// Frames Errand cannot run in (a browser's error page, another
+    /// extension's page), each with its iframe's count of `load` events
+    /// when it was asked and why it could not be read: not asked again
+    /// before it loads another document.
+    unreadable: Vec<(Element, u32, String)>,
 }
 
 thread_local! {
@@ -361,7 +381,13 @@ fn path_of_iframe(iframe: &Element) -> Option<Place> {
 /// Sends `message` to the frame at `to` through the service worker and
 /// waits for its reply, at most `timeout_ms`.
 async fn send(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, Fail> {
-    let unavailable = |why: &str| Fail::new(ErrorCode::PageUnavailable, why);
+    relay(to, message, timeout_ms).await.map_err(|(fail, _)| fail)
+}
+
+/// [`send`], saying also whether a failure is the frame's own: it cannot
+/// run Errand.
+async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (Fail, bool)> {
+    let unavailable = |why: &str| (Fail::new(ErrorCode::PageUnavailable, why), false);
     let (runtime, send) =
         crate::net::runtime().ok_or_else(|| unavailable("the extension is not reachable"))?;
     let relay = Relay { errand_frame: Target { to: to.clone(), message } };
@@ -392,7 +418,9 @@ async fn send(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, Fa
         js_sys::JSON::stringify(&answer).ok().and_then(|s| s.as_string()).unwrap_or_default();
     match serde_json::from_str::<Relayed>(&text) {
         Ok(Relayed { ok: Some(reply), .. }) => Ok(reply),
-        Ok(Relayed { failed: Some(why), .. }) => Err(unavailable(&why)),
+        Ok(Relayed { failed: Some(why), unreadable, .. }) => {
+            Err((Fail::new(ErrorCode::PageUnavailable, why), unreadable))
+        }
         _ => Err(unavailable("the frame's answer cannot be read")),
     }
 }
@@ -477,7 +505,37 @@ pub async fn ask(pending: &[Pending], marks: bool, depth: u32) -> Vec<Vec<Line>>
     if pending.is_empty() {
         return Vec::new();
     }
-    let found = observe_frames(pending, marks, depth).await;
+    // A frame that could not be run in, and has loaded nothing since, is
+    // not asked again: its answer would be the same.
+    let loaded: Vec<u32> = pending.iter().map(|p| loads(&p.iframe)).collect();
+    let known: Vec<Option<String>> = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.unreadable.retain(|(f, _, _)| f.is_connected());
+        let known = |(p, n): (&Pending, &u32)| {
+            let seen = s.unreadable.iter().find(|(f, m, _)| *f == p.iframe && m == n);
+            seen.map(|(_, _, why)| why.clone())
+        };
+        pending.iter().zip(&loaded).map(known).collect()
+    });
+    let asked: Vec<&Pending> =
+        pending.iter().zip(&known).filter(|(_, k)| k.is_none()).map(|(p, _)| p).collect();
+    let mut found = observe_frames(&asked, marks, depth).await.into_iter();
+    let found: Vec<Observed> = known
+        .into_iter()
+        .map(|k| match k {
+            Some(why) => Err((why, true)),
+            None => found.next().unwrap_or_else(|| Err(("its answer was lost".into(), false))),
+        })
+        .collect();
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        for ((p, n), got) in pending.iter().zip(&loaded).zip(&found) {
+            s.unreadable.retain(|(f, _, _)| *f != p.iframe);
+            if let Err((why, true)) = got {
+                s.unreadable.push((p.iframe.clone(), *n, why.clone()));
+            }
+        }
+    });
     let mut answers = Vec::with_capacity(pending.len());
     for (p, got) in pending.iter().zip(found) {
         let in_viewport = p.view.clip.width > 0.0 && p.view.clip.height > 0.0;
@@ -501,7 +559,7 @@ pub async fn ask(pending: &[Pending], marks: bool, depth: u32) -> Vec<Vec<Line>>
                 });
                 child_lines
             }
-            Err(why) => vec![Line::Text {
+            Err((why, _)) => vec![Line::Text {
                 text: format!("(a frame from {} could not be read: {})", source_of(&p.iframe), why),
                 in_viewport,
             }],
@@ -511,12 +569,13 @@ pub async fn ask(pending: &[Pending], marks: bool, depth: u32) -> Vec<Vec<Line>>
 }
 
 /// What a frame answered when asked to observe itself: its token, its
-/// document's origin and its lines, or why not.
-type Observed = Result<(String, String, Vec<Line>), String>;
+/// document's origin and its lines, or why not (and whether because it
+/// cannot run Errand).
+type Observed = Result<(String, String, Vec<Line>), (String, bool)>;
 
 /// Asks the frames to observe themselves, all at once (a slow frame holds
 /// the others up by its own time only); answers in the same order.
-async fn observe_frames(pending: &[Pending], marks: bool, depth: u32) -> Vec<Observed> {
+async fn observe_frames(pending: &[&Pending], marks: bool, depth: u32) -> Vec<Observed> {
     let asks = js_sys::Array::new();
     for p in pending {
         let to = path_of_iframe(&p.iframe);
@@ -532,7 +591,7 @@ async fn observe_frames(pending: &[Pending], marks: bool, depth: u32) -> Vec<Obs
         .map(|i| {
             let text = all.get(i).as_string().unwrap_or_default();
             serde_json::from_str::<Observed>(&text)
-                .unwrap_or_else(|_| Err("its answer was lost".into()))
+                .unwrap_or_else(|_| Err(("its answer was lost".into(), false)))
         })
         .collect()
 }
@@ -540,16 +599,42 @@ async fn observe_frames(pending: &[Pending], marks: bool, depth: u32) -> Vec<Obs
 /// Asks one frame (at path `to`) to observe itself.
 async fn observe_frame(to: Option<Place>, view: View, marks: bool, depth: u32) -> Observed {
     if depth >= MAX_DEPTH {
-        return Err(format!("frames nested more than {MAX_DEPTH} deep are not read"));
+        return Err((format!("frames nested more than {MAX_DEPTH} deep are not read"), false));
     }
-    let to = to.ok_or("it has no window")?;
+    let to = to.ok_or(("it has no window".to_owned(), false))?;
     let command = Command::Observe { view, marks, depth: depth + 1 };
-    match send(&to, Message::new(None, command), OBSERVE_TIMEOUT_MS).await {
+    match relay(&to, Message::new(None, command), OBSERVE_TIMEOUT_MS).await {
         Ok(Reply::Seen { token, origin, lines }) => Ok((token, origin, lines)),
-        Ok(Reply::Failed { message, .. }) => Err(message),
-        Ok(_) => Err("it answered something else".into()),
-        Err(Fail { message, .. }) => Err(message),
+        Ok(Reply::Failed { message, .. }) => Err((message, false)),
+        Ok(_) => Err(("it answered something else".into(), false)),
+        Err((Fail { message, .. }, unreadable)) => Err((message, unreadable)),
     }
+}
+
+thread_local! {
+    /// How many `load` events each iframe asked fired since (a new
+    /// document in it), and the one listener that counts them.
+    static LOADS: (js_sys::WeakMap, Closure<dyn FnMut(web_sys::Event)>) = (
+        js_sys::WeakMap::new(),
+        Closure::new(|e: web_sys::Event| {
+            let Some(t) = e.target() else { return };
+            let t: Object = t.unchecked_into();
+            LOADS.with(|(counts, _)| {
+                let n = counts.get(&t).as_f64().unwrap_or(0.0);
+                counts.set(&t, &JsValue::from_f64(n + 1.0));
+            });
+        }),
+    );
+}
+
+/// How many documents `iframe` loaded since it was first asked (counted
+/// from then on).
+fn loads(iframe: &Element) -> u32 {
+    LOADS.with(|(counts, on_load)| {
+        // The same listener added again is not added twice.
+        let _ = iframe.add_event_listener_with_callback("load", on_load.as_ref().unchecked_ref());
+        counts.get(iframe.unchecked_ref()).as_f64().unwrap_or(0.0) as u32
+    })
 }
 
 /// Gives every numbered element line a number from `f` (its own first).

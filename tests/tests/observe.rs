@@ -674,6 +674,27 @@ fn cross_origin_frames_in_same_origin_frames_and_shadow_roots_and_one_that_navig
     assert!(line_of(&after, "shadow-input").contains(r#"value="in shadow""#), "{}", after.text);
 }
 
+#[test]
+fn a_frame_errand_cannot_run_in_is_said_so_until_it_loads_another_page() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/xo-unreadable.html");
+    tab.wait_for("document.readyState === 'complete'", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe(&cs, false);
+    assert!(o.text.contains("could not be read") && o.text.contains("cannot run in"), "{}", o.text);
+    assert_eq!(names(&o), set(&["top-button"]), "{}", o.text);
+    // Asked again as the host asks: the page re-read in place, the frame
+    // said the same (without asking it again: nothing loaded in it).
+    let again = cs.observe_since(false, o.seq).unwrap().resolve(Some(&o)).unwrap();
+    assert_eq!(again.reobserved, Some(0), "{:?}", again.fallback);
+    assert_eq!(again.text, o.text);
+    // Once it loads a page Errand runs in, that page is read.
+    tab.eval("document.getElementById('dead').src = otherOrigin('xo-plain.html?revived'); true")
+        .unwrap();
+    let revived = observe_until(&cs, "revived-button");
+    assert!(names(&revived).contains("revived-input"), "{}", revived.text);
+    assert!(!revived.text.contains("could not be read"), "{}", revived.text);
+}
+
 /// A whole-page observation, never started from the previous one.
 fn observe_full(cs: &ContentScript) -> Observation {
     let reply = cs
