@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 
 use js_sys::Reflect;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Document;
 
 /// Rules read at most, over all style sheets (huge sites: the cost of
@@ -19,6 +19,10 @@ const SELECTORS_MAX: usize = 200;
 thread_local! {
     /// The rule counts of the sheets last read, and the selector found.
     static CACHE: RefCell<Option<(Vec<u32>, Option<String>)>> = const { RefCell::new(None) };
+    /// Sheets that refused their rules (another origin's): not asked
+    /// again, since each refusal is a thrown exception, and every walk
+    /// reads the sheets.
+    static REFUSED: js_sys::WeakSet = js_sys::WeakSet::new();
 }
 
 fn get(target: &JsValue, key: &str) -> Option<JsValue> {
@@ -37,7 +41,23 @@ fn rule_lists(doc: &Document) -> Vec<JsValue> {
     };
     (0..length(&sheets))
         .filter_map(|i| Reflect::get_u32(&sheets, i).ok())
-        .filter_map(|sheet| get(&sheet, "cssRules"))
+        .filter(|sheet| sheet.is_object())
+        .filter_map(|sheet| {
+            let sheet: js_sys::Object = sheet.unchecked_into();
+            if REFUSED.with(|r| r.has(&sheet)) {
+                return None;
+            }
+            match Reflect::get(&sheet, &JsValue::from_str("cssRules")) {
+                Ok(rules) => Some(rules).filter(|v| !v.is_undefined() && !v.is_null()),
+                Err(e) => {
+                    let name = get(&e, "name").and_then(|n| n.as_string());
+                    if name.as_deref() == Some("SecurityError") {
+                        REFUSED.with(|r| r.add(&sheet));
+                    }
+                    None
+                }
+            }
+        })
         .collect()
 }
 
