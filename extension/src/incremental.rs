@@ -351,6 +351,7 @@ pub(crate) fn take_frames() -> Vec<Pending> {
         let mut c = c.borrow_mut();
         let Some(cache) = c.as_mut().filter(|c| !c.remote.is_empty()) else { return Vec::new() };
         cache.asking = true;
+        let rendered = cache.rendered.len() == cache.lines.len();
         let mut out = Vec::new();
         // From the first on: each range is found in the lines as they are
         // once the frames before it are out, where its answer goes back.
@@ -361,7 +362,7 @@ pub(crate) fn take_frames() -> Vec<Pending> {
             cache.anchors.drain(lo..hi);
             cache.clips.drain(lo..hi);
             cache.hidden.drain(lo..hi);
-            if cache.rendered.len() >= hi {
+            if rendered {
                 cache.rendered.drain(lo..hi);
             }
             out.push(Pending { at: lo, iframe: f.iframe, view: f.view, rect: f.rect });
