@@ -959,7 +959,8 @@ async fn draw_own_marks(labels: Vec<(u32, u32)>) {
     }
     if let Some(document) = web_sys::window().and_then(|w| w.document()) {
         // The blanks are drawn even with no mark here.
-        let _ = observe::own_writes(|| marks::draw(&document, &here));
+        // Read again: the frame's own viewport, since its observation.
+        let _ = observe::own_writes(|| marks::draw(&document, &here, None));
     }
     for Child { iframe, token, labels } in inner {
         mark_frame(iframe, token, labels).await;

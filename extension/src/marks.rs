@@ -372,11 +372,20 @@ fn follow() {
     });
 }
 
-/// Replaces the overlay with one box per `(number, element)`.
-pub fn draw(document: &Document, marked: &[(u32, Element)]) -> Result<(), JsValue> {
+/// Replaces the overlay with one box per `(number, element)`, at the
+/// element's box in the top viewport: `rects` when the caller has just
+/// read them (one per element), else read here.
+pub fn draw(
+    document: &Document,
+    marked: &[(u32, Element)],
+    rects: Option<&[Rect]>,
+) -> Result<(), JsValue> {
     let window = web_sys::window().ok_or_else(|| JsValue::from_str("no window"))?;
-    // Reads first.
-    let boxes: Vec<(u32, Rect)> = marked.iter().map(|(n, el)| (*n, rect_in_top(el))).collect();
+    // Reads first (the boxes the walk just read are not read again).
+    let boxes: Vec<(u32, Rect)> = match rects.filter(|r| r.len() == marked.len()) {
+        Some(rects) => marked.iter().zip(rects).map(|((n, _), r)| (*n, *r)).collect(),
+        None => marked.iter().map(|(n, el)| (*n, rect_in_top(el))).collect(),
+    };
     let labels = place_labels(&boxes);
     let secrets = secret_fields(document, marked);
     let covers: Vec<Option<Rect>> = secrets.iter().map(visible_rect_in_top).collect();

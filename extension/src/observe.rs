@@ -229,6 +229,7 @@ fn finish(
     let mut written: Vec<&text::Written> = Vec::with_capacity(rendered.len());
     let mut elements: Vec<Rc<ElementInfo>> = Vec::new();
     let mut marked: Vec<(u32, Element)> = Vec::new();
+    let mut boxes: Vec<Rect> = Vec::new();
     for ((r, l), node) in rendered.iter().zip(lines.iter()).zip(nodes.iter()) {
         let Some(r) = r else { continue };
         written.extend(r.written.as_ref());
@@ -236,6 +237,9 @@ fn finish(
         if let (true, Line::Element(seen), Some(el)) = (marks_wanted, l, node) {
             if seen.index > 0 && seen.in_viewport {
                 marked.push((seen.index, el.clone()));
+                // Where the walk (or the check that it has not moved since)
+                // read it, in the top viewport.
+                boxes.push(seen.rect);
             }
         }
     }
@@ -244,7 +248,7 @@ fn finish(
     // The new overlay, after every layout read; Errand's own writes are not
     // the page's changes.
     if marks_wanted {
-        own_writes(|| marks::draw(document, &marked))
+        own_writes(|| marks::draw(document, &marked, Some(&boxes)))
             .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
     }
     Ok((elements, text))
