@@ -843,6 +843,12 @@ fn re_observation_with_a_cross_origin_frame_equals_a_full_one() {
         assert!(names.contains("frame-button") && names.contains("Second"), "{}", first.text);
         assert!(first.text.contains("frame text"), "{}", first.text);
     });
+    // A frame under a box is not asked; the box gone, it is (kept as a
+    // covered element, not forgotten).
+    let cases = [("uncover", false, true)];
+    check_changes(&rig, "/observe/incremental-xo.html?covered", &cases, |first| {
+        assert!(!names(first).contains("frame-button"), "{}", first.text);
+    });
 }
 
 #[test]
