@@ -836,6 +836,7 @@ fn re_observation_with_a_cross_origin_frame_equals_a_full_one() {
         ("in_frame_text", true, true),
         ("cover", false, true),
         ("moved", false, false),
+        ("frame_shifted", false, false),
         ("frame_removed", false, true),
     ];
     check_changes(&rig, "/observe/incremental-xo.html", &cases, |first| {
