@@ -273,15 +273,7 @@ pub fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// The style of the box over a secret field; hidden when nothing shows.
 fn blank_style(r: Option<&Rect>) -> String {
     match r {
-        Some(r) => {
-            let mut s = String::with_capacity(160);
-            s.push_str("position:fixed;box-sizing:border-box;");
-            push_place(&mut s, r);
-            s.push_str("background:");
-            s.push_str(BLANK_COLOUR);
-            s.push_str(";opacity:1;");
-            s
-        }
+        Some(r) => fixed_box(r, &["background:", BLANK_COLOUR, ";opacity:1;"]),
         None => "display:none;".to_owned(),
     }
 }
@@ -330,12 +322,18 @@ pub fn place_labels(boxes: &[(u32, Rect)]) -> Vec<(f64, f64)> {
 }
 
 fn box_style(r: &Rect, colour: &str) -> String {
-    let mut s = String::with_capacity(144);
+    fixed_box(r, &["border:2px solid ", colour, ";"])
+}
+
+/// The style of a fixed box at `r`, then `rest`.
+fn fixed_box(r: &Rect, rest: &[&str]) -> String {
+    let mut s = String::with_capacity(160);
     s.push_str("position:fixed;box-sizing:border-box;");
-    push_place(&mut s, r);
-    s.push_str("border:2px solid ");
-    s.push_str(colour);
-    s.push(';');
+    for (name, v) in [("left:", r.x), ("top:", r.y), ("width:", r.width), ("height:", r.height)] {
+        s.push_str(name);
+        push_px(&mut s, v);
+    }
+    rest.iter().for_each(|part| s.push_str(part));
     s
 }
 
@@ -349,14 +347,6 @@ fn label_style(x: f64, y: f64, colour: &str) -> String {
     s.push_str(colour);
     s.push_str(";color:#fff;font:bold 11px/13px monospace;padding:0 3px;white-space:nowrap;");
     s
-}
-
-/// `left:…;top:…;width:…;height:…;` of a box.
-fn push_place(s: &mut String, r: &Rect) {
-    for (name, v) in [("left:", r.x), ("top:", r.y), ("width:", r.width), ("height:", r.height)] {
-        s.push_str(name);
-        push_px(s, v);
-    }
 }
 
 /// `v` in CSS pixels to a tenth (`12.5px;`, `-3px;`), written without
