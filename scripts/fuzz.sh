@@ -15,6 +15,12 @@
 # passes nightly-only flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain
 # take them.
 #
+# Then, unless FUZZ_PAGES=0, it generates random DOM-clobbering pages for
+# SECONDS and has the real extension observe and act on each in headless
+# Chromium (`tests/tests/clobbering.rs`; needs the extension and host built:
+# scripts/build-extension.sh, cargo build -p errand-host). Name the target
+# `pages` to run only that.
+#
 # FUZZ_CMIN=1 minimises each target's corpus afterwards (`cargo fuzz cmin`).
 # FUZZ_SCRATCH=1 reads the corpus but writes new inputs to a temporary
 # folder instead, leaving the working tree clean (scripts/test.sh uses it).
@@ -34,10 +40,19 @@ export RUSTC_BOOTSTRAP=1
 # so what we look for are panics, hangs and runaway memory; without
 # AddressSanitizer the build is shorter and each run about twice as fast.
 opts=(--sanitizer none)
-if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo fuzz list); fi
+pages="${FUZZ_PAGES:-1}"
+if [ "$#" -gt 0 ]; then
+  targets=()
+  pages=0
+  for t in "$@"; do if [ "$t" = pages ]; then pages=1; else targets+=("$t"); fi; done
+else
+  mapfile -t targets < <(cargo fuzz list)
+fi
 
-echo "== building the fuzz targets"
-nice -n 19 cargo fuzz build "${opts[@]}"
+if [ "${#targets[@]}" -gt 0 ]; then
+  echo "== building the fuzz targets"
+  nice -n 19 cargo fuzz build "${opts[@]}"
+fi
 
 scratch=
 if [ "${FUZZ_SCRATCH:-0}" = 1 ]; then
@@ -45,7 +60,7 @@ if [ "${FUZZ_SCRATCH:-0}" = 1 ]; then
   trap 'rm -rf "$scratch"' EXIT
 fi
 
-for t in "${targets[@]}"; do
+for t in "${targets[@]+"${targets[@]}"}"; do
   echo "== fuzzing $t for $secs s"
   mkdir -p "fuzz/corpus/$t"
   corpus=()
@@ -61,4 +76,9 @@ for t in "${targets[@]}"; do
     nice -n 19 cargo fuzz cmin "${opts[@]}" "$t"
   fi
 done
+if [ "$pages" = 1 ]; then
+  echo "== random DOM-clobbering pages in Chromium for $secs s"
+  ERRAND_CLOBBER_SECONDS="$secs" nice -n 19 cargo test --locked -p errand-e2e --test clobbering \
+    random_clobbering_pages_always_answer -- --nocapture
+fi
 echo "== fuzzing found nothing"

@@ -10,6 +10,7 @@
 //! when that belongs to the element. A fill goes through the native value
 //! setter, so frameworks that track the value (React) see the change.
 
+use crate::proto;
 use errand_protocol::{Action, ClickButton, Effect, ErrorCode, Modifier, ScrollDirection};
 use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -43,7 +44,7 @@ pub async fn act(action: Action, only_on: Option<&str>) -> Result<Effect, Fail> 
 /// Refuses unless `el` lives in a document of `origin`.
 fn check_origin(el: Option<&Element>, origin: &str) -> Result<(), Fail> {
     let found = el
-        .and_then(|e| e.owner_document())
+        .and_then(|e| proto::owner_document(&e))
         .and_then(|d| d.location())
         .and_then(|l| l.origin().ok());
     match found {
@@ -98,7 +99,7 @@ pub async fn upload(index: u32, files: Vec<errand_protocol::FilePayload>) -> Res
 fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done, Fail> {
     let el = usable(index)?;
     let who = describe(index, &el);
-    let is_file = el.local_name() == "input"
+    let is_file = proto::local_name(&el) == "input"
         && el.unchecked_ref::<HtmlInputElement>().type_().eq_ignore_ascii_case("file");
     if !is_file {
         return Err(failed(&format!("{who} is not a file input")));
@@ -126,7 +127,7 @@ fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done,
         init.set_bubbles(true);
         init.set_composed(kind == "input");
         if let Ok(e) = Event::new_with_event_init_dict(kind, &init) {
-            let _ = el.dispatch_event(&e);
+            let _ = proto::dispatch_event(&el, &e);
         }
     }
     let names: Vec<String> = input
@@ -217,7 +218,7 @@ fn hover(index: u32) -> Result<String, Fail> {
     let mut chain = Vec::new();
     let mut node = Some(target.clone());
     while let Some(n) = node {
-        if matches!(n.local_name().as_str(), "html" | "body") {
+        if matches!(proto::local_name(&n).as_str(), "html" | "body") {
             break;
         }
         node = dom::flat_parent(&n);
@@ -238,18 +239,17 @@ async fn check(index: u32, on: bool, watch: &Watch) -> Result<String, Fail> {
     let el = usable(index)?;
     let who = describe(index, &el);
     let state = |el: &Element| -> Option<bool> {
-        if el.local_name() == "input" {
+        if proto::local_name(&el) == "input" {
             let i = el.unchecked_ref::<HtmlInputElement>();
             if matches!(i.type_().as_str(), "checkbox" | "radio") {
                 return Some(i.checked());
             }
             return None;
         }
-        match el.get_attribute("aria-checked").as_deref() {
+        match proto::get_attribute(&el, "aria-checked").as_deref() {
             Some("true") => Some(true),
             Some("false") | Some("mixed") => Some(false),
-            _ => el
-                .query_selector("input[type=checkbox], input[type=radio]")
+            _ => proto::query_selector(&el, "input[type=checkbox], input[type=radio]")
                 .ok()
                 .flatten()
                 .map(|i| i.unchecked_ref::<HtmlInputElement>().checked()),
@@ -261,7 +261,7 @@ async fn check(index: u32, on: bool, watch: &Watch) -> Result<String, Fail> {
     if now == on {
         return Ok(format!("{who} was already {}", if on { "checked" } else { "unchecked" }));
     }
-    if !on && el.get_attribute("type").as_deref() == Some("radio") {
+    if !on && proto::get_attribute(&el, "type").as_deref() == Some("radio") {
         return Err(failed(&format!(
             "{who} is a radio button: choose another option of its group instead"
         )));
@@ -293,7 +293,7 @@ fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
     let target = keys::key_target(el.as_ref()).ok_or_else(|| failed("nothing has the focus"))?;
     let on = match index {
         Some(i) => describe(i, &target),
-        None => format!("<{}>", target.local_name()),
+        None => format!("<{}>", proto::local_name(&target)),
     };
     let did = keys::press(&target, &combo);
     Ok(match did {
@@ -313,8 +313,8 @@ async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result
     if enter {
         keys::press(&el, &keys::Combo { keys: Keys::default(), key: "Enter".into() });
     }
-    let tag = el.local_name();
-    let value = el.is_connected().then(|| read_value(&el, &tag));
+    let tag = proto::local_name(&el);
+    let value = proto::is_connected(&el).then(|| read_value(&el, &tag));
     let summary = format!(
         "typed \"{}\" into {who}{}",
         truncate(text, 60),
@@ -342,7 +342,8 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
         let mut node = Some(source.clone());
         let mut found = None;
         while let Some(n) = node {
-            if n.unchecked_ref::<HtmlElement>().draggable() && n.local_name() != "img" {
+            if proto::draggable(&n.unchecked_ref::<HtmlElement>()) && proto::local_name(&n) != "img"
+            {
                 found = Some(n);
                 break;
             }
@@ -351,7 +352,7 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
             }
             node = dom::flat_parent(&n);
         }
-        found.or_else(|| a.unchecked_ref::<HtmlElement>().draggable().then(|| a.clone()))
+        found.or_else(|| proto::draggable(&a.unchecked_ref::<HtmlElement>()).then(|| a.clone()))
     };
     // Move a little first, as a hand does, so drag libraries start.
     m.x += 5.0;
@@ -364,7 +365,7 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
     // up) rather than on the fence between the two; still inside it for a
     // drop zone.
     let (bx, by) = {
-        let r = b.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&b);
         let (cx, cy) = (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0);
         let past = |from: f64, to: f64, size: f64| {
             if (to - from).abs() < 1.0 { to } else { to + (to - from).signum() * size / 4.0 }
@@ -379,7 +380,7 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
             mm.init(init.unchecked_ref(), true, 0, 1, 0);
             init.set_data_transfer(Some(&data));
             web_sys::DragEvent::new_with_event_init_dict(kind, &init)
-                .and_then(|e| target.dispatch_event(&e))
+                .and_then(|e| proto::dispatch_event(&target, &e))
                 .unwrap_or(true)
         };
         if !ev(&dragged, "dragstart", m.x, m.y) {
@@ -401,14 +402,14 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
             m.y = ay + (by - ay) * f;
             let under = window
                 .document()
-                .and_then(|d| d.element_from_point(m.x as f32, m.y as f32))
+                .and_then(|d| proto::element_from_point(&d, m.x as f32, m.y as f32))
                 .unwrap_or_else(|| b.clone());
             m.pointer(&under, "pointermove", true, -1, 1);
             m.mouse(&under, "mousemove", true, 0, 1, 0);
         }
         let under = window
             .document()
-            .and_then(|d| d.element_from_point(bx as f32, by as f32))
+            .and_then(|d| proto::element_from_point(&d, bx as f32, by as f32))
             .unwrap_or_else(|| b.clone());
         m.pointer(&under, "pointerup", true, 0, 0);
         m.mouse(&under, "mouseup", true, 0, 0, 1);
@@ -420,7 +421,7 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
 fn extract(query: Option<&str>) -> String {
     const MAX: usize = 6000;
     let doc = web_sys::window().and_then(|w| w.document());
-    let text = doc.and_then(|d| d.body()).map(|b| b.inner_text()).unwrap_or_default();
+    let text = doc.and_then(|d| proto::body(&d)).map(|b| proto::inner_text(&b)).unwrap_or_default();
     let lines: Vec<String> = text.lines().map(collapse).filter(|l| !l.is_empty()).collect();
     let words: Vec<String> = query
         .unwrap_or_default()
@@ -466,9 +467,9 @@ pub fn js_text(e: &JsValue) -> String {
 
 /// `[12] <button> Submit`: how an element is named in summaries.
 pub fn describe(index: u32, el: &Element) -> String {
-    let tag = el.local_name();
+    let tag = proto::local_name(&el);
     let field = matches!(tag.as_str(), "input" | "select" | "textarea");
-    let own_text = || el.text_content().map(|t| collapse(&t)).filter(|t| !t.is_empty());
+    let own_text = || proto::text_content(&el).map(|t| collapse(&t)).filter(|t| !t.is_empty());
     let name = attr(el, "aria-label")
         .or_else(|| if field { dom::field_label(el) } else { own_text() })
         .or_else(|| attr(el, "placeholder"))
@@ -484,7 +485,7 @@ pub fn describe(index: u32, el: &Element) -> String {
 /// The element, live and enabled.
 pub fn usable(index: u32) -> Result<Element, Fail> {
     let el = registry::element(index)?;
-    if dom::is_disabled(&el, &el.local_name()) {
+    if dom::is_disabled(&el, &proto::local_name(&el)) {
         return Err(failed(&format!("{} is disabled", describe(index, &el))));
     }
     Ok(el)
@@ -498,18 +499,19 @@ fn centre_in_view(el: &Element, window: &Window) -> (f64, f64) {
     let vw = window.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let vh = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let centre = |r: &web_sys::DomRect| (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0);
-    let (x, y) = centre(&el.get_bounding_client_rect());
+    let (x, y) = centre(&proto::get_bounding_client_rect(&el));
     let in_window = (0.0..vw).contains(&x) && (0.0..vh).contains(&y);
-    let shows =
-        || dom::element_at(el, x, y).is_some_and(|hit| hit == *el || el.contains(Some(&hit)));
+    let shows = || {
+        dom::element_at(el, x, y).is_some_and(|hit| hit == *el || proto::contains(&el, Some(&hit)))
+    };
     if !in_window || !shows() {
         let options = ScrollIntoViewOptions::new();
         options.set_block(ScrollLogicalPosition::Center);
         options.set_inline(ScrollLogicalPosition::Center);
         options.set_behavior(ScrollBehavior::Instant);
-        el.scroll_into_view_with_scroll_into_view_options(&options);
+        proto::scroll_into_view(&el, &options);
     }
-    let r = el.get_bounding_client_rect();
+    let r = proto::get_bounding_client_rect(&el);
     let x0 = r.x().max(0.0);
     let y0 = r.y().max(0.0);
     let x1 = (r.x() + r.width()).min(vw).max(x0);
@@ -604,7 +606,7 @@ impl Mouse {
         let init = MouseEventInit::new();
         self.init(&init, bubbles, button, buttons, detail);
         MouseEvent::new_with_mouse_event_init_dict(kind, &init)
-            .and_then(|e| target.dispatch_event(&e))
+            .and_then(|e| proto::dispatch_event(&target, &e))
             .unwrap_or(true)
     }
 
@@ -626,7 +628,7 @@ impl Mouse {
         init.set_height(1);
         init.set_pressure(if buttons == 0 { 0.0 } else { 0.5 });
         PointerEvent::new_with_event_init_dict(kind, &init)
-            .and_then(|e| target.dispatch_event(&e))
+            .and_then(|e| proto::dispatch_event(&target, &e))
             .unwrap_or(true)
     }
 }
@@ -637,12 +639,11 @@ fn click_target(el: &Element, x: f64, y: f64) -> Element {
     let Some(mut hit) = dom::element_at(el, x, y) else {
         return el.clone();
     };
-    if !(hit == *el || el.contains(Some(&hit))) {
+    if !(hit == *el || proto::contains(&el, Some(&hit))) {
         return el.clone();
     }
-    while let Some(deeper) = hit
-        .shadow_root()
-        .and_then(|s| s.element_from_point(x as f32, y as f32))
+    while let Some(deeper) = proto::shadow_root(&hit)
+        .and_then(|s| proto::element_from_point(&s, x as f32, y as f32))
         .filter(|d| *d != hit)
     {
         hit = deeper;
@@ -702,7 +703,7 @@ async fn click(
     };
     let mut summary = format!("{what} {}", describe(index, &el));
     watch.settle().await;
-    if el.local_name() == "input" && el.is_connected() {
+    if proto::local_name(&el) == "input" && proto::is_connected(&el) {
         let input = el.unchecked_ref::<HtmlInputElement>();
         if matches!(input.type_().as_str(), "checkbox" | "radio") {
             summary.push_str(if input.checked() { " (now checked)" } else { " (now unchecked)" });
@@ -756,13 +757,13 @@ pub fn fire_input_and_change(el: &Element, data: &str, with_change: bool) {
     init.set_input_type("insertText");
     init.set_data(Some(data));
     if let Ok(e) = InputEvent::new_with_event_init_dict("input", &init) {
-        let _ = el.dispatch_event(&e);
+        let _ = proto::dispatch_event(&el, &e);
     }
     if with_change {
         let init = EventInit::new();
         init.set_bubbles(true);
         if let Ok(e) = Event::new_with_event_init_dict("change", &init) {
-            let _ = el.dispatch_event(&e);
+            let _ = proto::dispatch_event(&el, &e);
         }
     }
 }
@@ -772,7 +773,7 @@ pub fn fire_change(el: &Element) -> Result<bool, JsValue> {
     let init = EventInit::new();
     init.set_bubbles(true);
     let e = Event::new_with_event_init_dict("change", &init)?;
-    el.dispatch_event(&e)
+    proto::dispatch_event(&el, &e)
 }
 
 /// Input types whose value is not free text but a browser-checked format.
@@ -787,7 +788,7 @@ fn formatted_input(kind: &str) -> bool {
 /// not stick is an error.
 async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
     let el = usable(index)?;
-    let tag = el.local_name();
+    let tag = proto::local_name(&el);
     let who = describe(index, &el);
     let mut secret = false;
     let mut formatted = false;
@@ -829,7 +830,7 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
                 &[errand_protocol::OptionChoice::Text(value.to_owned())],
             );
         }
-        _ if el.unchecked_ref::<HtmlElement>().is_content_editable() => {
+        _ if proto::is_content_editable(&el.unchecked_ref::<HtmlElement>()) => {
             // Select everything and insert: editors (and undo) see a
             // person's edit, with `beforeinput` and `input`.
             focus::focus(&el);
@@ -839,8 +840,8 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
             } else {
                 keys::exec(&el, "insertText", Some(value));
             }
-            if collapse(&el.text_content().unwrap_or_default()) != collapse(value) {
-                el.set_text_content(Some(value));
+            if collapse(&proto::text_content(&el).unwrap_or_default()) != collapse(value) {
+                proto::set_text_content(&el, Some(value));
                 fire_input_and_change(&el, value, false);
             }
         }
@@ -898,7 +899,7 @@ pub fn read_value(el: &Element, tag: &str) -> String {
                     .unwrap_or_default()
             }
         }
-        _ => el.text_content().unwrap_or_default(),
+        _ => proto::text_content(&el).unwrap_or_default(),
     }
 }
 
@@ -934,10 +935,10 @@ fn scroll(
     let n = |v: Result<JsValue, JsValue>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let (moved, now, end, what) = match container {
         Some((b, who)) => {
-            let size = if vertical { b.client_height() } else { b.client_width() };
+            let size = if vertical { proto::client_height(&b) } else { proto::client_width(&b) };
             let step = sign * pages * f64::from(size);
             let pos = |b: &Element| {
-                if vertical { b.scroll_top() } else { b.scroll_left() }
+                if vertical { proto::scroll_top(&b) } else { proto::scroll_left(&b) }
             };
             let start = pos(&b);
             if vertical {
@@ -945,11 +946,11 @@ fn scroll(
             } else {
                 options.set_left(step)
             }
-            b.scroll_by_with_scroll_to_options(&options);
+            proto::scroll_by(&b, &options);
             let end = if vertical {
-                b.scroll_height() - b.client_height()
+                proto::scroll_height(&b) - proto::client_height(&b)
             } else {
-                b.scroll_width() - b.client_width()
+                proto::scroll_width(&b) - proto::client_width(&b)
             };
             (
                 f64::from(pos(&b) - start),
@@ -969,12 +970,12 @@ fn scroll(
                 options.set_left(sign * pages * size)
             }
             window.scroll_by_with_scroll_to_options(&options);
-            let root = window.document().and_then(|d| d.document_element());
+            let root = window.document().and_then(|d| proto::document_element(&d));
             let end = root.map_or(0.0, |r| {
                 if vertical {
-                    f64::from(r.scroll_height()) - size
+                    f64::from(proto::scroll_height(&r)) - size
                 } else {
-                    f64::from(r.scroll_width()) - size
+                    f64::from(proto::scroll_width(&r)) - size
                 }
             });
             (pos(&window) - start, pos(&window), end.max(0.0), "the page".to_owned())
@@ -1001,14 +1002,14 @@ fn scroll(
 fn scrollable_box(el: &Element, vertical: bool) -> Option<Element> {
     let mut node = Some(el.clone());
     while let Some(n) = node {
-        let tag = n.local_name();
+        let tag = proto::local_name(&n);
         if tag == "body" || tag == "html" {
             return None;
         }
         let overflows = if vertical {
-            n.scroll_height() > n.client_height()
+            proto::scroll_height(&n) > proto::client_height(&n)
         } else {
-            n.scroll_width() > n.client_width()
+            proto::scroll_width(&n) > proto::client_width(&n)
         };
         if overflows {
             let style = dom::window_of(&n).and_then(|w| w.get_computed_style(&n).ok().flatten());

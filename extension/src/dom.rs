@@ -5,6 +5,7 @@
 //! them, so node kinds are told apart by `nodeType` and tag names, and
 //! casts are unchecked.
 
+use crate::proto;
 use js_sys::JsString;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -72,16 +73,11 @@ thread_local! {
     static NAMES: Vec<JsString> = NAME_TEXTS.iter().map(|&t| JsString::from(t)).collect();
 }
 
-// The same methods as web-sys's, taking the name as a JavaScript string.
+// `getPropertyValue` taking the name as a JavaScript string (a computed
+// style has no named properties to shadow it; element reads go through
+// `crate::proto`).
 #[wasm_bindgen]
 extern "C" {
-    type NamedElement;
-    #[wasm_bindgen(method, js_name = getAttribute)]
-    fn get_attribute_named(this: &NamedElement, name: &JsString) -> Option<String>;
-    #[wasm_bindgen(method, js_name = hasAttribute)]
-    fn has_attribute_named(this: &NamedElement, name: &JsString) -> bool;
-    #[wasm_bindgen(method, catch, js_name = matches)]
-    fn matches_named(this: &NamedElement, selector: &JsString) -> Result<bool, JsValue>;
     type NamedStyle;
     #[wasm_bindgen(method, catch, js_name = getPropertyValue)]
     fn property_named(this: &NamedStyle, name: &JsString) -> Result<String, JsValue>;
@@ -93,17 +89,17 @@ fn with_name<T>(name: Name, f: impl FnOnce(&JsString) -> T) -> T {
 
 /// `getAttribute(name)`.
 pub fn get(el: &Element, name: Name) -> Option<String> {
-    with_name(name, |n| el.unchecked_ref::<NamedElement>().get_attribute_named(n))
+    with_name(name, |n| proto::get_attribute_js(el, n))
 }
 
 /// `hasAttribute(name)`.
 pub fn has(el: &Element, name: Name) -> bool {
-    with_name(name, |n| el.unchecked_ref::<NamedElement>().has_attribute_named(n))
+    with_name(name, |n| proto::has_attribute_js(el, n))
 }
 
 /// `matches(selector)`; false when the selector is refused.
 pub fn matches(el: &Element, selector: Name) -> bool {
-    with_name(selector, |n| el.unchecked_ref::<NamedElement>().matches_named(n).unwrap_or(false))
+    with_name(selector, |n| proto::matches_js(el, n).unwrap_or(false))
 }
 
 /// A computed style property's value (empty when unknown).
@@ -118,48 +114,53 @@ pub fn attr_named(el: &Element, name: Name) -> Option<String> {
 
 /// A non-empty attribute value.
 pub fn attr(el: &Element, name: &str) -> Option<String> {
-    el.get_attribute(name).filter(|v| !v.trim().is_empty())
+    proto::get_attribute(&el, name).filter(|v| !v.trim().is_empty())
 }
 
 /// The window whose document holds `el` (an iframe's for elements in it).
 pub fn window_of(el: &Element) -> Option<Window> {
-    el.owner_document().and_then(|d| d.default_view()).or_else(web_sys::window)
+    proto::owner_document(&el).and_then(|d| proto::default_view(&d)).or_else(web_sys::window)
 }
 
 /// The parent in the composed tree: across a shadow root to its host.
 pub fn flat_parent(el: &Element) -> Option<Element> {
-    if let Some(p) = el.parent_element() {
+    if let Some(p) = proto::parent_element(&el) {
         return Some(p);
     }
-    let parent = el.parent_node()?;
-    (parent.node_type() == FRAGMENT_NODE).then(|| parent.unchecked_ref::<ShadowRoot>().host())
+    let parent = proto::parent_node(&el)?;
+    (proto::node_type(&parent) == FRAGMENT_NODE)
+        .then(|| parent.unchecked_ref::<ShadowRoot>().host())
 }
 
 /// The topmost element at a point of `el`'s own viewport, asked of the
 /// document or shadow root that holds `el` (so the answer is comparable
 /// with `el`).
 pub fn element_at(el: &Element, x: f64, y: f64) -> Option<Element> {
-    let root: Node = el.get_root_node();
-    match root.node_type() {
-        DOCUMENT_NODE => root.unchecked_ref::<Document>().element_from_point(x as f32, y as f32),
-        FRAGMENT_NODE => root.unchecked_ref::<ShadowRoot>().element_from_point(x as f32, y as f32),
+    let root: Node = proto::get_root_node(&el);
+    match proto::node_type(&root) {
+        DOCUMENT_NODE => {
+            proto::element_from_point(&root.unchecked_ref::<Document>(), x as f32, y as f32)
+        }
+        FRAGMENT_NODE => {
+            proto::element_from_point(&root.unchecked_ref::<ShadowRoot>(), x as f32, y as f32)
+        }
         _ => None,
     }
 }
 
 /// Whether `hit` (what a click at the point lands on) belongs to `el`.
 pub fn hit_belongs(el: &Element, hit: &Element) -> bool {
-    hit == el || el.contains(Some(hit)) || hit.contains(Some(el))
+    hit == el || proto::contains(&el, Some(hit)) || proto::contains(&hit, Some(el))
 }
 
 /// Whether a click focuses the element (natively or by `tabindex`).
 pub fn is_focusable(el: &Element) -> bool {
-    match el.local_name().as_str() {
+    match proto::local_name(&el).as_str() {
         "button" | "input" | "select" | "textarea" | "summary" | "iframe" => true,
-        "a" | "area" => el.has_attribute("href") || el.has_attribute("tabindex"),
+        "a" | "area" => proto::has_attribute(&el, "href") || proto::has_attribute(&el, "tabindex"),
         _ => {
-            el.has_attribute("tabindex")
-                || el.unchecked_ref::<web_sys::HtmlElement>().is_content_editable()
+            proto::has_attribute(&el, "tabindex")
+                || proto::is_content_editable(&el.unchecked_ref::<web_sys::HtmlElement>())
         }
     }
 }
@@ -198,17 +199,17 @@ const ROW_LABEL_MAX: usize = 40;
 /// the text after the field too). Not attributes, placeholders or buttons;
 /// not a row with links in it.
 pub fn row_label(el: &Element) -> Option<String> {
-    let mut row = el.parent_element();
+    let mut row = proto::parent_element(&el);
     for _ in 0..2 {
         let r = row?;
-        if matches!(r.local_name().as_str(), "form" | "body" | "html") {
+        if matches!(proto::local_name(&r).as_str(), "form" | "body" | "html") {
             return None;
         }
-        let fields = r.query_selector_all("input, select, textarea").ok()?.length();
+        let fields = proto::query_selector_all(&r, "input, select, textarea").ok()?.length();
         // A row with links in it (a menu, a "get another code" link) is
         // not a label and its field: its text names the links. (A button
         // beside a field is left out of the text instead: `label_text`.)
-        let links = r.query_selector("a[href]").ok()?;
+        let links = proto::query_selector(&r, "a[href]").ok()?;
         if fields != 1 || links.is_some() {
             return None;
         }
@@ -218,7 +219,7 @@ pub fn row_label(el: &Element) -> Option<String> {
         if !text.is_empty() {
             return (text.len() <= ROW_LABEL_MAX).then_some(text);
         }
-        row = r.parent_element();
+        row = proto::parent_element(&r);
     }
     None
 }
@@ -227,17 +228,18 @@ pub fn row_label(el: &Element) -> Option<String> {
 /// text of a textarea it wraps, nor a button inside it (listed on its own:
 /// `Keep me signed in. [Details]`).
 fn label_text(node: &Node, out: &mut String) {
-    let kids = node.child_nodes();
+    let kids = proto::child_nodes(&node);
     for i in 0..kids.length() {
         let Some(k) = kids.item(i) else { continue };
-        match k.node_type() {
-            Node::TEXT_NODE => out.push_str(&k.text_content().unwrap_or_default()),
+        match proto::node_type(&k) {
+            Node::TEXT_NODE => out.push_str(&proto::text_content(&k).unwrap_or_default()),
             Node::ELEMENT_NODE => {
                 let el = k.unchecked_ref::<Element>();
                 let skip = matches!(
-                    el.local_name().as_str(),
+                    proto::local_name(&el).as_str(),
                     "select" | "textarea" | "option" | "datalist" | "script" | "style" | "button"
-                ) || el.get_attribute("role").is_some_and(|r| r.trim() == "button");
+                ) || proto::get_attribute(&el, "role")
+                    .is_some_and(|r| r.trim() == "button");
                 if !skip {
                     label_text(&k, out);
                 }

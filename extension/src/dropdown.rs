@@ -28,6 +28,7 @@
 //! itself as list boxes, visible in screenshots: they are left as they are,
 //! and `select_option` chooses several of their options directly.
 
+use crate::proto;
 use std::cell::RefCell;
 
 use js_sys::Array;
@@ -103,7 +104,7 @@ pub fn enable() {
         return;
     };
     let mut docs = vec![doc.clone()];
-    if let Ok(frames) = doc.query_selector_all("iframe") {
+    if let Ok(frames) = proto::query_selector_all(&doc, "iframe") {
         for i in 0..frames.length() {
             if let Some(d) = frames
                 .item(i)
@@ -129,11 +130,7 @@ fn install(doc: &Document) {
     let keydown = Closure::<dyn FnMut(Event)>::new(on_keydown);
     let opts = capture();
     for (kind, f) in [("mousedown", &mousedown), ("click", &click), ("keydown", &keydown)] {
-        let _ = doc.add_event_listener_with_callback_and_add_event_listener_options(
-            kind,
-            f.as_ref().unchecked_ref(),
-            &opts,
-        );
+        let _ = proto::add_event_listener(&doc, kind, f.as_ref().unchecked_ref(), &opts);
     }
     STATE.with(|s| {
         s.borrow_mut().installed.push(Installed { doc: doc.clone(), mousedown, click, keydown })
@@ -147,11 +144,7 @@ pub fn disable() {
     for i in installed {
         for (kind, f) in [("mousedown", &i.mousedown), ("click", &i.click), ("keydown", &i.keydown)]
         {
-            let _ = i.doc.remove_event_listener_with_callback_and_bool(
-                kind,
-                f.as_ref().unchecked_ref(),
-                true,
-            );
+            let _ = proto::remove_event_listener(&i.doc, kind, f.as_ref().unchecked_ref(), true);
         }
     }
 }
@@ -161,7 +154,7 @@ pub fn disable() {
 pub fn sweep() {
     let select = STATE.with(|s| s.borrow().open.as_ref().map(|o| o.select.clone()));
     if let Some(select) = select {
-        if select.is_connected() {
+        if proto::is_connected(&select) {
             render();
         } else {
             close();
@@ -178,7 +171,7 @@ fn on_mutations(records: &Array) {
     else {
         return;
     };
-    if !select.is_connected() {
+    if !proto::is_connected(&select) {
         close();
         return;
     }
@@ -186,8 +179,8 @@ fn on_mutations(records: &Array) {
     let touches_select = records.iter().any(|r| {
         let r: web_sys::MutationRecord = r.unchecked_into();
         r.target().is_some_and(|t| {
-            let ours = panel.contains(Some(&t));
-            !ours && el.contains(Some(&t))
+            let ours = proto::contains(&panel, Some(&t));
+            !ours && proto::contains(&el, Some(&t))
         })
     });
     if touches_select {
@@ -237,7 +230,7 @@ fn select_on_path(e: &Event) -> Option<HtmlSelectElement> {
 }
 
 fn in_panel(el: &Element) -> bool {
-    STATE.with(|s| s.borrow().open.as_ref().is_some_and(|o| o.panel.contains(Some(el))))
+    STATE.with(|s| s.borrow().open.as_ref().is_some_and(|o| proto::contains(&o.panel, Some(el))))
 }
 
 fn on_mousedown(e: Event) {
@@ -266,9 +259,10 @@ fn on_click(e: Event) {
     if !in_panel(&first) {
         return;
     }
-    let row = first.closest("[data-errand-option]").ok().flatten();
-    let Some(i) =
-        row.and_then(|r| r.get_attribute("data-errand-option")).and_then(|v| v.parse::<i32>().ok())
+    let row = proto::closest(&first, "[data-errand-option]").ok().flatten();
+    let Some(i) = row
+        .and_then(|r| proto::get_attribute(&r, "data-errand-option"))
+        .and_then(|v| v.parse::<i32>().ok())
     else {
         return;
     };
@@ -323,9 +317,9 @@ fn choosable(select: &HtmlSelectElement, i: i32) -> bool {
     select.item(i as u32).is_some_and(|o| {
         let o: &HtmlOptionElement = o.unchecked_ref();
         !o.disabled()
-            && !o
-                .parent_element()
-                .is_some_and(|p| p.local_name() == "optgroup" && p.has_attribute("disabled"))
+            && !proto::parent_element(&o).is_some_and(|p| {
+                proto::local_name(&p) == "optgroup" && proto::has_attribute(&p, "disabled")
+            })
     })
 }
 
@@ -404,7 +398,7 @@ fn choose(i: i32) {
             init.set_bubbles(true);
             init.set_composed(kind == "input");
             if let Ok(ev) = Event::new_with_event_init_dict(kind, &init) {
-                let _ = select.dispatch_event(&ev);
+                let _ = proto::dispatch_event(&select, &ev);
             }
         }
     }
@@ -413,20 +407,26 @@ fn choose(i: i32) {
 /// Opens the dropdown of `select`.
 fn open(select: HtmlSelectElement) {
     let el: &Element = select.as_ref();
-    let Some(doc) = el.owner_document() else { return };
-    let Some(window) = dom::window_of(el) else { return };
-    let Ok(panel) = doc.create_element("div") else { return };
+    let Some(doc) = proto::owner_document(&el) else {
+        return;
+    };
+    let Some(window) = dom::window_of(el) else {
+        return;
+    };
+    let Ok(panel) = proto::create_element(&doc, "div") else {
+        return;
+    };
     let panel: HtmlElement = panel.unchecked_into();
-    let _ = panel.set_attribute("role", "listbox");
-    let _ = panel.set_attribute("data-errand-dropdown", "");
+    let _ = proto::set_attribute(&panel, "role", "listbox");
+    let _ = proto::set_attribute(&panel, "data-errand-dropdown", "");
     let label = dom::field_label(el)
-        .or_else(|| el.get_attribute("aria-label"))
-        .or_else(|| el.get_attribute("name"))
+        .or_else(|| proto::get_attribute(&el, "aria-label"))
+        .or_else(|| proto::get_attribute(&el, "name"))
         .unwrap_or_else(|| "options".to_owned());
-    let _ = panel.set_attribute("aria-label", &label);
-    let host = doc.body().map(Element::from).or_else(|| doc.document_element());
+    let _ = proto::set_attribute(&panel, "aria-label", &label);
+    let host = proto::body(&doc).map(Element::from).or_else(|| proto::document_element(&doc));
     let Some(host) = host else { return };
-    let _ = host.append_child(&panel);
+    let _ = proto::append_child(&host, &panel);
 
     let observed = Closure::<dyn FnMut(Array, MutationObserver)>::new(
         |records: Array, _: MutationObserver| on_mutations(&records),
@@ -443,7 +443,7 @@ fn open(select: HtmlSelectElement) {
     // The select's own changes (options added, relabelled, disabled)…
     let _ = observer.observe_with_options(el, &init);
     // …and its removal from the page.
-    if let Some(root) = doc.document_element() {
+    if let Some(root) = proto::document_element(&doc) {
         let removal = MutationObserverInit::new();
         removal.set_child_list(true);
         removal.set_subtree(true);
@@ -524,12 +524,16 @@ fn render() {
         return;
     };
     let el: &Element = select.as_ref();
-    let Some(doc) = el.owner_document() else { return };
+    let Some(doc) = proto::owner_document(&el) else {
+        return;
+    };
     let base = select_style(el, &window);
     let drawn = format!("{active}|{}|{}|{base}", select.selected_index(), el.inner_html());
     let same = STATE.with(|s| {
         let mut st = s.borrow_mut();
-        let Some(o) = st.open.as_mut() else { return true };
+        let Some(o) = st.open.as_mut() else {
+            return true;
+        };
         let same = o.drawn == drawn;
         o.drawn = drawn;
         same
@@ -538,7 +542,8 @@ fn render() {
         place();
         return;
     }
-    let _ = panel.set_attribute(
+    let _ = proto::set_attribute(
+        &panel,
         "style",
         &format!(
             "all: initial !important; position: fixed !important; z-index: 2147483646 !important; \
@@ -553,40 +558,47 @@ fn render() {
         s.borrow_mut().open.as_mut().map(|o| std::mem::take(&mut o.rows)).unwrap_or_default()
     });
     let mut rows = Vec::new();
-    panel.set_text_content(None);
+    proto::set_text_content(&panel, None);
     let selected = select.selected_index();
     let mut group: Option<Element> = None;
     for i in 0..select.length() {
         let Some(o) = select.item(i) else { continue };
         let o: HtmlOptionElement = o.unchecked_into();
-        let parent = o.parent_element().filter(|p| p.local_name() == "optgroup");
+        let parent = proto::parent_element(&o).filter(|p| proto::local_name(&p) == "optgroup");
         if parent != group {
             if let Some(g) = &parent {
-                if let Ok(h) = doc.create_element("div") {
-                    let _ = h.set_attribute("role", "presentation");
-                    let _ = h.set_attribute(
+                if let Ok(h) = proto::create_element(&doc, "div") {
+                    let _ = proto::set_attribute(&h, "role", "presentation");
+                    let _ = proto::set_attribute(
+                        &h,
                         "style",
                         "all: initial !important; display: block !important; font: inherit !important; \
                          font-weight: bold !important; padding: 4px 8px 2px !important; color: #444 !important;",
                     );
-                    h.set_text_content(Some(&g.get_attribute("label").unwrap_or_default()));
-                    let _ = panel.append_child(&h);
+                    proto::set_text_content(
+                        &h,
+                        Some(&proto::get_attribute(&g, "label").unwrap_or_default()),
+                    );
+                    let _ = proto::append_child(&panel, &h);
                 }
             }
             group = parent.clone();
         }
         let kept = old_rows.iter().find(|(opt, _)| *opt == o).map(|(_, r)| r.clone());
-        let Some(row) = kept.or_else(|| doc.create_element("div").ok()) else { continue };
+        let Some(row) = kept.or_else(|| proto::create_element(&doc, "div").ok()) else {
+            continue;
+        };
         let i = i as i32;
         let disabled = !choosable(&select, i);
         let is_selected = i == selected;
-        let _ = row.set_attribute("role", "option");
-        let _ = row.set_attribute("data-errand-option", &i.to_string());
-        let _ = row.set_attribute("aria-selected", if is_selected { "true" } else { "false" });
+        let _ = proto::set_attribute(&row, "role", "option");
+        let _ = proto::set_attribute(&row, "data-errand-option", &i.to_string());
+        let _ =
+            proto::set_attribute(&row, "aria-selected", if is_selected { "true" } else { "false" });
         if disabled {
-            let _ = row.set_attribute("aria-disabled", "true");
+            let _ = proto::set_attribute(&row, "aria-disabled", "true");
         } else {
-            let _ = row.remove_attribute("aria-disabled");
+            let _ = proto::remove_attribute(&row, "aria-disabled");
         }
         let (bg, fg) = if is_selected {
             (SELECTED_BG, "#fff")
@@ -597,7 +609,8 @@ fn render() {
         };
         let fg = if disabled { "#9a9a9a" } else { fg };
         let indent = if group.is_some() { 20 } else { 8 };
-        let _ = row.set_attribute(
+        let _ = proto::set_attribute(
+            &row,
             "style",
             &format!(
                 "all: initial !important; display: block !important; font: inherit !important; \
@@ -608,10 +621,10 @@ fn render() {
             ),
         );
         let label = collapse(&o.label());
-        if row.text_content().as_deref() != Some(label.as_str()) {
-            row.set_text_content(Some(&label));
+        if proto::text_content(&row).as_deref() != Some(label.as_str()) {
+            proto::set_text_content(&row, Some(&label));
         }
-        let _ = panel.append_child(&row);
+        let _ = proto::append_child(&panel, &row);
         rows.push((o, row));
     }
     STATE.with(|s| {
@@ -621,12 +634,15 @@ fn render() {
     });
     place();
     // Keep the keyboard's option in view.
-    if let Ok(Some(row)) = panel.query_selector(&format!("[data-errand-option=\"{active}\"]")) {
-        let r = row.get_bounding_client_rect();
-        let p = panel.get_bounding_client_rect();
+    if let Ok(Some(row)) =
+        proto::query_selector(&panel, &format!("[data-errand-option=\"{active}\"]"))
+    {
+        let r = proto::get_bounding_client_rect(&row);
+        let p = proto::get_bounding_client_rect(&panel);
         if r.bottom() > p.bottom() || r.top() < p.top() {
-            panel.set_scroll_top(
-                panel.scroll_top() + (r.top() - p.top()) as i32 - (p.height() / 2.0) as i32,
+            proto::set_scroll_top(
+                &panel,
+                proto::scroll_top(&panel) + (r.top() - p.top()) as i32 - (p.height() / 2.0) as i32,
             );
         }
     }
@@ -639,12 +655,12 @@ fn place() {
     }) else {
         return;
     };
-    let r = select.get_bounding_client_rect();
+    let r = proto::get_bounding_client_rect(&select);
     let vh = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let vw = window.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let style = panel.style();
     let _ = style.set_property_with_priority("min-width", &format!("{}px", r.width()), "important");
-    let h = f64::from(panel.scroll_height()).min(MAX_HEIGHT) + 2.0;
+    let h = f64::from(proto::scroll_height(&panel)).min(MAX_HEIGHT) + 2.0;
     let below = vh - r.bottom();
     let top = if below < h && r.top() > below { (r.top() - h).max(0.0) } else { r.bottom() };
     let w = f64::from(panel.offset_width());

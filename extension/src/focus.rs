@@ -10,16 +10,17 @@
 //! document gets them: `blur` and `focusout` on the element left, `focus`
 //! and `focusin` on the new one, each with the other as `relatedTarget`.
 
+use crate::proto;
 use std::cell::Cell;
 use std::rc::Rc;
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
-use web_sys::{Element, EventTarget, FocusEvent, FocusEventInit, HtmlElement};
+use web_sys::{Element, EventTarget, FocusEvent, FocusEventInit};
 
 /// The element that has the focus in `el`'s document or shadow root.
 fn active_in_root_of(el: &Element) -> Option<Element> {
-    let root = el.get_root_node();
+    let root = proto::get_root_node(&el);
     js_sys::Reflect::get(&root, &"activeElement".into())
         .ok()
         .filter(|v| v.is_object())
@@ -28,9 +29,9 @@ fn active_in_root_of(el: &Element) -> Option<Element> {
 
 /// The focused element of `el`'s document, through open shadow roots.
 fn deep_active(el: &Element) -> Option<Element> {
-    let mut active = el.owner_document()?.active_element()?;
-    while let Some(inner) = active
-        .shadow_root()
+    let doc = proto::owner_document(el)?;
+    let mut active = proto::active_element(&doc)?;
+    while let Some(inner) = proto::shadow_root(&active)
         .and_then(|s| js_sys::Reflect::get(&s, &"activeElement".into()).ok())
         .filter(|v| v.is_object())
     {
@@ -45,7 +46,7 @@ fn deep_active(el: &Element) -> Option<Element> {
 
 /// Whether an element is a document's body or root (focus "nowhere").
 fn is_nowhere(el: &Element) -> bool {
-    matches!(el.local_name().as_str(), "body" | "html")
+    matches!(proto::local_name(&el).as_str(), "body" | "html")
 }
 
 fn dispatch(target: &Element, kind: &str, related: Option<&Element>) {
@@ -57,11 +58,11 @@ fn dispatch(target: &Element, kind: &str, related: Option<&Element>) {
         let r: &EventTarget = r.as_ref();
         init.set_related_target(Some(r));
     }
-    if let Some(view) = target.owner_document().and_then(|d| d.default_view()) {
+    if let Some(view) = proto::owner_document(&target).and_then(|d| proto::default_view(&d)) {
         init.set_view(Some(&view));
     }
     if let Ok(e) = FocusEvent::new_with_focus_event_init_dict(kind, &init) {
-        let _ = target.dispatch_event(&e);
+        let _ = proto::dispatch_event(&target, &e);
     }
 }
 
@@ -69,18 +70,18 @@ fn dispatch(target: &Element, kind: &str, related: Option<&Element>) {
 /// `focus`/`blur` events meanwhile.
 fn fires_events(el: &Element, change: impl FnOnce()) -> bool {
     let fired = Rc::new(Cell::new(false));
-    let doc = el.owner_document();
+    let doc = proto::owner_document(&el);
     let flag = fired.clone();
     let listener = Closure::<dyn FnMut()>::new(move || flag.set(true));
     let f: &js_sys::Function = listener.as_ref().unchecked_ref();
     if let Some(d) = &doc {
-        let _ = d.add_event_listener_with_callback_and_bool("focusin", f, true);
-        let _ = d.add_event_listener_with_callback_and_bool("focusout", f, true);
+        let _ = proto::add_event_listener(d, "focusin", f, &true.into());
+        let _ = proto::add_event_listener(d, "focusout", f, &true.into());
     }
     change();
     if let Some(d) = &doc {
-        let _ = d.remove_event_listener_with_callback_and_bool("focusin", f, true);
-        let _ = d.remove_event_listener_with_callback_and_bool("focusout", f, true);
+        let _ = proto::remove_event_listener(d, "focusin", f, true);
+        let _ = proto::remove_event_listener(d, "focusout", f, true);
     }
     fired.get()
 }
@@ -92,15 +93,14 @@ pub fn focus(el: &Element) {
     if before.as_ref() == Some(el) {
         return;
     }
-    let html: &HtmlElement = el.unchecked_ref();
     let fired = fires_events(el, || {
-        let _ = html.focus();
+        let _ = proto::focus(el);
     });
     let moved = active_in_root_of(el).is_some_and(|a| a == *el);
     if fired || !moved {
         return;
     }
-    if let Some(prev) = before.as_ref().filter(|p| p.is_connected()) {
+    if let Some(prev) = before.as_ref().filter(|p| proto::is_connected(&p)) {
         dispatch(prev, "blur", Some(el));
         dispatch(prev, "focusout", Some(el));
     }
@@ -111,10 +111,11 @@ pub fn focus(el: &Element) {
 /// Takes the focus away from whatever has it in `el`'s document, as a
 /// click on something that cannot take the focus does.
 pub fn blur_active(el: &Element) {
-    let Some(active) = deep_active(el).filter(|a| !is_nowhere(a)) else { return };
-    let html: &HtmlElement = active.unchecked_ref();
+    let Some(active) = deep_active(el).filter(|a| !is_nowhere(a)) else {
+        return;
+    };
     let fired = fires_events(&active, || {
-        let _ = html.blur();
+        let _ = proto::blur(&active);
     });
     let left = deep_active(el).is_none_or(|a| a != active);
     if fired || !left {

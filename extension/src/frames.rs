@@ -45,6 +45,7 @@
 //! the top frame gave ([`Command::Marks`]), and blanks the secret fields of
 //! its own document under them, like the top one.
 
+use crate::proto;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -370,11 +371,11 @@ fn path_of_iframe(iframe: &Element) -> Option<Place> {
         return Some(Place::Path(path));
     }
     // Not in its parent's `frames` (an iframe in a shadow root).
-    let parent = iframe.owner_document()?.default_view()?;
+    let parent = proto::default_view(&proto::owner_document(&iframe)?)?;
     Some(Place::Loose {
         parent: path_of(&parent)?,
-        width: f64::from(iframe.client_width()),
-        height: f64::from(iframe.client_height()),
+        width: f64::from(proto::client_width(&iframe)),
+        height: f64::from(proto::client_height(&iframe)),
     })
 }
 
@@ -445,10 +446,10 @@ pub struct Pending {
 
 /// Where an iframe's document comes from, for messages.
 fn source_of(iframe: &Element) -> String {
-    let src = iframe.get_attribute("src").unwrap_or_default();
+    let src = proto::get_attribute(&iframe, "src").unwrap_or_default();
     // Against the document's address (one that throws, as a relative
     // `src` alone would, costs more than the parse).
-    let base = iframe.owner_document().and_then(|d| d.url().ok()).unwrap_or_default();
+    let base = proto::owner_document(&iframe).map(|d| proto::url(&d)).unwrap_or_default();
     let origin = web_sys::Url::new_with_base(&src, &base).map(|u| u.origin()).unwrap_or_default();
     if origin.is_empty() || origin == "null" { "another site".into() } else { origin }
 }
@@ -482,7 +483,7 @@ pub async fn ask(pending: &[Pending], marks: bool, depth: u32) -> Vec<Vec<Line>>
         s.children.clear();
         // Frames removed from the page: their numbers are never given out
         // again (an action on one says the element no longer exists).
-        s.remote.retain(|_, r| r.iframe.is_connected());
+        s.remote.retain(|_, r| proto::is_connected(&r.iframe));
         let remote = std::mem::take(&mut s.remote);
         s.numbers.retain(|_, n| remote.contains_key(n));
         s.remote = remote;
@@ -507,7 +508,7 @@ pub async fn ask(pending: &[Pending], marks: bool, depth: u32) -> Vec<Vec<Line>>
     let loaded: Vec<u32> = pending.iter().map(|p| loads(&p.iframe)).collect();
     let known: Vec<Option<String>> = STATE.with(|s| {
         let mut s = s.borrow_mut();
-        s.unreadable.retain(|(f, _, _)| f.is_connected());
+        s.unreadable.retain(|(f, _, _)| proto::is_connected(&f));
         let known = |(p, n): (&Pending, &u32)| {
             let seen = s.unreadable.iter().find(|(f, m, _)| *f == p.iframe && m == n);
             seen.map(|(_, _, why)| why.clone())
@@ -655,7 +656,9 @@ pub async fn draw_marks() {
 }
 
 async fn mark_frame(iframe: Element, token: String, labels: Vec<(u32, u32)>) {
-    let Some(to) = path_of_iframe(&iframe) else { return };
+    let Some(to) = path_of_iframe(&iframe) else {
+        return;
+    };
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if !s.drew.contains(&iframe) {
@@ -771,7 +774,7 @@ async fn forward(
 ) -> Result<Effect, Fail> {
     let shown = back.first().map_or_else(String::new, |(_, n)| format!("element [{n}] "));
     let gone = |why: &str| Fail::new(ErrorCode::ElementGone, format!("{shown}{why}"));
-    if !iframe.is_connected() {
+    if !proto::is_connected(&iframe) {
         return Err(gone("was in a frame that has been removed from the page"));
     }
     let to = path_of_iframe(iframe).ok_or_else(|| gone("was in a frame that has no page now"))?;
@@ -811,9 +814,8 @@ async fn forward(
 fn focused_frame() -> Option<Element> {
     let mut doc = web_sys::window()?.document()?;
     for _ in 0..32 {
-        let mut active = doc.active_element()?;
-        while let Some(inner) = active
-            .shadow_root()
+        let mut active = proto::active_element(&doc)?;
+        while let Some(inner) = proto::shadow_root(&active)
             .and_then(|s| Reflect::get(&s, &"activeElement".into()).ok())
             .filter(JsValue::is_object)
         {
@@ -823,7 +825,7 @@ fn focused_frame() -> Option<Element> {
             }
             active = inner;
         }
-        if !matches!(active.local_name().as_str(), "iframe" | "frame") {
+        if !matches!(proto::local_name(&active).as_str(), "iframe" | "frame") {
             return None;
         }
         match active.unchecked_ref::<web_sys::HtmlIFrameElement>().content_document() {

@@ -4,6 +4,7 @@
 //! hand as soon as they point at it. The walk treats elements matching
 //! such a rule (with `:hover` taken out) as having the pointer cursor.
 
+use crate::proto;
 use std::cell::RefCell;
 
 use js_sys::Reflect;
@@ -80,7 +81,9 @@ pub fn pointer_selector(doc: &Document) -> Option<String> {
             if read > RULES_MAX || found.len() >= SELECTORS_MAX {
                 break 'sheets;
             }
-            let Ok(rule) = Reflect::get_u32(rules, j) else { continue };
+            let Ok(rule) = Reflect::get_u32(rules, j) else {
+                continue;
+            };
             let Some(selector) = get(&rule, "selectorText").and_then(|s| s.as_string()) else {
                 continue;
             };
@@ -101,7 +104,7 @@ pub fn pointer_selector(doc: &Document) -> Option<String> {
                 }
                 // What `:hover` leaves behind must still be a selector
                 // (`a:hover::after` → `a::after` is not one for `matches`).
-                if doc.query_selector(rest).is_ok() && !rest.contains("::") {
+                if proto::query_selector(&doc, rest).is_ok() && !rest.contains("::") {
                     found.push(rest.to_owned());
                 }
             }

@@ -45,6 +45,7 @@
 //! the frame itself is kept only while it is where it was with nothing
 //! changed over it.
 
+use crate::proto;
 use std::cell::RefCell;
 
 use errand_protocol::{Rect, Viewport};
@@ -160,10 +161,10 @@ fn record(records: js_sys::Array) {
         for r in records.iter() {
             let r: MutationRecord = r.unchecked_into();
             let Some(target) = r.target() else { continue };
-            let in_head = target.node_name().eq_ignore_ascii_case("head")
-                || target.parent_element().is_some_and(|p| p.local_name() == "head");
-            let title = target.node_name().eq_ignore_ascii_case("title")
-                || target.parent_element().is_some_and(|p| p.local_name() == "title");
+            let in_head = proto::node_name(&target).eq_ignore_ascii_case("head")
+                || proto::parent_element(&target).is_some_and(|p| proto::local_name(&p) == "head");
+            let title = proto::node_name(&target).eq_ignore_ascii_case("title")
+                || proto::parent_element(&target).is_some_and(|p| proto::local_name(&p) == "title");
             // A frame's styles are read afresh each time its content is walked.
             if in_head && !title && !in_frame(&target) {
                 c.styling = true;
@@ -211,7 +212,7 @@ fn as_node(v: impl Into<JsValue>) -> Option<Node> {
 /// Whether `node` is in a document other than the watched one (a frame's).
 fn in_frame(node: &Node) -> bool {
     let watched = WATCHER.with(|w| w.borrow().as_ref().map(|w| w.document.clone()));
-    node.owner_document().is_some_and(|d| watched.is_some_and(|w| w != d))
+    proto::owner_document(&node).is_some_and(|d| watched.is_some_and(|w| w != d))
 }
 
 /// Records a scroll, or a field the person (or an action) typed in or
@@ -254,13 +255,17 @@ fn start(document: &Document) {
         }
     });
     let on_records = Closure::<dyn FnMut(js_sys::Array)>::new(record);
-    let Ok(observer) = MutationObserver::new(on_records.as_ref().unchecked_ref()) else { return };
-    let Some(root) = document.document_element() else { return };
+    let Ok(observer) = MutationObserver::new(on_records.as_ref().unchecked_ref()) else {
+        return;
+    };
+    let Some(root) = proto::document_element(&document) else {
+        return;
+    };
     if observer.observe_with_options(&root, &options()).is_err() {
         return;
     }
     let on_event = Closure::<dyn FnMut(Event)>::new(on_event);
-    if let Some(window) = document.default_view() {
+    if let Some(window) = proto::default_view(&document) {
         let f = on_event.as_ref().unchecked_ref();
         for kind in ["scroll", "input", "change"] {
             let _ = window.add_event_listener_with_callback_and_bool(kind, f, true);
@@ -307,7 +312,7 @@ fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
             // The document itself: a frame's document is often rewritten
             // whole (`document.open()`, an ad's), its root replaced.
             let _ = w.observer.observe_with_options(&f.document, &options());
-            if let Some(window) = f.document.default_view() {
+            if let Some(window) = proto::default_view(&f.document) {
                 let on_event = w._on_event.as_ref().unchecked_ref();
                 for kind in ["scroll", "input", "change"] {
                     let _ = window.add_event_listener_with_callback_and_bool(kind, on_event, true);
@@ -316,6 +321,11 @@ fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
             w.frames.push(f.document.clone());
         }
     });
+}
+
+/// Forgets the kept observation: the next one walks the whole page.
+pub(crate) fn forget() {
+    CACHE.with(|c| *c.borrow_mut() = None);
 }
 
 /// Keeps a full walk's result for the next observation.
@@ -349,7 +359,9 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
 pub(crate) fn take_frames() -> Vec<Pending> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let Some(cache) = c.as_mut().filter(|c| !c.remote.is_empty()) else { return Vec::new() };
+        let Some(cache) = c.as_mut().filter(|c| !c.remote.is_empty()) else {
+            return Vec::new();
+        };
         cache.asking = true;
         let rendered = cache.rendered.len() == cache.lines.len();
         let mut out = Vec::new();
@@ -469,7 +481,7 @@ pub(crate) fn reobserve(
         // waits for the next frame): its listed scroll position tells.
         let box_scrolled = cache.lines.iter().zip(&cache.nodes).any(|(line, node)| {
             matches!((line, node), (Line::Element(seen), Some(el))
-                if seen.scroll.is_some_and(|sc| (f64::from(el.scroll_top()) - sc.above).abs() > 0.5))
+                if seen.scroll.is_some_and(|sc| (f64::from(proto::scroll_top(&el)) - sc.above).abs() > 0.5))
         });
         if box_scrolled {
             return Err("a box scrolled");
@@ -493,7 +505,7 @@ pub(crate) fn reobserve(
             let mut walk = Walk::new(origin.to_owned(), cache.ignore_aria_hidden);
             walk.opened = cache.opened.clone();
             if cache.ignore_aria_hidden {
-                let above = s.parent_element().and_then(|p| p.closest(HIDDEN).ok().flatten());
+                let above = proto::parent_element(&s).and_then(|p| proto::closest(&p, HIDDEN).ok().flatten());
                 walk.hidden_depth = usize::from(above.is_some());
             }
             if let Some(clip) = clip_around(s, top) {
@@ -535,10 +547,10 @@ pub(crate) fn reobserve(
             let n = walk.lines.len();
             cache.covered.retain(|c| !contains(s, &c.el));
             cache.covered.extend(walk.covered);
-            cache.frames.retain(|f| !s.contains(Some(&f.iframe)));
+            cache.frames.retain(|f| !proto::contains(&s, Some(&f.iframe)));
             // One the walk met again ended this above; one it did not is
             // hidden or covered now.
-            cache.remote.retain(|f| !s.contains(Some(&f.iframe)));
+            cache.remote.retain(|f| !proto::contains(&s, Some(&f.iframe)));
             frames.extend(walk.frames);
             cache.lines.splice(lo..hi, walk.lines);
             cache.nodes.splice(lo..hi, walk.nodes);
@@ -593,9 +605,10 @@ const HIDDEN: &str = "[aria-hidden=true i]";
 /// Whether the walk leaves `e` out: `inert`, or `aria-hidden` unless it is
 /// the walk without it.
 fn skipped(e: &Element, ignore_aria_hidden: bool) -> bool {
-    e.has_attribute("inert")
+    proto::has_attribute(&e, "inert")
         || (!ignore_aria_hidden
-            && e.get_attribute("aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true")))
+            && proto::get_attribute(&e, "aria-hidden")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")))
 }
 
 /// What a segment is: why the walk breaks cleanly before and after it, so
@@ -615,14 +628,13 @@ enum Kind {
 
 /// Whether `node` is `s` or inside it, or inside a frame that is.
 fn contains(s: &Element, node: &Element) -> bool {
-    if s.contains(Some(node)) {
+    if proto::contains(&s, Some(node)) {
         return true;
     }
-    let frame = node
-        .owner_document()
-        .and_then(|d| d.default_view())
+    let frame = proto::owner_document(&node)
+        .and_then(|d| proto::default_view(&d))
         .and_then(|w| w.frame_element().ok().flatten());
-    frame.is_some_and(|f| s.contains(Some(&f)))
+    frame.is_some_and(|f| proto::contains(&s, Some(&f)))
 }
 
 /// The index of `s`'s own kept line when `s` was listed and collected the
@@ -634,7 +646,7 @@ fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
     (lo < hi).then_some(lo).filter(|&lo| {
         matches!((&cache.lines[lo], &cache.nodes[lo]),
         (Line::Element(seen), Some(el)) if el == s && seen.scroll.is_none() && {
-            let now = s.get_bounding_client_rect();
+            let now = proto::get_bounding_client_rect(&s);
             (now.x(), now.y(), now.width(), now.height())
                 == (seen.rect.x, seen.rect.y, seen.rect.width, seen.rect.height)
         })
@@ -653,7 +665,9 @@ const ALONE_MAX: u32 = 16;
 /// a third of the page's walk.
 fn empty_alone(el: &Element, changes: &Changes, cache: &Cache) -> bool {
     let node: &Node = el.unchecked_ref();
-    if changes.hiding.contains(node) || changes.content.iter().any(|n| el.contains(Some(n))) {
+    if changes.hiding.contains(node)
+        || changes.content.iter().any(|n| proto::contains(&el, Some(n)))
+    {
         return false;
     }
     let (lo, hi) = range(cache, el);
@@ -665,18 +679,18 @@ fn empty_alone(el: &Element, changes: &Changes, cache: &Cache) -> bool {
 /// or shadow root (a walk breaks at those even when they show nothing),
 /// no block-level box, and at most [`ALONE_MAX`] elements inside.
 fn flows_alone(el: &Element) -> bool {
-    if el.text_content().is_some_and(|t| !t.trim().is_empty()) {
+    if proto::text_content(&el).is_some_and(|t| !t.trim().is_empty()) {
         return false;
     }
-    let inside = el.get_elements_by_tag_name("*");
+    let inside = proto::get_elements_by_tag_name(el, "*");
     if inside.length() > ALONE_MAX {
         return false;
     }
     let quiet = |e: &Element| {
         !matches!(
-            e.local_name().as_str(),
+            proto::local_name(&e).as_str(),
             "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "iframe" | "frame"
-        ) && e.shadow_root().is_none()
+        ) && proto::shadow_root(&e).is_none()
             // Never read: the walk did not reach it.
             && style_cache::get(e).is_none_or(|b| b.skip || !b.block)
     };
@@ -692,22 +706,22 @@ fn segments(
 ) -> Result<Vec<(Element, Kind)>, Fallback> {
     let mut roots: Vec<(Element, Kind)> = Vec::new();
     'nodes: for node in &changes.dirty {
-        let el = if node.node_type() == Node::ELEMENT_NODE {
+        let el = if proto::node_type(&node) == Node::ELEMENT_NODE {
             node.clone().unchecked_into::<Element>()
-        } else if node.node_type() == DOCUMENT_NODE {
+        } else if proto::node_type(&node) == DOCUMENT_NODE {
             // A frame's document whose root changed: its root stands for it
             // (the top document is not observed itself).
-            match node.unchecked_ref::<Document>().document_element() {
+            match proto::document_element(&node.unchecked_ref::<Document>()) {
                 Some(root) => root,
                 None => return Err("a frame's document lost its root"),
             }
         } else {
-            match node.parent_element() {
+            match proto::parent_element(&node) {
                 Some(p) => p,
                 None => continue,
             }
         };
-        if !el.is_connected() {
+        if !proto::is_connected(&el) {
             continue;
         }
         // Out of a shadow tree: its outermost host; out of a frame's
@@ -716,14 +730,14 @@ fn segments(
         let mut from_frame = false;
         loop {
             el = outermost(el.unchecked_ref()).unchecked_into();
-            let root = el.get_root_node();
+            let root = proto::get_root_node(&el);
             if root == *document.unchecked_ref::<Node>() {
                 break;
             }
             // A frame's document (no `instanceof Document` here).
-            let iframe = (root.node_type() == Node::DOCUMENT_NODE)
+            let iframe = (proto::node_type(&root) == Node::DOCUMENT_NODE)
                 .then(|| root.unchecked_ref::<Document>().clone())
-                .and_then(|d| d.default_view())
+                .and_then(|d| proto::default_view(&d))
                 .and_then(|w| w.frame_element().ok().flatten());
             match iframe {
                 Some(f) if cache.frames.iter().any(|s| s.iframe == f) => {
@@ -732,27 +746,29 @@ fn segments(
                 }
                 // A frame the last walk did not go into: nor will this one
                 // unless the iframe itself changed (then it is dirty too).
-                Some(f) if f.get_root_node() == *document.unchecked_ref::<Node>() => {
+                Some(f) if proto::get_root_node(&f) == *document.unchecked_ref::<Node>() => {
                     continue 'nodes;
                 }
                 _ => return Err("a change in a frame not watched"),
             }
         }
         // The title is read afresh anyway; the rest of `<head>` is not walked.
-        if el.closest("head").ok().flatten().is_some() {
-            if el.closest("title").ok().flatten().is_some() {
+        if proto::closest(&el, "head").ok().flatten().is_some() {
+            if proto::closest(&el, "title").ok().flatten().is_some() {
                 continue;
             }
             return Err("<head> changed");
         }
-        let Some((s, kind)) = segment_of(&el, from_frame, changes, cache)? else { continue };
+        let Some((s, kind)) = segment_of(&el, from_frame, changes, cache)? else {
+            continue;
+        };
         if !roots.iter().any(|(r, _)| *r == s) {
             roots.push((s, kind));
         }
     }
     // Document order, and none inside another.
     roots.sort_by(|(a, _), (b, _)| {
-        let pos = a.compare_document_position(b);
+        let pos = proto::compare_document_position(a, b);
         if a == b {
             std::cmp::Ordering::Equal
         } else if pos & Node::DOCUMENT_POSITION_FOLLOWING != 0 {
@@ -763,7 +779,7 @@ fn segments(
     });
     let mut out: Vec<(Element, Kind)> = Vec::new();
     for r in roots {
-        if out.last().is_some_and(|(o, _)| o.contains(Some(&r.0))) {
+        if out.last().is_some_and(|(o, _)| proto::contains(&o, Some(&r.0))) {
             continue;
         }
         out.push(r);
@@ -791,14 +807,14 @@ fn segment_of(
     let mut chain: Vec<Element> = Vec::new();
     let mut at = Some(el.clone());
     while let Some(e) = at {
-        at = e.parent_element();
+        at = proto::parent_element(&e);
         chain.push(e);
     }
     let outermost_open = chain.iter().rposition(|e| cache.opened.has(e));
     let start = outermost_open.unwrap_or(0);
     // Is it reached by the walk? Every element above it is walked into.
     for (i, a) in chain.iter().enumerate().skip(start + 1) {
-        let tag = a.local_name();
+        let tag = proto::local_name(&a);
         let bits = style_cache::get(a);
         if bits.is_none_or(|b| b.skip)
             || skipped(a)
@@ -821,17 +837,18 @@ fn segment_of(
                     | "head"
             )
             || (tag == "details"
-                && !a.has_attribute("open")
-                && chain[i - 1].local_name() != "summary")
+                && !proto::has_attribute(&a, "open")
+                && proto::local_name(&chain[i - 1]) != "summary")
         {
             return Ok(None);
         }
     }
-    let parent_label = |i: usize| chain.get(i + 1).is_some_and(|p| p.local_name() == "label");
+    let parent_label =
+        |i: usize| chain.get(i + 1).is_some_and(|p| proto::local_name(&p) == "label");
     match outermost_open {
         Some(i)
             if !parent_label(i)
-                && !matches!(chain[i].local_name().as_str(), "body" | "html")
+                && !matches!(proto::local_name(&chain[i]).as_str(), "body" | "html")
                 && listed_line(cache, &chain[i]).is_some() =>
         {
             return Ok(Some((chain[i].clone(), Kind::Listed)));
@@ -845,7 +862,7 @@ fn segment_of(
         _ => {}
     }
     for (i, e) in chain.iter().enumerate().skip(start) {
-        let tag = e.local_name();
+        let tag = proto::local_name(&e);
         if tag == "body" || tag == "html" {
             return Err("a change outside any block but <body>");
         }
@@ -859,21 +876,21 @@ fn segment_of(
 
 /// What the walk knows when it reaches `s`, from its parent's style.
 fn ctx_of(s: &Element) -> Option<Ctx> {
-    let parent = s.parent_element()?;
+    let parent = proto::parent_element(&s)?;
     let bits = style_cache::get(&parent)?;
     // A pointer given by a `:hover` rule is inherited by the walk, not by
     // CSS: any ancestor's counts (one not read last time: walk it all).
     let mut hover = false;
     let mut up = Some(parent.clone());
     while let Some(a) = up {
-        if a.local_name() == "html" {
+        if proto::local_name(&a) == "html" {
             break;
         }
         if style_cache::get(&a)?.hover {
             hover = true;
             break;
         }
-        up = a.parent_element();
+        up = proto::parent_element(&a);
     }
     Some(Ctx {
         // As the walk passes it down: the parent's own cursor, or one
@@ -891,7 +908,7 @@ fn ctx_of(s: &Element) -> Option<Ctx> {
 fn row_around(parent: &Element, bits: crate::observe::StyleBits) -> Option<bool> {
     let (mut at, mut bits) = (parent.clone(), bits);
     while bits.contents {
-        at = at.parent_element()?;
+        at = proto::parent_element(&at)?;
         bits = style_cache::get(&at)?;
     }
     Some(bits.row)
@@ -901,10 +918,10 @@ fn row_around(parent: &Element, bits: crate::observe::StyleBits) -> Option<bool>
 /// pushed it (each one cut to the ones around it), if any.
 fn clip_around(s: &Element, top: &Frame) -> Option<Rect> {
     let mut boxes: Vec<Element> = Vec::new();
-    let mut at = s.parent_element();
+    let mut at = proto::parent_element(&s);
     while let Some(a) = at {
-        at = a.parent_element();
-        let tag = a.local_name();
+        at = proto::parent_element(&a);
+        let tag = proto::local_name(&a);
         if matches!(tag.as_str(), "html" | "body") {
             continue;
         }
@@ -914,11 +931,11 @@ fn clip_around(s: &Element, top: &Frame) -> Option<Rect> {
     }
     let mut clip: Option<Rect> = None;
     for b in boxes.iter().rev() {
-        let extra = b.scroll_height() - b.client_height();
-        if extra <= 8 || b.client_height() <= 0 {
+        let extra = proto::scroll_height(&b) - proto::client_height(&b);
+        if extra <= 8 || proto::client_height(&b) <= 0 {
             continue;
         }
-        let r = b.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&b);
         if r.width() <= 0.0 || r.height() <= 0.0 {
             continue;
         }
@@ -938,14 +955,14 @@ fn clip_around(s: &Element, top: &Frame) -> Option<Rect> {
 /// one that is (`None` past the end).
 fn side(anchors: &[Node], i: usize, s: &Element) -> i8 {
     let mut j = i;
-    while j < anchors.len() && !anchors[j].is_connected() {
+    while j < anchors.len() && !proto::is_connected(&anchors[j]) {
         j += 1;
     }
     let Some(a) = anchors.get(j) else { return 1 };
     if a == s.unchecked_ref::<Node>() {
         return 0;
     }
-    let pos = s.compare_document_position(a);
+    let pos = proto::compare_document_position(s, a);
     if pos & Node::DOCUMENT_POSITION_CONTAINED_BY != 0 {
         0
     } else if pos & Node::DOCUMENT_POSITION_FOLLOWING != 0 {
@@ -976,7 +993,7 @@ fn range(cache: &Cache, s: &Element) -> (usize, usize) {
     let mut hi = first_not(1).max(lo);
     // Lines of removed nodes right after it are its own (the lines of a
     // later segment come from its nodes still in the document).
-    while hi < n && !cache.anchors[hi].is_connected() {
+    while hi < n && !proto::is_connected(&cache.anchors[hi]) {
         hi += 1;
     }
     (lo, hi)
@@ -997,13 +1014,13 @@ fn still_laid_out(
     };
     // An element of a frame is placed in its frame's viewport: the frame's
     // own checks below stand for it.
-    let in_frame = |el: &Element| el.owner_document().is_some_and(|d| d != cache.document);
+    let in_frame = |el: &Element| proto::owner_document(&el).is_some_and(|d| d != cache.document);
     let same_place = |el: &Element, r: &Rect| {
-        (el.is_connected() && same(&el.get_bounding_client_rect(), r)) || in_frame(el)
+        (proto::is_connected(&el) && same(&proto::get_bounding_client_rect(&el), r)) || in_frame(el)
     };
-    let root = cache.document.document_element().ok_or("the document has no root")?;
-    if f64::from(root.scroll_width()) != cache.viewport.page_width
-        || f64::from(root.scroll_height()) != cache.viewport.page_height
+    let root = proto::document_element(&cache.document).ok_or("the document has no root")?;
+    if f64::from(proto::scroll_width(&root)) != cache.viewport.page_width
+        || f64::from(proto::scroll_height(&root)) != cache.viewport.page_height
     {
         return Err("the page's size changed");
     }
@@ -1011,13 +1028,15 @@ fn still_laid_out(
     // and scroll, and nothing changed over them.
     for f in &cache.frames {
         let iframe = f.iframe.unchecked_ref::<web_sys::HtmlIFrameElement>();
-        if !f.iframe.is_connected() || iframe.content_document().as_ref() != Some(&f.document) {
+        if !proto::is_connected(&f.iframe)
+            || iframe.content_document().as_ref() != Some(&f.document)
+        {
             return Err("a frame loaded another page");
         }
-        let window = f.document.default_view().ok_or("a frame has no window")?;
+        let window = proto::default_view(&f.document).ok_or("a frame has no window")?;
         let size = |v: Result<JsValue, JsValue>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
         let scroll = (window.scroll_x().unwrap_or(0.0), window.scroll_y().unwrap_or(0.0));
-        if !same(&f.iframe.get_bounding_client_rect(), &f.rect)
+        if !same(&proto::get_bounding_client_rect(&f.iframe), &f.rect)
             || (size(window.inner_width()), size(window.inner_height())) != f.size
             || scroll != f.scroll
         {
@@ -1030,10 +1049,13 @@ fn still_laid_out(
     // The cross-origin frames kept: where they were, the same size, and
     // nothing changed over them (what they show is asked again).
     for f in &cache.remote {
-        let r = f.iframe.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&f.iframe);
         let content =
             (r.x() + f64::from(f.iframe.client_left()), r.y() + f64::from(f.iframe.client_top()));
-        if !f.iframe.is_connected() || !same(&r, &f.rect) || content != (f.view.dx, f.view.dy) {
+        if !proto::is_connected(&f.iframe)
+            || !same(&r, &f.rect)
+            || content != (f.view.dx, f.view.dy)
+        {
             return Err("a cross-origin frame moved, was resized or removed");
         }
         if areas.iter().any(|a| observe::intersect(a, &f.rect).is_some()) {
@@ -1053,15 +1075,17 @@ fn still_laid_out(
         }
     }
     for (i, (line, node)) in cache.lines.iter().zip(&cache.nodes).enumerate() {
-        let (Line::Element(seen), Some(el)) = (line, node) else { continue };
+        let (Line::Element(seen), Some(el)) = (line, node) else {
+            continue;
+        };
         if is_fresh(i) {
             continue;
         }
         if seen.in_viewport {
             // In view: where it was, and — where something changed over it —
             // still the element a click there hits.
-            let now = el.get_bounding_client_rect();
-            let moved = !el.is_connected() || !same(&now, &seen.rect);
+            let now = proto::get_bounding_client_rect(&el);
+            let moved = !proto::is_connected(&el) || !same(&now, &seen.rect);
             if moved && !in_frame(el) {
                 return Err("an element in view moved");
             }
@@ -1081,18 +1105,20 @@ fn still_laid_out(
     let dirty: Vec<Node> = dirty.iter().map(outermost).collect();
     let touched = |n: &Node| {
         let n = outermost(n);
-        dirty.iter().any(|d| d.contains(Some(&n)) || n.contains(Some(d)))
+        dirty.iter().any(|d| proto::contains(&d, Some(&n)) || proto::contains(&n, Some(d)))
     };
     for c in &cache.covered {
-        if !c.el.is_connected() || in_frame(&c.el) {
+        if !proto::is_connected(&c.el) || in_frame(&c.el) {
             continue;
         }
-        let r = c.el.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&c.el);
         let unchanged = !c.by.is_empty()
             && same(&r, &c.rect)
             && !touched(c.el.unchecked_ref())
             && c.by.iter().all(|(b, rect)| {
-                b.is_connected() && same(&b.get_bounding_client_rect(), rect) && !touched(b)
+                proto::is_connected(&b)
+                    && same(&proto::get_bounding_client_rect(&b), rect)
+                    && !touched(b)
             });
         if unchanged {
             continue;
@@ -1113,8 +1139,8 @@ fn still_laid_out(
 fn outermost(node: &Node) -> Node {
     let mut n = node.clone();
     loop {
-        let root = n.get_root_node();
-        if root.node_type() != FRAGMENT_NODE {
+        let root = proto::get_root_node(&n);
+        if proto::node_type(&root) != FRAGMENT_NODE {
             return n;
         }
         n = root.unchecked_into::<web_sys::ShadowRoot>().host().unchecked_into();
@@ -1133,8 +1159,8 @@ fn painted(s: &Element, areas: &mut Vec<Rect>) {
             areas.push(observe::rect_of(&r));
         }
     };
-    add(s.get_bounding_client_rect());
-    if let Ok(all) = s.query_selector_all("*") {
+    add(proto::get_bounding_client_rect(&s));
+    if let Ok(all) = proto::query_selector_all(&s, "*") {
         if all.length() as usize > MAX_AREAS {
             // A large segment: count the whole window as changed rather
             // than read every box in it.
@@ -1149,7 +1175,7 @@ fn painted(s: &Element, areas: &mut Vec<Rect>) {
         }
         for i in 0..all.length() {
             if let Some(e) = all.item(i) {
-                add(e.unchecked_ref::<Element>().get_bounding_client_rect());
+                add(proto::get_bounding_client_rect(&e.unchecked_ref::<Element>()));
             }
         }
     }

@@ -9,8 +9,8 @@
 //! button or link), Tab moves the focus, `ControlOrMeta+a` selects all,
 //! Space ticks a checkbox or presses a button.
 
-use js_sys::Reflect;
-use wasm_bindgen::{JsCast, JsValue};
+use crate::proto;
+use wasm_bindgen::JsCast;
 use web_sys::{
     Element, HtmlElement, HtmlInputElement, HtmlTextAreaElement, InputEvent, InputEventInit,
     KeyboardEvent, KeyboardEventInit,
@@ -148,7 +148,7 @@ fn key_event(target: &Element, kind: &str, key: &str, keys: Keys) -> bool {
     let Ok(event) = KeyboardEvent::new_with_keyboard_event_init_dict(kind, &init) else {
         return true;
     };
-    target.dispatch_event(&event).unwrap_or(true)
+    proto::dispatch_event(&target, &event).unwrap_or(true)
 }
 
 /// The element keys go to: `el`, else the focused element, else the body.
@@ -157,22 +157,22 @@ pub fn key_target(el: Option<&Element>) -> Option<Element> {
         return Some(el.clone());
     }
     let doc = web_sys::window()?.document()?;
-    let mut active = doc.active_element();
+    let mut active = proto::active_element(&doc);
     // Into iframes and shadow roots.
     while let Some(a) = active.clone() {
-        let inner = if a.local_name() == "iframe" {
+        let inner = if proto::local_name(&a) == "iframe" {
             a.unchecked_ref::<web_sys::HtmlIFrameElement>()
                 .content_document()
-                .and_then(|d| d.active_element())
+                .and_then(|d| proto::active_element(&d))
         } else {
-            a.shadow_root().and_then(|s| s.active_element())
+            proto::shadow_root(&a).and_then(|s| proto::active_element(&s))
         };
         match inner {
             Some(i) if i != a => active = Some(i),
             _ => break,
         }
     }
-    active.or_else(|| doc.body().map(Into::into))
+    active.or_else(|| proto::body(&doc).map(Into::into))
 }
 
 /// Whether the element takes typed text, and how.
@@ -184,7 +184,7 @@ enum Field {
 }
 
 fn field(el: &Element) -> Field {
-    match el.local_name().as_str() {
+    match proto::local_name(&el).as_str() {
         "input" => {
             let i: HtmlInputElement = el.clone().unchecked_into();
             if crate::text::is_text_input(&i.type_().to_ascii_lowercase()) {
@@ -194,7 +194,7 @@ fn field(el: &Element) -> Field {
             }
         }
         "textarea" => Field::Area(el.clone().unchecked_into()),
-        _ if el.unchecked_ref::<HtmlElement>().is_content_editable() => Field::Editable,
+        _ if proto::is_content_editable(&el.unchecked_ref::<HtmlElement>()) => Field::Editable,
         _ => Field::None,
     }
 }
@@ -209,7 +209,7 @@ fn input_event(el: &Element, input_type: &str, data: Option<&str>, edit: impl Fn
     init.set_input_type(input_type);
     init.set_data(data);
     let go = InputEvent::new_with_event_init_dict("beforeinput", &init)
-        .and_then(|e| el.dispatch_event(&e))
+        .and_then(|e| proto::dispatch_event(&el, &e))
         .unwrap_or(true);
     if !go {
         return;
@@ -217,7 +217,7 @@ fn input_event(el: &Element, input_type: &str, data: Option<&str>, edit: impl Fn
     edit();
     init.set_cancelable(false);
     if let Ok(e) = InputEvent::new_with_event_init_dict("input", &init) {
-        let _ = el.dispatch_event(&e);
+        let _ = proto::dispatch_event(&el, &e);
     }
 }
 
@@ -262,19 +262,10 @@ fn insert(el: &Element, text: &str) {
 /// `document.execCommand`, which edits a contenteditable as typing does
 /// (firing `beforeinput` and `input` itself).
 pub fn exec(el: &Element, command: &str, value: Option<&str>) {
-    let Some(doc) = el.owner_document() else {
+    let Some(doc) = proto::owner_document(&el) else {
         return;
     };
-    let Ok(f) = Reflect::get(&doc, &"execCommand".into()) else {
-        return;
-    };
-    let f: js_sys::Function = f.unchecked_into();
-    let _ = f.call3(
-        &doc,
-        &command.into(),
-        &false.into(),
-        &value.map_or(JsValue::UNDEFINED, JsValue::from),
-    );
+    proto::exec_command(&doc, command, value);
 }
 
 /// Deletes the selection, or the character before the caret.
@@ -326,10 +317,11 @@ fn backspace(el: &Element, forward: bool) {
 
 /// The focusable elements of the element's document, in tab order.
 fn tab_order(el: &Element) -> Vec<HtmlElement> {
-    let Some(doc) = el.owner_document() else {
+    let Some(doc) = proto::owner_document(&el) else {
         return Vec::new();
     };
-    let Ok(list) = doc.query_selector_all(
+    let Ok(list) = proto::query_selector_all(
+        &doc,
         "a[href], button, input, select, textarea, summary, [tabindex], [contenteditable=true]",
     ) else {
         return Vec::new();
@@ -338,18 +330,18 @@ fn tab_order(el: &Element) -> Vec<HtmlElement> {
     for i in 0..list.length() {
         let Some(n) = list.item(i) else { continue };
         let e: HtmlElement = n.unchecked_into();
-        let tag = e.local_name();
-        if e.tab_index() < 0 || dom::is_disabled(&e, &tag) {
+        let tag = proto::local_name(&e);
+        if proto::tab_index(&e) < 0 || dom::is_disabled(&e, &tag) {
             continue;
         }
-        if tag == "input" && e.get_attribute("type").as_deref() == Some("hidden") {
+        if tag == "input" && proto::get_attribute(&e, "type").as_deref() == Some("hidden") {
             continue;
         }
-        let r = e.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&e);
         if r.width() <= 0.0 && r.height() <= 0.0 {
             continue;
         }
-        out.push((e.tab_index(), i as usize, e));
+        out.push((proto::tab_index(&e), i as usize, e));
     }
     // Positive tabindex first (ascending), then document order.
     out.sort_by_key(|(t, i, _)| (if *t > 0 { 0 } else { 1 }, if *t > 0 { *t } else { 0 }, *i));
@@ -396,14 +388,14 @@ pub fn press(target: &Element, combo: &Combo) -> Option<String> {
             }
             did = Some("selected all".to_owned());
         } else if plain && key == " " {
-            let tag = target.local_name();
-            let kind = target.get_attribute("type").unwrap_or_default();
+            let tag = proto::local_name(&target);
+            let kind = proto::get_attribute(&target, "type").unwrap_or_default();
             if tag == "button"
                 || (tag == "input"
                     && matches!(kind.as_str(), "checkbox" | "radio" | "button" | "submit"))
                 || attr_role_is_button(target)
             {
-                target.unchecked_ref::<HtmlElement>().click();
+                proto::click(target);
                 did = Some("pressed it".to_owned());
             }
         }
@@ -414,14 +406,14 @@ pub fn press(target: &Element, combo: &Combo) -> Option<String> {
 
 fn attr_role_is_button(el: &Element) -> bool {
     matches!(
-        el.get_attribute("role").as_deref(),
+        proto::get_attribute(&el, "role").as_deref(),
         Some("button" | "checkbox" | "switch" | "menuitem" | "option" | "tab")
     )
 }
 
 /// Enter's default: submit the field's form, or click a button or link.
 fn enter(target: &Element) -> Option<String> {
-    let tag = target.local_name();
+    let tag = proto::local_name(&target);
     match tag.as_str() {
         "input" => {
             let input: &HtmlInputElement = target.unchecked_ref();
@@ -430,16 +422,15 @@ fn enter(target: &Element) -> Option<String> {
                 kind.as_str(),
                 "submit" | "button" | "image" | "reset" | "checkbox" | "radio"
             ) {
-                input.click();
+                proto::click(target);
                 return Some("pressed it".to_owned());
             }
             let form = input.form()?;
             let _ = fire_change(target);
             // `requestSubmit` runs validation and fires `submit`, as
-            // pressing Enter does.
-            let f = Reflect::get(&form, &"requestSubmit".into()).ok()?;
-            let f: js_sys::Function = f.unchecked_into();
-            f.call0(&form).ok()?;
+            // pressing Enter does (through the prototype: a field named
+            // `requestSubmit` shadows the form's own).
+            proto::request_submit(&form).ok()?;
             Some("submitted the form".to_owned())
         }
         "textarea" => {
@@ -447,15 +438,15 @@ fn enter(target: &Element) -> Option<String> {
             None
         }
         "a" | "button" | "summary" => {
-            target.unchecked_ref::<HtmlElement>().click();
+            proto::click(target);
             Some("pressed it".to_owned())
         }
-        _ if target.unchecked_ref::<HtmlElement>().is_content_editable() => {
+        _ if proto::is_content_editable(&target.unchecked_ref::<HtmlElement>()) => {
             exec(target, "insertParagraph", None);
             None
         }
         _ if attr_role_is_button(target) => {
-            target.unchecked_ref::<HtmlElement>().click();
+            proto::click(target);
             Some("pressed it".to_owned())
         }
         _ => None,

@@ -9,6 +9,7 @@
 //! observation: its `<label>`s in tree order, each one's `control`, the
 //! first label of a control kept (what `labels[0]` is).
 
+use crate::proto;
 use wasm_bindgen::JsCast;
 use web_sys::{Document, DocumentFragment, Element, HtmlLabelElement, Node};
 
@@ -25,7 +26,7 @@ pub struct Labels {
 impl Labels {
     /// The text of `field`'s first `<label>`, as [`dom::field_label`] reads it.
     pub fn of(&mut self, field: &Element) -> Option<String> {
-        let root = field.get_root_node();
+        let root = proto::get_root_node(&field);
         let at = match self.roots.iter().position(|(r, _)| *r == root) {
             Some(i) => i,
             None => {
@@ -45,15 +46,19 @@ impl Labels {
 /// control → first label, for the labels of one document or shadow root.
 fn index(root: &Node) -> js_sys::Map {
     let map = js_sys::Map::new();
-    let list = match root.node_type() {
-        DOCUMENT_NODE => root.unchecked_ref::<Document>().query_selector_all("label"),
-        FRAGMENT_NODE => root.unchecked_ref::<DocumentFragment>().query_selector_all("label"),
+    let list = match proto::node_type(&root) {
+        DOCUMENT_NODE => proto::query_selector_all(&root.unchecked_ref::<Document>(), "label"),
+        FRAGMENT_NODE => {
+            proto::query_selector_all(&root.unchecked_ref::<DocumentFragment>(), "label")
+        }
         _ => return map,
     };
     let Ok(list) = list else { return map };
     for i in 0..list.length() {
         let Some(label) = list.item(i) else { continue };
-        let Some(control) = label.unchecked_ref::<HtmlLabelElement>().control() else { continue };
+        let Some(control) = label.unchecked_ref::<HtmlLabelElement>().control() else {
+            continue;
+        };
         if !map.has(&control) {
             map.set(&control, &label);
         }

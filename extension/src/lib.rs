@@ -23,6 +23,7 @@ use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
 use wasm_bindgen::prelude::*;
 
 pub mod act;
+pub mod deadline;
 pub mod dom;
 pub mod dropdown;
 pub mod focus;
@@ -35,6 +36,7 @@ pub mod marks;
 pub mod messages;
 pub mod net;
 pub mod observe;
+pub mod proto;
 pub mod registry;
 pub mod selects;
 pub mod sent;
@@ -72,32 +74,33 @@ async fn answer(message: &str) -> Envelope {
         dropdown::enable();
     }
     let body = match request.command {
+        // Every command has a deadline (deadline.rs): the host always gets
+        // an answer that says what was cut short.
         PageCommand::Observe { marks, full, since } => {
-            match observe::observe(marks, full, since).await {
-                Ok(o) => Body::Observation(o),
-                Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
+            let observed = observe::observe(marks, full, since);
+            match deadline::within(deadline::OBSERVE_MS, "observing the page", observed).await {
+                Ok(Ok(o)) => Body::Observation(o),
+                Ok(Err(why)) | Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
             }
         }
         PageCommand::Act { action, only_on } => {
-            // frames.rs: an element of a cross-origin frame is that frame's to act on.
-            let done = match frames::route_act(&action, only_on.as_deref()).await {
-                Some(done) => done,
-                None => act::act(action, only_on.as_deref()).await,
+            let done = async move {
+                // frames.rs: an element of a cross-origin frame is that frame's to act on.
+                match frames::route_act(&action, only_on.as_deref()).await {
+                    Some(done) => done,
+                    None => act::act(action, only_on.as_deref()).await,
+                }
             };
-            match done {
-                Ok(effect) => Body::ActionDone { effect },
-                Err(Fail { code, message }) => Body::Error { code, message },
-            }
+            acted(deadline::within(deadline::ACT_MS, "carrying out the action", done).await)
         }
         PageCommand::SetFiles { index, files } => {
-            let done = match frames::route_upload(index, &files).await {
-                Some(done) => done,
-                None => act::upload(index, files).await,
+            let done = async move {
+                match frames::route_upload(index, &files).await {
+                    Some(done) => done,
+                    None => act::upload(index, files).await,
+                }
             };
-            match done {
-                Ok(effect) => Body::ActionDone { effect },
-                Err(Fail { code, message }) => Body::Error { code, message },
-            }
+            acted(deadline::within(deadline::ACT_MS, "setting the files", done).await)
         }
         PageCommand::Cleanup {} => {
             marks::clear();
@@ -107,6 +110,15 @@ async fn answer(message: &str) -> Envelope {
         }
     };
     Envelope::reply(messages::next_id(), request.id, body)
+}
+
+/// The reply body of an action, or of its deadline.
+fn acted(done: Result<Result<errand_protocol::Effect, Fail>, String>) -> Body {
+    match done {
+        Ok(Ok(effect)) => Body::ActionDone { effect },
+        Ok(Err(Fail { code, message })) => Body::Error { code, message },
+        Err(why) => Body::Error { code: ErrorCode::ActionFailed, message: why },
+    }
 }
 
 /// Which build this is: `"wasm"` or `"js"`.

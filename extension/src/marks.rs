@@ -31,6 +31,7 @@
 //! closed shadow root, it takes no focus, closes none of the page's
 //! popovers, and nothing in it takes pointer events.
 
+use crate::proto;
 use std::cell::RefCell;
 
 use errand_protocol::Rect;
@@ -160,17 +161,17 @@ pub fn clear() {
 pub fn secret_fields(document: &Document, marked: &[(u32, Element)]) -> Vec<Element> {
     let mut roots: Vec<Node> = vec![document.clone().unchecked_into()];
     for (_, el) in marked {
-        let mut root = el.get_root_node();
+        let mut root = proto::get_root_node(&el);
         // The shadow roots around the element, innermost first, and the
         // document holding them.
         loop {
             if !roots.contains(&root) {
                 roots.push(root.clone());
             }
-            if root.node_type() != FRAGMENT_NODE {
+            if proto::node_type(&root) != FRAGMENT_NODE {
                 break;
             }
-            root = root.unchecked_ref::<ShadowRoot>().host().get_root_node();
+            root = proto::get_root_node(&root.unchecked_ref::<ShadowRoot>().host());
         }
     }
     let mut fields: Vec<Element> = Vec::new();
@@ -192,10 +193,10 @@ pub fn secret_fields(document: &Document, marked: &[(u32, Element)]) -> Vec<Elem
         }
         for el in query_all(&root, SECRET_CANDIDATES) {
             let secret = is_secret_field(
-                el.get_attribute("type").as_deref(),
-                el.get_attribute("autocomplete").as_deref(),
+                proto::get_attribute(&el, "type").as_deref(),
+                proto::get_attribute(&el, "autocomplete").as_deref(),
             );
-            if secret && el.local_name() == "input" && !fields.contains(&el) {
+            if secret && proto::local_name(&el) == "input" && !fields.contains(&el) {
                 fields.push(el);
             }
         }
@@ -205,9 +206,11 @@ pub fn secret_fields(document: &Document, marked: &[(u32, Element)]) -> Vec<Elem
 
 /// `querySelectorAll` on a document or a shadow root.
 fn query_all(root: &Node, selector: &str) -> Vec<Element> {
-    let list = match root.node_type() {
-        DOCUMENT_NODE => root.unchecked_ref::<Document>().query_selector_all(selector),
-        FRAGMENT_NODE => root.unchecked_ref::<DocumentFragment>().query_selector_all(selector),
+    let list = match proto::node_type(&root) {
+        DOCUMENT_NODE => proto::query_selector_all(&root.unchecked_ref::<Document>(), selector),
+        FRAGMENT_NODE => {
+            proto::query_selector_all(&root.unchecked_ref::<DocumentFragment>(), selector)
+        }
         _ => return Vec::new(),
     };
     let Ok(list) = list else { return Vec::new() };
@@ -220,8 +223,8 @@ fn query_all(root: &Node, selector: &str) -> Vec<Element> {
 /// shows: not rendered (`display: none`, `visibility: hidden`, zero size), or
 /// outside every viewport.
 pub fn visible_rect_in_top(el: &Element) -> Option<Rect> {
-    let r = el.get_bounding_client_rect();
-    if r.width() <= 0.0 || r.height() <= 0.0 || !check_visibility(el) {
+    let r = proto::get_bounding_client_rect(&el);
+    if r.width() <= 0.0 || r.height() <= 0.0 || !proto::check_visibility(el) {
         return None;
     }
     let m = BLANK_MARGIN;
@@ -240,25 +243,11 @@ pub fn visible_rect_in_top(el: &Element) -> Option<Rect> {
         let Some(frame) = w.frame_element().ok().flatten() else {
             return Some(rect);
         };
-        let fr = frame.get_bounding_client_rect();
+        let fr = proto::get_bounding_client_rect(&frame);
         rect.x += fr.x() + f64::from(frame.client_left());
         rect.y += fr.y() + f64::from(frame.client_top());
         win = crate::dom::window_of(&frame);
     }
-}
-
-/// `el.checkVisibility({visibilityProperty: true})`: false for an element
-/// not rendered or `visibility: hidden`; true where the method is missing.
-fn check_visibility(el: &Element) -> bool {
-    let Ok(f) = js_sys::Reflect::get(el, &JsValue::from_str("checkVisibility")) else {
-        return true;
-    };
-    let Some(f) = f.dyn_ref::<js_sys::Function>() else {
-        return true;
-    };
-    let options = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&options, &"visibilityProperty".into(), &JsValue::TRUE);
-    f.call1(el, &options).map(|v| v.as_bool() != Some(false)).unwrap_or(true)
 }
 
 /// The overlap of two rectangles, if they overlap.
@@ -281,11 +270,11 @@ fn blank_style(r: Option<&Rect>) -> String {
 /// Where an element is in the top window's viewport, through the same-origin
 /// frames that hold it.
 pub fn rect_in_top(el: &Element) -> Rect {
-    let r = el.get_bounding_client_rect();
+    let r = proto::get_bounding_client_rect(&el);
     let (mut x, mut y) = (r.x(), r.y());
     let mut win = crate::dom::window_of(el);
     while let Some(frame) = win.as_ref().and_then(|w| w.frame_element().ok().flatten()) {
-        let fr = frame.get_bounding_client_rect();
+        let fr = proto::get_bounding_client_rect(&frame);
         x += fr.x() + f64::from(frame.client_left());
         y += fr.y() + f64::from(frame.client_top());
         win = crate::dom::window_of(&frame);
@@ -377,20 +366,22 @@ fn follow() {
         let covers: Vec<Option<Rect>> = o
             .blanks
             .iter()
-            .map(|b| if b.el.is_connected() { visible_rect_in_top(&b.el) } else { None })
+            .map(|b| if proto::is_connected(&b.el) { visible_rect_in_top(&b.el) } else { None })
             .collect();
         let labels = place_labels(&boxes);
         for (b, r) in o.blanks.iter().zip(&covers) {
-            let _ = b.cover.set_attribute("style", &blank_style(r.as_ref()));
+            let _ = proto::set_attribute(&b.cover, "style", &blank_style(r.as_ref()));
         }
         for ((m, (_, r)), (lx, ly)) in o.marks.iter().zip(&boxes).zip(labels) {
             let colour = COLOURS[m.number as usize % COLOURS.len()];
-            let gone = !m.el.is_connected() || r.width <= 0.0;
-            let _ = m.frame.set_attribute(
+            let gone = !proto::is_connected(&m.el) || r.width <= 0.0;
+            let _ = proto::set_attribute(
+                &m.frame,
                 "style",
                 &(box_style(r, colour) + if gone { "display:none;" } else { "" }),
             );
-            let _ = m.label.set_attribute(
+            let _ = proto::set_attribute(
+                &m.label,
                 "style",
                 &(label_style(lx, ly, colour) + if gone { "display:none;" } else { "" }),
             );
@@ -416,13 +407,13 @@ pub fn draw(
     let secrets = secret_fields(document, marked);
     let covers: Vec<Option<Rect>> = secrets.iter().map(visible_rect_in_top).collect();
 
-    let host = document.create_element("div")?;
-    host.set_attribute("style", HOST_STYLE)?;
+    let host = proto::create_element(&document, "div")?;
+    proto::set_attribute(&host, "style", HOST_STYLE)?;
     let shadow = host.attach_shadow(&ShadowRootInit::new(ShadowRootMode::Closed))?;
     // Everything is drawn in one layer: the popover shown in the top layer.
-    let layer: HtmlElement = document.create_element("div")?.unchecked_into();
-    layer.set_attribute("style", LAYER_STYLE)?;
-    shadow.append_child(&layer)?;
+    let layer: HtmlElement = proto::create_element(&document, "div")?.unchecked_into();
+    proto::set_attribute(&layer, "style", LAYER_STYLE)?;
+    proto::append_child(&shadow, &layer)?;
     // The blanks first: the marks' boxes and numbers are drawn over them.
     // Written as one piece of markup (one parse instead of an element and
     // a style per box: most of the overlay's cost on a page with hundreds
@@ -454,8 +445,9 @@ pub fn draw(
         marks.push(Mark { el: el.clone(), number: *n, frame, label });
     }
     clear();
-    let root = document.document_element().ok_or_else(|| JsValue::from_str("no root element"))?;
-    root.append_child(&host)?;
+    let root =
+        proto::document_element(&document).ok_or_else(|| JsValue::from_str("no root element"))?;
+    proto::append_child(&root, &host)?;
     show_in_top_layer(&layer);
 
     let on_frame = Closure::<dyn FnMut()>::new(follow);
@@ -496,7 +488,7 @@ fn build_layer(
     if js_sys::Reflect::set(layer, &JsValue::from_str("innerHTML"), &JsValue::from_str(&html))
         .is_ok()
     {
-        let all = layer.children();
+        let all = proto::children(&layer);
         if all.length() as usize == parts.len() {
             return Ok((0..all.length())
                 .filter_map(|i| all.item(i))
@@ -504,15 +496,15 @@ fn build_layer(
                 .collect());
         }
     }
-    layer.set_text_content(None);
+    proto::set_text_content(&layer, None);
     let mut out = Vec::with_capacity(parts.len());
     for (tag, style, text) in parts {
-        let el: HtmlElement = document.create_element(tag)?.unchecked_into();
-        el.set_attribute("style", style)?;
+        let el: HtmlElement = proto::create_element(&document, tag)?.unchecked_into();
+        proto::set_attribute(&el, "style", style)?;
         if let Some(t) = text {
-            el.set_text_content(Some(t));
+            proto::set_text_content(&el, Some(t));
         }
-        layer.append_child(&el)?;
+        proto::append_child(&layer, &el)?;
         out.push(el);
     }
     Ok(out)
@@ -524,11 +516,11 @@ fn build_layer(
 fn show_in_top_layer(layer: &HtmlElement) {
     let has_popover = js_sys::Reflect::get(layer, &JsValue::from_str("showPopover"))
         .is_ok_and(|f| f.is_function());
-    if !has_popover || layer.set_attribute("popover", "manual").is_err() {
+    if !has_popover || proto::set_attribute(&layer, "popover", "manual").is_err() {
         return;
     }
     if layer.show_popover().is_err() {
-        let _ = layer.remove_attribute("popover");
+        let _ = proto::remove_attribute(&layer, "popover");
     }
 }
 

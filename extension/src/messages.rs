@@ -32,9 +32,7 @@ fn whole(n: f64, what: &str) -> Result<u64, String> {
     if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= MAX_SAFE {
         Ok(n as u64)
     } else {
-        Err(format!(
-            "`{what}` must be a whole number from 0 up, not {n}"
-        ))
+        Err(format!("`{what}` must be a whole number from 0 up, not {n}"))
     }
 }
 
@@ -49,22 +47,16 @@ pub fn make_envelope(id: f64, re: Option<f64>, kind: &str, fields: &str) -> Resu
         match serde_json::from_str::<Value>(fields) {
             Ok(Value::Object(m)) => m,
             Ok(_) => {
-                return Err(format!(
-                    "the fields of a `{kind}` envelope must be a JSON object"
-                ));
+                return Err(format!("the fields of a `{kind}` envelope must be a JSON object"));
             }
             Err(e) => {
-                return Err(format!(
-                    "the fields of a `{kind}` envelope are not JSON: {e}"
-                ));
+                return Err(format!("the fields of a `{kind}` envelope are not JSON: {e}"));
             }
         }
     };
     for key in ["v", "id", "re", "kind"] {
         if obj.contains_key(key) {
-            return Err(format!(
-                "the fields must not contain `{key}`: envelope() sets it"
-            ));
+            return Err(format!("the fields must not contain `{key}`: envelope() sets it"));
         }
     }
     obj.insert("v".into(), Value::from(errand_protocol::PROTOCOL_VERSION));
@@ -80,9 +72,7 @@ pub fn make_envelope(id: f64, re: Option<f64>, kind: &str, fields: &str) -> Resu
 
 /// Checks a message and returns its canonical JSON, or the reason it is bad.
 pub fn check_message(message: &str) -> Result<String, String> {
-    Envelope::decode(message)
-        .map(|e| e.encode())
-        .map_err(|e| e.to_string())
+    Envelope::decode(message).map(|e| e.encode()).map_err(|e| e.to_string())
 }
 
 /// A `page` request, read.
@@ -96,11 +86,7 @@ pub struct Request {
 /// Reads what `handle` was given: a `page` envelope, or the error reply.
 pub fn read_request(message: &str) -> Result<Request, Box<Envelope>> {
     match Envelope::decode(message) {
-        Ok(Envelope {
-            id,
-            body: Body::Page { command, .. },
-            ..
-        }) => Ok(Request { id, command }),
+        Ok(Envelope { id, body: Body::Page { command, .. }, .. }) => Ok(Request { id, command }),
         Ok(other) => {
             let kind = kind_of(&other);
             Err(Box::new(Envelope::error(
@@ -120,12 +106,9 @@ pub fn read_request(message: &str) -> Result<Request, Box<Envelope>> {
                 bad_command(message),
             )))
         }
-        Err(e) => Err(Box::new(Envelope::error(
-            next_id(),
-            e.request_id(),
-            e.code(),
-            e.to_string(),
-        ))),
+        Err(e) => {
+            Err(Box::new(Envelope::error(next_id(), e.request_id(), e.code(), e.to_string())))
+        }
     }
 }
 
@@ -155,13 +138,8 @@ mod tests {
 
     #[test]
     fn builds_envelopes_from_fields() {
-        let text = make_envelope(
-            4.0,
-            None,
-            "start_task",
-            r#"{"task":"find socks","tab_id":7}"#,
-        )
-        .unwrap();
+        let text =
+            make_envelope(4.0, None, "start_task", r#"{"task":"find socks","tab_id":7}"#).unwrap();
         let env = Envelope::decode(&text).unwrap();
         assert_eq!(env.id, 4);
         assert_eq!(env.re, None);
@@ -183,47 +161,21 @@ mod tests {
         assert!(e.contains("open_tab") && e.contains("url"), "{e}");
         let e = make_envelope(1.0, None, "make_coffee", "{}").unwrap_err();
         assert!(e.contains("unknown message kind"), "{e}");
-        assert!(
-            make_envelope(1.5, None, "ack", "{}")
-                .unwrap_err()
-                .contains("`id`")
-        );
+        assert!(make_envelope(1.5, None, "ack", "{}").unwrap_err().contains("`id`"));
         assert!(make_envelope(-1.0, None, "ack", "{}").is_err());
-        assert!(
-            make_envelope(1.0, Some(f64::NAN), "ack", "{}")
-                .unwrap_err()
-                .contains("`re`")
-        );
-        assert!(
-            make_envelope(1.0, None, "ack", "[1]")
-                .unwrap_err()
-                .contains("JSON object")
-        );
-        assert!(
-            make_envelope(1.0, None, "ack", "{nope")
-                .unwrap_err()
-                .contains("not JSON")
-        );
-        assert!(
-            make_envelope(1.0, None, "ack", r#"{"kind":"x"}"#)
-                .unwrap_err()
-                .contains("`kind`")
-        );
+        assert!(make_envelope(1.0, Some(f64::NAN), "ack", "{}").unwrap_err().contains("`re`"));
+        assert!(make_envelope(1.0, None, "ack", "[1]").unwrap_err().contains("JSON object"));
+        assert!(make_envelope(1.0, None, "ack", "{nope").unwrap_err().contains("not JSON"));
+        assert!(make_envelope(1.0, None, "ack", r#"{"kind":"x"}"#).unwrap_err().contains("`kind`"));
     }
 
     #[test]
     fn checks_messages() {
         let text = r#"{"kind":"page","v":1,"id":2,"tab_id":3,"command":{"op":"observe"}}"#;
         let canon = check_message(text).unwrap();
-        assert!(
-            canon.starts_with(r#"{"v":1,"id":2,"kind":"page""#),
-            "{canon}"
-        );
+        assert!(canon.starts_with(r#"{"v":1,"id":2,"kind":"page""#), "{canon}");
         assert!(canon.contains(r#""marks":false"#), "{canon}");
-        assert_eq!(
-            check_message("[]").unwrap_err(),
-            "the message is not a JSON object"
-        );
+        assert_eq!(check_message("[]").unwrap_err(), "the message is not a JSON object");
     }
 
     #[test]
@@ -231,13 +183,7 @@ mod tests {
         let ok =
             read_request(r#"{"v":1,"id":5,"kind":"page","tab_id":1,"command":{"op":"cleanup"}}"#)
                 .unwrap();
-        assert_eq!(
-            ok,
-            Request {
-                id: 5,
-                command: PageCommand::Cleanup {}
-            }
-        );
+        assert_eq!(ok, Request { id: 5, command: PageCommand::Cleanup {} });
 
         let not_page = read_request(r#"{"v":1,"id":6,"kind":"get_status"}"#).unwrap_err();
         assert_eq!(not_page.re, Some(6));
@@ -247,23 +193,11 @@ mod tests {
 
         let unknown = read_request(r#"{"v":1,"id":7,"kind":"make_coffee"}"#).unwrap_err();
         assert_eq!(unknown.re, Some(7));
-        assert!(matches!(
-            unknown.body,
-            Body::Error {
-                code: ErrorCode::UnknownKind,
-                ..
-            }
-        ));
+        assert!(matches!(unknown.body, Body::Error { code: ErrorCode::UnknownKind, .. }));
 
         let bad = read_request("nope").unwrap_err();
         assert_eq!(bad.re, None);
-        assert!(matches!(
-            bad.body,
-            Body::Error {
-                code: ErrorCode::BadMessage,
-                ..
-            }
-        ));
+        assert!(matches!(bad.body, Body::Error { code: ErrorCode::BadMessage, .. }));
 
         let bad_cmd =
             read_request(r#"{"v":1,"id":8,"kind":"page","tab_id":1,"command":{"op":"dance"}}"#)

@@ -8,6 +8,7 @@
 //! when the marks are drawn — so the browser lays the page out at most
 //! once.
 
+use crate::proto;
 use std::rc::Rc;
 
 use errand_protocol::{Build, ElementInfo, Observation, Rect, Viewport};
@@ -98,7 +99,7 @@ pub async fn observe(
     let location = document.location();
     let url = location.as_ref().and_then(|l| l.href().ok()).unwrap_or_default();
     let origin = location.as_ref().and_then(|l| l.origin().ok()).unwrap_or_default();
-    let root = document.document_element().ok_or("the document has no root element")?;
+    let root = proto::document_element(&document).ok_or("the document has no root element")?;
 
     let top = Frame {
         window: window.clone(),
@@ -120,10 +121,11 @@ pub async fn observe(
         height: vh,
         scroll_x: window.scroll_x().unwrap_or(0.0),
         scroll_y: window.scroll_y().unwrap_or(0.0),
-        page_width: f64::from(root.scroll_width()),
-        page_height: f64::from(root.scroll_height()),
+        page_width: f64::from(proto::scroll_width(&root)),
+        page_height: f64::from(proto::scroll_height(&root)),
     };
     let changes = incremental::take_changes(&document);
+    crate::deadline::begin(crate::deadline::WALK_MS);
     let (reobserved, fallback) = match full {
         true => (None, None),
         false => match incremental::reobserve(changes, &document, &top, &viewport, &origin) {
@@ -148,13 +150,18 @@ pub async fn observe(
     // the frames answer, say) is recorded for the next observation.
     style_cache::end();
     incremental::end();
+    if let Err(why) = crate::deadline::end() {
+        // What the walk kept is partial: the next observation starts over.
+        incremental::forget();
+        return Err(why);
+    }
     // ---- frames.rs: cross-origin frames, observed by their own content
     // scripts, their lines spliced in where their iframes are ----
     if !remote.is_empty() {
         let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
         incremental::put_frames(remote, answers);
     }
-    let title = document.title();
+    let title = proto::title(&document);
     let (elements, text) = incremental::with_lines(|lines, nodes, rendered| {
         finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
     })?;
@@ -291,7 +298,7 @@ pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String
     registry::forget_gone();
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
-    let root = document.document_element().ok_or("the document has no root element")?;
+    let root = proto::document_element(&document).ok_or("the document has no root element")?;
     let top = Frame {
         window,
         dx: view.dx,
@@ -302,8 +309,10 @@ pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
+    crate::deadline::begin(crate::deadline::WALK_MS);
     let walk = walk_document(&root, &top, "");
     style_cache::end();
+    crate::deadline::end()?;
     Ok((walk.lines, walk.nodes, walk.remote))
 }
 
@@ -360,7 +369,7 @@ pub(crate) struct Covered {
 fn with_boxes(by: Vec<Element>) -> Vec<(Element, Rect)> {
     by.into_iter()
         .map(|b| {
-            let r = rect_of(&b.get_bounding_client_rect());
+            let r = rect_of(&proto::get_bounding_client_rect(&b));
             (b, r)
         })
         .collect()
@@ -444,7 +453,7 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
                 && matches!(prop(Name::BackgroundPosition).as_str(), "0% 0%" | "0px 0px")),
         // Asked only when the cursor does not say it already (one
         // `matches` per element on pages with such rules).
-        hover: !pointer && hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
+        hover: !pointer && hover.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
         row,
     }
 }
@@ -620,25 +629,27 @@ impl Walk {
         }
         let text = std::mem::take(&mut self.pending);
         let in_viewport = self.pending_in_view;
-        let Some(anchor) = self.pending_anchor.take() else { return };
+        let Some(anchor) = self.pending_anchor.take() else {
+            return;
+        };
         let clip = Rect::default();
         self.push_line(Line::Text { text, in_viewport }, None, anchor, clip);
     }
 
     /// Walks the children of an element or shadow root.
     fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
-        let mut child = parent.first_child();
+        let mut child = proto::first_child(&parent);
         while let Some(node) = child {
-            match node.node_type() {
+            match proto::node_type(&node) {
                 Node::ELEMENT_NODE => self.visit(node.unchecked_ref::<Element>(), frame, ctx),
                 Node::TEXT_NODE if !ctx.text_hidden => {
-                    if let Some(t) = node.node_value() {
+                    if let Some(t) = proto::node_value(&node) {
                         self.add_text(&t, &node);
                     }
                 }
                 _ => {}
             }
-            child = node.next_sibling();
+            child = proto::next_sibling(&node);
         }
     }
 
@@ -654,7 +665,7 @@ impl Walk {
                 self.pending_in_view = match self.blocks.last_mut() {
                     Some((_, _, _, _, Some(in_view))) => *in_view,
                     Some((block, clip, dx, dy, known)) => {
-                        let r = block.get_bounding_client_rect();
+                        let r = proto::get_bounding_client_rect(&block);
                         let rect = Rect {
                             x: r.x() + *dx,
                             y: r.y() + *dy,
@@ -684,14 +695,17 @@ impl Walk {
 
     /// Visits one element and, unless hidden, its subtree.
     pub(crate) fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
-        let tag = el.local_name();
+        if crate::deadline::expired(el) {
+            return;
+        }
+        let tag = proto::local_name(&el);
         if matches!(
             tag.as_str(),
             "script" | "style" | "noscript" | "template" | "head" | "meta" | "link" | "title"
         ) {
             return;
         }
-        let has_attrs = el.has_attributes();
+        let has_attrs = proto::has_attributes(el);
         let mut aria_hidden = false;
         if has_attrs {
             if dom::has(el, Name::Inert) {
@@ -758,9 +772,9 @@ impl Walk {
         let mut scroll = None;
         if scrolls && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
             {
-                let extra = el.scroll_height() - el.client_height();
-                if extra > 8 && el.client_height() > 0 {
-                    let above = f64::from(el.scroll_top());
+                let extra = proto::scroll_height(&el) - proto::client_height(&el);
+                if extra > 8 && proto::client_height(&el) > 0 {
+                    let above = f64::from(proto::scroll_top(&el));
                     scroll = Some(ScrollInfo { above, below: f64::from(extra) - above });
                 }
             }
@@ -776,7 +790,7 @@ impl Walk {
         let mut region = false;
         let mut clip_pushed: Option<Rect> = None;
         if (interactive || heading > 0 || scroll.is_some()) && shown_style {
-            let r = el.get_bounding_client_rect();
+            let r = proto::get_bounding_client_rect(&el);
             if r.width() > 0.0 && r.height() > 0.0 && !self.unreachable(&r, frame) {
                 let rect = Rect {
                     x: r.x() + frame.dx,
@@ -840,7 +854,7 @@ impl Walk {
                 }
             }
         }
-        if st.image && shown_style && el.first_element_child().is_none() {
+        if st.image && shown_style && proto::first_element_child(&el).is_none() {
             self.note_icon(el, frame);
         }
 
@@ -875,16 +889,16 @@ impl Walk {
             "select" | "textarea" | "svg" | "math" | "video" | "audio" | "canvas" | "object" => {}
             "details" if !dom::has(el, Name::Open) => {
                 // A closed `<details>` shows only its summary.
-                let mut child = el.first_element_child();
+                let mut child = proto::first_element_child(&el);
                 while let Some(c) = child {
-                    if c.local_name() == "summary" {
+                    if proto::local_name(&c) == "summary" {
                         self.visit(&c, frame, inner);
                     }
-                    child = c.next_element_sibling();
+                    child = proto::next_element_sibling(&c);
                 }
             }
             _ => {
-                if let Some(shadow) = el.shadow_root() {
+                if let Some(shadow) = proto::shadow_root(&el) {
                     // Mutations inside a shadow root are not observed.
                     let outermost = self.host.is_none();
                     if outermost {
@@ -930,17 +944,19 @@ impl Walk {
         {
             return false;
         }
-        let r = el.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&el);
         r.width() > 0.0
             && r.width() < outer.rect.width * 0.5
-            && el.text_content().is_some_and(|t| !t.trim().is_empty())
+            && proto::text_content(&el).is_some_and(|t| !t.trim().is_empty())
     }
 
     /// Names the innermost listed element after the icon `el` when nothing
     /// named it before (an icon-only control, or an icon before the text).
     fn note_icon(&mut self, el: &Element, frame: &Frame) {
         let Some(&i) = self.open.last() else { return };
-        let Line::Element(seen) = &self.lines[i] else { return };
+        let Line::Element(seen) = &self.lines[i] else {
+            return;
+        };
         if seen.icon.is_some() || !seen.text.trim().is_empty() {
             return;
         }
@@ -965,10 +981,10 @@ impl Walk {
         // changes: after any other, the next observation walks it again.
         let watched = outer.cached && self.host.is_none() && self.in_frame.is_none();
         self.saw_frame |= !watched;
-        let Some(root) = doc.document_element() else {
+        let Some(root) = proto::document_element(&doc) else {
             return;
         };
-        let r = el.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(&el);
         let dx = outer.dx + r.x() + f64::from(el.client_left());
         let dy = outer.dy + r.y() + f64::from(el.client_top());
         let width = num(window.inner_width());
@@ -1016,8 +1032,9 @@ impl Walk {
         el: &Element,
         outer: &Frame,
     ) -> Option<crate::frames::Pending> {
-        let r = el.get_bounding_client_rect();
-        let (width, height) = (f64::from(el.client_width()), f64::from(el.client_height()));
+        let r = proto::get_bounding_client_rect(&el);
+        let (width, height) =
+            (f64::from(proto::client_width(&el)), f64::from(proto::client_height(&el)));
         if width <= 0.0 || height <= 0.0 || self.unreachable(&r, outer) {
             return None;
         }
@@ -1113,9 +1130,8 @@ impl Walk {
         seen.selected =
             dom::attr_named(el, Name::AriaSelected).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if tag == "summary" && seen.expanded.is_none() {
-            seen.expanded = el
-                .parent_element()
-                .filter(|p| p.local_name() == "details")
+            seen.expanded = proto::parent_element(&el)
+                .filter(|p| proto::local_name(&p) == "details")
                 .map(|p| dom::has(&p, Name::Open));
         }
         if field && !seen.invalid && !seen.disabled {
@@ -1169,7 +1185,9 @@ pub(crate) fn read_select(el: &Element, seen: &mut Seen) {
 /// submit button (its `formaction`, else its form's `action`) or a text
 /// field whose Enter submits its form, the form's resolved address.
 fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Option<String> {
-    let form_action = |form: Option<web_sys::HtmlFormElement>| form.map(|f| f.action());
+    // The form's `action` through its prototype: a field named `action`
+    // shadows the property (crate::proto).
+    let form_action = |form: Option<web_sys::HtmlFormElement>| form.map(|f| proto::form_action(&f));
     let url = match (tag, input_type) {
         ("a", _) => dom::has(el, Name::Href)
             .then(|| el.unchecked_ref::<web_sys::HtmlAnchorElement>().href()),
@@ -1206,11 +1224,11 @@ fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Optio
 }
 
 fn labelled_by(el: &Element, ids: &str) -> Option<String> {
-    let doc: Document = el.owner_document()?;
+    let doc: Document = proto::owner_document(&el)?;
     let text: Vec<String> = ids
         .split_whitespace()
-        .filter_map(|id| doc.get_element_by_id(id))
-        .filter_map(|e| e.text_content())
+        .filter_map(|id| proto::get_element_by_id(&doc, id))
+        .filter_map(|e| proto::text_content(&e))
         .map(|t| text::collapse(&t))
         .collect();
     Some(text.join(" ")).filter(|t| !t.is_empty())
@@ -1337,6 +1355,7 @@ pub(crate) mod style_cache {
     use web_sys::{Document, Element, MutationObserver, MutationObserverInit, MutationRecord};
 
     use super::StyleBits;
+    use crate::proto;
 
     struct State {
         observer: MutationObserver,
@@ -1394,12 +1413,11 @@ pub(crate) mod style_cache {
             for r in records.iter() {
                 let r: MutationRecord = r.unchecked_into();
                 let Some(target) = r.target() else { continue };
-                let styling = target.node_name().eq_ignore_ascii_case("head")
-                    || target.node_name().eq_ignore_ascii_case("style")
-                    || target.node_name().eq_ignore_ascii_case("link")
-                    || target
-                        .parent_node()
-                        .is_some_and(|p| p.node_name().eq_ignore_ascii_case("head"));
+                let styling = proto::node_name(&target).eq_ignore_ascii_case("head")
+                    || proto::node_name(&target).eq_ignore_ascii_case("style")
+                    || proto::node_name(&target).eq_ignore_ascii_case("link")
+                    || proto::parent_node(&target)
+                        .is_some_and(|p| proto::node_name(&p).eq_ignore_ascii_case("head"));
                 if styling {
                     s.cache.clear();
                 }
@@ -1436,7 +1454,7 @@ pub(crate) mod style_cache {
                 init.set_subtree(true);
                 init.set_child_list(true);
                 init.set_attributes(true);
-                if let Some(root) = document.document_element() {
+                if let Some(root) = proto::document_element(&document) {
                     if observer.observe_with_options(&root, &init).is_err() {
                         return;
                     }
@@ -1493,7 +1511,7 @@ pub(crate) mod style_cache {
 
 /// Whether a label's control cannot be seen or used directly.
 fn control_hidden(control: &web_sys::HtmlElement) -> bool {
-    let r = control.get_bounding_client_rect();
+    let r = proto::get_bounding_client_rect(&control);
     if r.width() < 2.0 || r.height() < 2.0 {
         return true;
     }

@@ -5,6 +5,7 @@
 //! for a number. A number stays with its element while the element lives;
 //! new elements get the next number. Numbers start at 1.
 
+use crate::proto;
 use std::cell::RefCell;
 
 use errand_protocol::ErrorCode;
@@ -60,7 +61,7 @@ pub fn forget_gone() {
         let mut r = r.borrow_mut();
         let Registry { by_element, slots } = &mut *r;
         for slot in slots.iter_mut() {
-            if slot.as_ref().is_some_and(|el| !el.is_connected()) {
+            if slot.as_ref().is_some_and(|el| !proto::is_connected(&el)) {
                 if let Some(el) = slot.take() {
                     by_element.delete(&el);
                 }
@@ -86,7 +87,7 @@ pub fn element(index: u32) -> Result<Element, Fail> {
                     )
                 },
             )),
-            Some(Some(el)) if el.is_connected() => Ok(el.clone()),
+            Some(Some(el)) if proto::is_connected(&el) => Ok(el.clone()),
             Some(_) => Err(Fail::new(
                 ErrorCode::ElementGone,
                 format!("element [{index}] no longer exists on the page"),

@@ -5,9 +5,10 @@
 //! `selected` state and fires `input` and `change`, as a person's choice
 //! does; the value is read back afterwards and a mismatch is an error.
 
+use crate::proto;
 use errand_protocol::OptionChoice;
 use wasm_bindgen::JsCast;
-use web_sys::{Element, HtmlElement, HtmlOptionElement, HtmlSelectElement};
+use web_sys::{Element, HtmlOptionElement, HtmlSelectElement};
 
 use crate::Fail;
 use crate::act::{Done, describe, failed, fire_change, read_value};
@@ -71,7 +72,7 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
     if choices.is_empty() {
         return Err(failed("select_option needs at least one option"));
     }
-    if el.local_name() != "select" {
+    if proto::local_name(&el) != "select" {
         return aria_select(index, el, choices);
     }
     let select: &HtmlSelectElement = el.unchecked_ref();
@@ -83,8 +84,9 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
             label: collapse(&o.text()),
             value: o.value(),
             disabled: o.disabled()
-                || o.parent_element()
-                    .is_some_and(|p| p.local_name() == "optgroup" && p.has_attribute("disabled")),
+                || proto::parent_element(&o).is_some_and(|p| {
+                    proto::local_name(&p) == "optgroup" && proto::has_attribute(&p, "disabled")
+                }),
         })
         .collect();
     let multiple = select.multiple();
@@ -126,38 +128,37 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
 /// by clicking them.
 fn aria_select(index: u32, el: &Element, choices: &[OptionChoice]) -> Result<Done, Fail> {
     let who = describe(index, el);
-    let listbox = if el.get_attribute("role").as_deref() == Some("listbox") {
+    let listbox = if proto::get_attribute(&el, "role").as_deref() == Some("listbox") {
         Some(el.clone())
     } else {
-        el.get_attribute("aria-controls")
-            .or_else(|| el.get_attribute("aria-owns"))
-            .and_then(|id| el.owner_document()?.get_element_by_id(&id))
+        proto::get_attribute(&el, "aria-controls")
+            .or_else(|| proto::get_attribute(&el, "aria-owns"))
+            .and_then(|id| proto::get_element_by_id(&proto::owner_document(&el)?, &id))
     };
     let Some(listbox) = listbox else {
         return Err(failed(&format!(
             "{who} is not a select or listbox: click it to open its options, then click one"
         )));
     };
-    let list = listbox
-        .query_selector_all("[role=option]")
+    let list = proto::query_selector_all(&listbox, "[role=option]")
         .map_err(|_| failed("cannot read the options"))?;
     let items: Vec<Element> =
         (0..list.length()).filter_map(|i| list.item(i)).map(|n| n.unchecked_into()).collect();
     let options: Vec<Opt> = items
         .iter()
         .map(|o| Opt {
-            label: collapse(&o.text_content().unwrap_or_default()),
-            value: o.get_attribute("data-value").unwrap_or_default(),
-            disabled: o.get_attribute("aria-disabled").as_deref() == Some("true"),
+            label: collapse(&proto::text_content(&o).unwrap_or_default()),
+            value: proto::get_attribute(&o, "data-value").unwrap_or_default(),
+            disabled: proto::get_attribute(&o, "aria-disabled").as_deref() == Some("true"),
         })
         .collect();
     let mut labels = Vec::new();
     for c in choices {
         let i = pick(&options, c, &who)?;
-        items[i].unchecked_ref::<HtmlElement>().click();
+        proto::click(items[i].unchecked_ref());
         labels.push(options[i].label.clone());
     }
-    let value = read_value(el, &el.local_name());
+    let value = read_value(el, &proto::local_name(&el));
     Ok(Done {
         summary: format!("chose \"{}\" in {who}", labels.join("\", \"")),
         value: Some(collapse(&value)),

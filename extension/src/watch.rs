@@ -15,6 +15,7 @@
 //! elements that appeared (menus, suggestions, dialogs, messages), and the
 //! fields that are now invalid.
 
+use crate::proto;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -67,14 +68,14 @@ fn record(s: &mut Seen, records: &Array) {
         let added = r.added_nodes();
         for i in 0..added.length() {
             if let Some(n) = added.item(i) {
-                if n.node_type() == Node::ELEMENT_NODE && s.added.len() < 200 {
+                if proto::node_type(&n) == Node::ELEMENT_NODE && s.added.len() < 200 {
                     s.added.push(n.unchecked_into());
                 }
             }
         }
         let removed = r.removed_nodes();
         for i in 0..removed.length() {
-            if removed.item(i).is_some_and(|n| n.node_type() == Node::ELEMENT_NODE) {
+            if removed.item(i).is_some_and(|n| proto::node_type(&n) == Node::ELEMENT_NODE) {
                 s.removed += 1;
             }
         }
@@ -190,12 +191,12 @@ impl Watch {
         init.set_attributes(true);
         init.set_character_data(true);
         if let Some(root) =
-            web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element())
+            web_sys::window().and_then(|w| w.document()).and_then(|d| proto::document_element(&d))
         {
             let _ = observer.observe_with_options(&root, &init);
         }
         if let Some(el) = extra {
-            let root = el.get_root_node();
+            let root = proto::get_root_node(&el);
             let top = web_sys::window().and_then(|w| w.document());
             let is_top = top.is_some_and(|d| {
                 let d: &Node = d.as_ref();
@@ -328,18 +329,19 @@ impl Watch {
         let seen = self.seen.borrow();
         let mut appeared = Vec::new();
         let mut tops: Vec<&Element> = Vec::new();
-        let shown = self.hidden.iter().filter(|e| e.is_connected() && shown(e));
+        let shown =
+            self.hidden.iter().filter(|e| proto::is_connected(&e) && proto::check_visibility(e));
         for el in seen.added.iter().chain(shown) {
-            if !el.is_connected() || crate::marks::current().is_some_and(|m| m == *el) {
+            if !proto::is_connected(&el) || crate::marks::current().is_some_and(|m| m == *el) {
                 continue;
             }
-            if acted.is_some_and(|a| a == el || a.contains(Some(el))) {
+            if acted.is_some_and(|a| a == el || proto::contains(&a, Some(el))) {
                 continue;
             }
-            if tops.iter().any(|t| t.contains(Some(el))) {
+            if tops.iter().any(|t| proto::contains(&t, Some(el))) {
                 continue;
             }
-            tops.retain(|t| !el.contains(Some(t)));
+            tops.retain(|t| !proto::contains(&el, Some(t)));
             tops.push(el);
         }
         for el in tops {
@@ -365,41 +367,29 @@ impl Watch {
     }
 }
 
-/// `Element.checkVisibility()`: rendered, not `display: none`,
-/// `visibility: hidden` or `content-visibility: hidden`.
-fn shown(el: &Element) -> bool {
-    let opts = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&opts, &"visibilityProperty".into(), &true.into());
-    js_sys::Reflect::get(el, &"checkVisibility".into())
-        .ok()
-        .filter(|f| f.is_function())
-        .and_then(|f| f.unchecked_into::<js_sys::Function>().call1(el, &opts).ok())
-        .is_none_or(|v| v.is_truthy())
-}
-
 /// The hidden elements in the neighbourhood of `el` (under its third
 /// ancestor), at most 400 looked at: a hover or a click may show them.
 fn hidden_near(el: &Element) -> Vec<Element> {
     let mut top = el.clone();
     for _ in 0..3 {
         match dom::flat_parent(&top) {
-            Some(p) if !matches!(p.local_name().as_str(), "body" | "html") => top = p,
+            Some(p) if !matches!(proto::local_name(&p).as_str(), "body" | "html") => top = p,
             _ => break,
         }
     }
-    let Ok(list) = top.query_selector_all("*") else {
+    let Ok(list) = proto::query_selector_all(&top, "*") else {
         return Vec::new();
     };
     (0..list.length().min(400))
         .filter_map(|i| list.item(i))
         .map(|n| n.unchecked_into::<Element>())
-        .filter(|e| !shown(e))
+        .filter(|e| !proto::check_visibility(e))
         .collect()
 }
 
 /// Whether the element has a visible box.
 fn visible(el: &Element) -> bool {
-    let r = el.get_bounding_client_rect();
+    let r = proto::get_bounding_client_rect(&el);
     // Screen-reader-only boxes (1×1 px, clipped) are not news for the eye.
     if r.width() <= 2.0 || r.height() <= 2.0 {
         return false;
@@ -415,13 +405,13 @@ fn describe_new(el: &Element) -> Option<String> {
     if !visible(el) {
         return None;
     }
-    let tag = el.local_name();
+    let tag = proto::local_name(&el);
     if matches!(tag.as_str(), "script" | "style" | "link" | "meta") {
         return None;
     }
     let role = attr(el, "role").map(|r| format!(" role={r}")).unwrap_or_default();
     let html: &web_sys::HtmlElement = el.unchecked_ref();
-    let text = collapse(&html.inner_text());
+    let text = collapse(&proto::inner_text(&html));
     let text = if text.is_empty() { attr(el, "aria-label").unwrap_or_default() } else { text };
     let shown = truncate(&text, 120);
     Some(if shown.is_empty() { format!("<{tag}{role}>") } else { format!("<{tag}{role}> {shown}") })
@@ -432,7 +422,8 @@ fn describe_new(el: &Element) -> Option<String> {
 fn invalid_fields(acted: Option<&Element>) -> Vec<String> {
     let mut out = Vec::new();
     let doc = web_sys::window().and_then(|w| w.document());
-    if let Some(list) = doc.and_then(|d| d.query_selector_all("[aria-invalid=true]").ok()) {
+    if let Some(list) = doc.and_then(|d| proto::query_selector_all(&d, "[aria-invalid=true]").ok())
+    {
         for i in 0..list.length().min(8) {
             if let Some(el) = list.item(i) {
                 let el: Element = el.unchecked_into();
@@ -440,7 +431,7 @@ fn invalid_fields(acted: Option<&Element>) -> Vec<String> {
                     .or_else(|| attr(&el, "aria-label"))
                     .or_else(|| attr(&el, "name"))
                     .or_else(|| attr(&el, "id"))
-                    .unwrap_or_else(|| el.local_name());
+                    .unwrap_or_else(|| proto::local_name(&el));
                 let msg = validation_message(&el)
                     .or_else(|| described_by(&el))
                     .map(|m| format!(": {m}"))
@@ -450,11 +441,11 @@ fn invalid_fields(acted: Option<&Element>) -> Vec<String> {
         }
     }
     if let Some(el) = acted {
-        if el.get_attribute("aria-invalid").as_deref() != Some("true") {
+        if proto::get_attribute(&el, "aria-invalid").as_deref() != Some("true") {
             if let Some(m) = validation_message(el) {
                 let name = dom::field_label(el)
                     .or_else(|| attr(el, "name"))
-                    .unwrap_or_else(|| el.local_name());
+                    .unwrap_or_else(|| proto::local_name(&el));
                 out.push(format!("{}: {m}", truncate(&name, 40)));
             }
         }
@@ -472,12 +463,12 @@ fn validation_message(el: &Element) -> Option<String> {
 
 /// The text of the elements named by `aria-describedby` / `aria-errormessage`.
 fn described_by(el: &Element) -> Option<String> {
-    let doc = el.owner_document()?;
+    let doc = proto::owner_document(&el)?;
     let ids = attr(el, "aria-errormessage").or_else(|| attr(el, "aria-describedby"))?;
     let text: Vec<String> = ids
         .split_whitespace()
-        .filter_map(|id| doc.get_element_by_id(id))
-        .filter_map(|e| e.text_content())
+        .filter_map(|id| proto::get_element_by_id(&doc, id))
+        .filter_map(|e| proto::text_content(&e))
         .map(|t| collapse(&t))
         .filter(|t| !t.is_empty())
         .collect();

@@ -276,7 +276,9 @@ impl Cdp {
             let deadline = Instant::now() + Duration::from_secs(2);
             let mut found = false;
             while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-                let Ok(ev) = events.recv_timeout(left) else { break };
+                let Ok(ev) = events.recv_timeout(left) else {
+                    break;
+                };
                 if ev.method == "Target.attachedToTarget"
                     && ev.session_id.as_deref() == Some(&session)
                 {
@@ -369,12 +371,15 @@ impl Page {
     /// the page was opened at, not the initial `about:blank` of a new tab.
     pub fn wait_for_load(&self, timeout: Duration) -> Result<()> {
         let navigating = self.opened_url.as_deref().is_some_and(|u| u != "about:blank");
+        // `readyState` through the prototype: a page may shadow it with a
+        // named element (tests/fixtures/observe/clobbered.html).
+        let ready = "Object.getOwnPropertyDescriptor(Document.prototype, 'readyState').get.call(document) === 'complete'";
         let cond = if navigating {
-            "document.readyState === 'complete' && location.href !== 'about:blank'"
+            format!("{ready} && location.href !== 'about:blank'")
         } else {
-            "document.readyState === 'complete'"
+            ready.to_owned()
         };
-        self.wait_for(cond, timeout).map(drop)
+        self.wait_for(&cond, timeout).map(drop)
     }
 
     /// The page's current URL.

@@ -1,0 +1,727 @@
+//! Reads and calls on nodes, elements, forms and documents that a page
+//! cannot shadow.
+//!
+//! A form's named fields shadow the form's own properties (DOM clobbering:
+//! with `<input name="action">`, `form.action` is that input, and
+//! `form.parentNode`, `form.getAttribute`, `form.localName`… can be shadowed
+//! the same way), and so do a document's named `<form>`, `<img>`, `<iframe>`,
+//! `<embed>` and `<object>` elements for the document's (`<img
+//! name="body">` makes `document.body` an image). Both interfaces are
+//! `[LegacyOverrideBuiltIns]`: the named child wins over the prototype, in
+//! the content script's isolated world too. web-sys reads every property by
+//! name on the object (`el.parentNode`), so a shadowed read returns the
+//! wrong thing — a climb to the parents can go round for ever, a string read
+//! throws — and a page freezes or fails Errand.
+//!
+//! **The rule**: the crate never reads a property of, or calls a method on, a
+//! `Node`, `Element`, `HTMLElement`, `HTMLFormElement` or `Document` through
+//! web-sys; it goes through this module, which calls the prototype's own
+//! getter, setter or method with the node as `this` (the getters and setters
+//! are taken from the isolated world's prototypes once, by
+//! `Object.getOwnPropertyDescriptor`; the methods are bound with
+//! wasm-bindgen's `final`, which calls `Element.prototype.x.call(el, …)`).
+//! The isolated world's prototypes are the content script's own: the page
+//! cannot replace them. Nodes of same-origin frames (another realm) work the
+//! same: the getters check the node's interface, not its realm.
+//! `tests` checks the rule: no other module calls the web-sys methods it
+//! replaces. Inputs, selects, textareas, options, labels and iframes cannot
+//! be shadowed (they have no named properties), so their own members (an
+//! input's `value`, a select's `options`) are read through web-sys once the
+//! element is known to be one — by its [`local_name`] read here.
+
+use js_sys::{Function, JsString, Object, Reflect};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{
+    CssStyleDeclaration, Document, DomRect, Element, EventTarget, HtmlCollection, HtmlElement,
+    Node, NodeList, ShadowRoot, Window,
+};
+
+/// Declares the properties read through their prototype's getter: a
+/// [`Prop`] each, with the interface that defines it.
+macro_rules! props {
+    ($($id:ident = $class:literal . $name:literal,)*) => {
+        #[derive(Clone, Copy, Debug)]
+        enum Prop { $($id,)* }
+        const PROPS: &[(&str, &str)] = &[$(($class, $name),)*];
+    };
+}
+
+props! {
+    ParentNode = "Node"."parentNode",
+    ParentElement = "Node"."parentElement",
+    FirstChild = "Node"."firstChild",
+    LastChild = "Node"."lastChild",
+    NextSibling = "Node"."nextSibling",
+    PreviousSibling = "Node"."previousSibling",
+    ChildNodes = "Node"."childNodes",
+    NodeType = "Node"."nodeType",
+    NodeValue = "Node"."nodeValue",
+    NodeName = "Node"."nodeName",
+    TextContent = "Node"."textContent",
+    IsConnected = "Node"."isConnected",
+    OwnerDocument = "Node"."ownerDocument",
+    LocalName = "Element"."localName",
+    NamespaceUri = "Element"."namespaceURI",
+    ShadowRoot = "Element"."shadowRoot",
+    ElementChildren = "Element"."children",
+    ElementFirstChild = "Element"."firstElementChild",
+    NextElementSibling = "Element"."nextElementSibling",
+    ScrollTop = "Element"."scrollTop",
+    ScrollLeft = "Element"."scrollLeft",
+    ScrollWidth = "Element"."scrollWidth",
+    ScrollHeight = "Element"."scrollHeight",
+    ClientWidth = "Element"."clientWidth",
+    ClientHeight = "Element"."clientHeight",
+    IsContentEditable = "HTMLElement"."isContentEditable",
+    Draggable = "HTMLElement"."draggable",
+    TabIndex = "HTMLElement"."tabIndex",
+    InnerText = "HTMLElement"."innerText",
+    Style = "HTMLElement"."style",
+    FormAction = "HTMLFormElement"."action",
+    FormElements = "HTMLFormElement"."elements",
+    Body = "Document"."body",
+    DocumentElement = "Document"."documentElement",
+    DocumentActive = "Document"."activeElement",
+    DefaultView = "Document"."defaultView",
+    Title = "Document"."title",
+    Url = "Document"."URL",
+    DocumentChildren = "Document"."children",
+    DocumentFirstChild = "Document"."firstElementChild",
+    FragmentChildren = "DocumentFragment"."children",
+    FragmentFirstChild = "DocumentFragment"."firstElementChild",
+    ShadowActive = "ShadowRoot"."activeElement",
+}
+
+/// A property's getter and setter, taken from the prototype that defines
+/// it (or an ancestor of it).
+struct Accessor {
+    get: Getter,
+    set: Option<Getter>,
+}
+
+thread_local! {
+    static ACCESSORS: Vec<Accessor> = PROPS.iter().map(|&(class, name)| accessor(class, name)).collect();
+}
+
+fn accessor(class: &str, name: &str) -> Accessor {
+    let global = js_sys::global();
+    let mut proto = Reflect::get(&global, &class.into())
+        .and_then(|c| Reflect::get(&c, &"prototype".into()))
+        .unwrap_or(JsValue::NULL);
+    let key = JsValue::from_str(name);
+    // Chromium defines each accessor on the interface that declares it;
+    // climb in case another browser moved it up the chain.
+    while proto.is_object() {
+        let desc = Object::get_own_property_descriptor(proto.unchecked_ref::<Object>(), &key);
+        if desc.is_object() {
+            let part = |k: &str| {
+                Reflect::get(&desc, &k.into())
+                    .ok()
+                    .filter(JsValue::is_function)
+                    .map(JsCast::unchecked_into)
+            };
+            if let Some(get) = part("get") {
+                return Accessor { get, set: part("set") };
+            }
+        }
+        proto = Object::get_prototype_of(&proto).into();
+    }
+    // Not in this browser: reads answer `undefined` (treated as absent).
+    Accessor { get: Function::new_no_args("return undefined").unchecked_into(), set: None }
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// A getter or setter function of the isolated world's own prototypes.
+    #[wasm_bindgen(js_name = Function)]
+    type Getter;
+    #[wasm_bindgen(method, catch, js_name = call)]
+    fn call0(this: &Getter, receiver: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = call)]
+    fn call1(this: &Getter, receiver: &JsValue, a: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// The property `prop` of `this`, read through its prototype's getter;
+/// `undefined` when `this` is not of its interface (the getter throws).
+fn read(this: &JsValue, prop: Prop) -> JsValue {
+    ACCESSORS.with(|a| a[prop as usize].get.call0(this).unwrap_or(JsValue::UNDEFINED))
+}
+
+/// Sets `prop` through its prototype's setter (ignored when refused).
+fn write(this: &JsValue, prop: Prop, value: &JsValue) {
+    ACCESSORS.with(|a| {
+        if let Some(set) = &a[prop as usize].set {
+            let _ = set.call1(this, value);
+        }
+    })
+}
+
+fn object<T: JsCast>(v: JsValue) -> Option<T> {
+    v.is_object().then(|| v.unchecked_into())
+}
+
+fn int(v: JsValue) -> i32 {
+    v.as_f64().unwrap_or(0.0) as i32
+}
+
+/// Which of three interfaces defines a `ParentNode` member for `n`.
+fn by_kind<T>(n: &Node, element: T, document: T, fragment: T) -> Option<T> {
+    match node_type(n) {
+        Node::ELEMENT_NODE => Some(element),
+        Node::DOCUMENT_NODE => Some(document),
+        Node::DOCUMENT_FRAGMENT_NODE => Some(fragment),
+        _ => None,
+    }
+}
+
+// ---- Node ------------------------------------------------------------------
+
+pub fn parent_node(n: &Node) -> Option<Node> {
+    object(read(n, Prop::ParentNode))
+}
+pub fn parent_element(n: &Node) -> Option<Element> {
+    object(read(n, Prop::ParentElement))
+}
+pub fn first_child(n: &Node) -> Option<Node> {
+    object(read(n, Prop::FirstChild))
+}
+pub fn last_child(n: &Node) -> Option<Node> {
+    object(read(n, Prop::LastChild))
+}
+pub fn next_sibling(n: &Node) -> Option<Node> {
+    object(read(n, Prop::NextSibling))
+}
+pub fn previous_sibling(n: &Node) -> Option<Node> {
+    object(read(n, Prop::PreviousSibling))
+}
+/// `childNodes` (a live list; a list's `length` and `item` cannot be
+/// shadowed).
+pub fn child_nodes(n: &Node) -> NodeList {
+    read(n, Prop::ChildNodes).unchecked_into()
+}
+/// `nodeType` (0 for what is not a node).
+pub fn node_type(n: &Node) -> u16 {
+    read(n, Prop::NodeType).as_f64().unwrap_or(0.0) as u16
+}
+/// `nodeName` (`HEAD`, `#text`…).
+pub fn node_name(n: &Node) -> String {
+    read(n, Prop::NodeName).as_string().unwrap_or_default()
+}
+pub fn set_text_content(n: &Node, text: Option<&str>) {
+    write(n, Prop::TextContent, &text.map_or(JsValue::NULL, JsValue::from));
+}
+pub fn node_value(n: &Node) -> Option<String> {
+    read(n, Prop::NodeValue).as_string()
+}
+pub fn text_content(n: &Node) -> Option<String> {
+    read(n, Prop::TextContent).as_string()
+}
+pub fn is_connected(n: &Node) -> bool {
+    read(n, Prop::IsConnected).as_bool().unwrap_or(false)
+}
+pub fn owner_document(n: &Node) -> Option<Document> {
+    object(read(n, Prop::OwnerDocument))
+}
+
+// ---- ParentNode: elements, documents, fragments (shadow roots) -------------
+
+/// `children` of an element, document or fragment.
+pub fn children(n: &Node) -> HtmlCollection {
+    let prop = by_kind(n, Prop::ElementChildren, Prop::DocumentChildren, Prop::FragmentChildren);
+    prop.map_or(JsValue::NULL, |p| read(n, p)).unchecked_into()
+}
+pub fn first_element_child(n: &Node) -> Option<Element> {
+    let prop =
+        by_kind(n, Prop::ElementFirstChild, Prop::DocumentFirstChild, Prop::FragmentFirstChild);
+    object(prop.map_or(JsValue::NULL, |p| read(n, p)))
+}
+
+// ---- Element -----------------------------------------------------------------
+
+/// `localName` (empty for what is not an element).
+pub fn local_name(el: &Element) -> String {
+    read(el, Prop::LocalName).as_string().unwrap_or_default()
+}
+pub fn shadow_root(el: &Element) -> Option<ShadowRoot> {
+    object(read(el, Prop::ShadowRoot))
+}
+pub fn next_element_sibling(el: &Element) -> Option<Element> {
+    object(read(el, Prop::NextElementSibling))
+}
+pub fn scroll_top(el: &Element) -> i32 {
+    int(read(el, Prop::ScrollTop))
+}
+pub fn set_scroll_top(el: &Element, px: i32) {
+    write(el, Prop::ScrollTop, &px.into());
+}
+pub fn scroll_left(el: &Element) -> i32 {
+    int(read(el, Prop::ScrollLeft))
+}
+pub fn set_scroll_left(el: &Element, px: i32) {
+    write(el, Prop::ScrollLeft, &px.into());
+}
+pub fn scroll_width(el: &Element) -> i32 {
+    int(read(el, Prop::ScrollWidth))
+}
+pub fn scroll_height(el: &Element) -> i32 {
+    int(read(el, Prop::ScrollHeight))
+}
+pub fn client_width(el: &Element) -> i32 {
+    int(read(el, Prop::ClientWidth))
+}
+pub fn client_height(el: &Element) -> i32 {
+    int(read(el, Prop::ClientHeight))
+}
+
+/// Whether `el` is an HTML element (of any realm): SVG and MathML elements
+/// have no `click`, `focus` or `isContentEditable` of `HTMLElement`'s.
+pub fn is_html(el: &Element) -> bool {
+    read(el, Prop::NamespaceUri).as_string().is_some_and(|ns| ns == "http://www.w3.org/1999/xhtml")
+}
+
+// ---- HTMLElement ---------------------------------------------------------------
+
+/// `isContentEditable` (false for an element that is not an HTML element).
+pub fn is_content_editable(el: &Element) -> bool {
+    read(el, Prop::IsContentEditable).as_bool().unwrap_or(false)
+}
+/// `tabIndex` (-1 for an element that is not an HTML element).
+pub fn tab_index(el: &Element) -> i32 {
+    read(el, Prop::TabIndex).as_f64().map_or(-1, |t| t as i32)
+}
+pub fn draggable(el: &Element) -> bool {
+    read(el, Prop::Draggable).as_bool().unwrap_or(false)
+}
+pub fn inner_text(el: &Element) -> String {
+    read(el, Prop::InnerText).as_string().unwrap_or_default()
+}
+/// An HTML element's inline style.
+pub fn style(el: &Element) -> CssStyleDeclaration {
+    read(el, Prop::Style).unchecked_into()
+}
+
+// ---- HTMLFormElement -------------------------------------------------------------
+
+/// A form's `action`: the address it is sent to, resolved against the
+/// document's base URL (the page's address when the attribute is absent).
+pub fn form_action(form: &Element) -> String {
+    read(form, Prop::FormAction).as_string().unwrap_or_default()
+}
+/// A form's controls.
+pub fn form_elements(form: &Element) -> HtmlCollection {
+    read(form, Prop::FormElements).unchecked_into()
+}
+
+// ---- Document --------------------------------------------------------------------
+
+pub fn body(doc: &Document) -> Option<HtmlElement> {
+    object(read(doc, Prop::Body))
+}
+pub fn document_element(doc: &Document) -> Option<Element> {
+    object(read(doc, Prop::DocumentElement))
+}
+/// The focused element of a document or a shadow root.
+pub fn active_element(root: &Node) -> Option<Element> {
+    let prop = by_kind(root, Prop::DocumentActive, Prop::DocumentActive, Prop::ShadowActive)?;
+    object(read(root, prop))
+}
+pub fn default_view(doc: &Document) -> Option<Window> {
+    object(read(doc, Prop::DefaultView))
+}
+pub fn title(doc: &Document) -> String {
+    read(doc, Prop::Title).as_string().unwrap_or_default()
+}
+/// The document's address (`document.URL`).
+pub fn url(doc: &Document) -> String {
+    read(doc, Prop::Url).as_string().unwrap_or_default()
+}
+/// `checkVisibility({visibilityProperty: true})`: false for an element not
+/// rendered, `display: none`, `visibility: hidden` or `content-visibility:
+/// hidden`; true where the browser cannot tell.
+pub fn check_visibility(el: &Element) -> bool {
+    let options = Object::new();
+    let _ = Reflect::set(&options, &"visibilityProperty".into(), &JsValue::TRUE);
+    el.unchecked_ref::<PElement>().element_check_visibility(&options).unwrap_or(true)
+}
+/// `document.execCommand(command, false, value)`.
+pub fn exec_command(doc: &Document, command: &str, value: Option<&str>) {
+    let value = value.map_or(JsValue::UNDEFINED, JsValue::from);
+    let _ = doc.unchecked_ref::<PDocument>().document_exec_command(command, false, &value);
+}
+pub fn get_element_by_id(doc: &Document, id: &str) -> Option<Element> {
+    doc.unchecked_ref::<PDocument>().document_get_element_by_id(id)
+}
+
+// ---- Methods: bound to the prototype (`final`) ----------------------------------
+
+#[wasm_bindgen]
+extern "C" {
+    // The interfaces, named for the methods below (each called as
+    // `Interface.prototype.method.call(this, …)`).
+    #[wasm_bindgen(js_name = Node)]
+    type PNode;
+    #[wasm_bindgen(js_name = Element)]
+    type PElement;
+    #[wasm_bindgen(js_name = HTMLElement)]
+    type PHtmlElement;
+    #[wasm_bindgen(js_name = EventTarget)]
+    type PEventTarget;
+    #[wasm_bindgen(js_name = Document)]
+    type PDocument;
+    #[wasm_bindgen(js_name = DocumentFragment)]
+    type PFragment;
+    #[wasm_bindgen(js_name = ShadowRoot)]
+    type PShadowRoot;
+    #[wasm_bindgen(js_name = HTMLFormElement)]
+    type PForm;
+
+    #[wasm_bindgen(method, final, js_class = "Node", js_name = contains)]
+    fn node_contains(this: &PNode, other: Option<&Node>) -> bool;
+    #[wasm_bindgen(method, final, js_class = "Node", js_name = getRootNode)]
+    fn node_get_root_node(this: &PNode) -> Node;
+    #[wasm_bindgen(method, final, catch, js_class = "Node", js_name = appendChild)]
+    fn node_append_child(this: &PNode, child: &Node) -> Result<Node, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Node", js_name = removeChild)]
+    fn node_remove_child(this: &PNode, child: &Node) -> Result<Node, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Node", js_name = insertBefore)]
+    fn node_insert_before(
+        this: &PNode,
+        child: &Node,
+        before: Option<&Node>,
+    ) -> Result<Node, JsValue>;
+
+    #[wasm_bindgen(method, final, js_class = "Node", js_name = compareDocumentPosition)]
+    fn node_compare_document_position(this: &PNode, other: &Node) -> u16;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = getElementsByTagName)]
+    fn element_get_elements_by_tag_name(this: &PElement, tag: &str) -> HtmlCollection;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = scrollBy)]
+    fn element_scroll_by(this: &PElement, options: &web_sys::ScrollToOptions);
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = getAttribute)]
+    fn element_get_attribute(this: &PElement, name: &str) -> Option<String>;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = getAttribute)]
+    fn element_get_attribute_js(this: &PElement, name: &JsString) -> Option<String>;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = hasAttributes)]
+    fn element_has_attributes(this: &PElement) -> bool;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = hasAttribute)]
+    fn element_has_attribute(this: &PElement, name: &str) -> bool;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = hasAttribute)]
+    fn element_has_attribute_js(this: &PElement, name: &JsString) -> bool;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = setAttribute)]
+    fn element_set_attribute(this: &PElement, name: &str, value: &str) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = removeAttribute)]
+    fn element_remove_attribute(this: &PElement, name: &str) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = matches)]
+    fn element_matches(this: &PElement, selector: &str) -> Result<bool, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = matches)]
+    fn element_matches_js(this: &PElement, selector: &JsString) -> Result<bool, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = closest)]
+    fn element_closest(this: &PElement, selector: &str) -> Result<Option<Element>, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = querySelector)]
+    fn element_query_selector(this: &PElement, selector: &str) -> Result<Option<Element>, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = querySelectorAll)]
+    fn element_query_selector_all(this: &PElement, selector: &str) -> Result<NodeList, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Document", js_name = querySelector)]
+    fn document_query_selector(
+        this: &PDocument,
+        selector: &str,
+    ) -> Result<Option<Element>, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Document", js_name = querySelectorAll)]
+    fn document_query_selector_all(this: &PDocument, selector: &str) -> Result<NodeList, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "DocumentFragment", js_name = querySelector)]
+    fn fragment_query_selector(
+        this: &PFragment,
+        selector: &str,
+    ) -> Result<Option<Element>, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "DocumentFragment", js_name = querySelectorAll)]
+    fn fragment_query_selector_all(this: &PFragment, selector: &str) -> Result<NodeList, JsValue>;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = getBoundingClientRect)]
+    fn element_get_bounding_client_rect(this: &PElement) -> DomRect;
+    #[wasm_bindgen(method, final, js_class = "Element", js_name = scrollIntoView)]
+    fn element_scroll_into_view(this: &PElement, options: &JsValue);
+
+    #[wasm_bindgen(method, final, js_class = "HTMLElement", js_name = click)]
+    fn html_click(this: &PHtmlElement);
+    #[wasm_bindgen(method, final, catch, js_class = "HTMLElement", js_name = focus)]
+    fn html_focus(this: &PHtmlElement) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "HTMLElement", js_name = blur)]
+    fn html_blur(this: &PHtmlElement) -> Result<(), JsValue>;
+
+    #[wasm_bindgen(method, final, catch, js_class = "EventTarget", js_name = dispatchEvent)]
+    fn target_dispatch_event(this: &PEventTarget, event: &web_sys::Event) -> Result<bool, JsValue>;
+
+    #[wasm_bindgen(method, final, js_class = "Document", js_name = elementFromPoint)]
+    fn document_element_from_point(this: &PDocument, x: f32, y: f32) -> Option<Element>;
+    #[wasm_bindgen(method, final, js_class = "ShadowRoot", js_name = elementFromPoint)]
+    fn shadow_element_from_point(this: &PShadowRoot, x: f32, y: f32) -> Option<Element>;
+    #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = checkVisibility)]
+    fn element_check_visibility(this: &PElement, options: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Document", js_name = execCommand)]
+    fn document_exec_command(
+        this: &PDocument,
+        command: &str,
+        ui: bool,
+        value: &JsValue,
+    ) -> Result<bool, JsValue>;
+    #[wasm_bindgen(method, final, js_class = "Document", js_name = getElementById)]
+    fn document_get_element_by_id(this: &PDocument, id: &str) -> Option<Element>;
+    #[wasm_bindgen(method, final, catch, js_class = "EventTarget", js_name = addEventListener)]
+    fn target_add_event_listener(
+        this: &PEventTarget,
+        kind: &str,
+        listener: &Function,
+        options: &JsValue,
+    ) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "EventTarget", js_name = removeEventListener)]
+    fn target_remove_event_listener(
+        this: &PEventTarget,
+        kind: &str,
+        listener: &Function,
+        capture: bool,
+    ) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Document", js_name = createElement)]
+    fn document_create_element(this: &PDocument, tag: &str) -> Result<Element, JsValue>;
+    #[wasm_bindgen(method, final, catch, js_class = "Document", js_name = getSelection)]
+    fn document_get_selection(this: &PDocument) -> Result<Option<web_sys::Selection>, JsValue>;
+
+    #[wasm_bindgen(method, final, catch, js_class = "HTMLFormElement", js_name = requestSubmit)]
+    fn form_request_submit(this: &PForm) -> Result<(), JsValue>;
+}
+
+pub fn contains(n: &Node, other: Option<&Node>) -> bool {
+    n.unchecked_ref::<PNode>().node_contains(other)
+}
+pub fn get_root_node(n: &Node) -> Node {
+    n.unchecked_ref::<PNode>().node_get_root_node()
+}
+pub fn append_child(parent: &Node, child: &Node) -> Result<Node, JsValue> {
+    parent.unchecked_ref::<PNode>().node_append_child(child)
+}
+pub fn remove_child(parent: &Node, child: &Node) -> Result<Node, JsValue> {
+    parent.unchecked_ref::<PNode>().node_remove_child(child)
+}
+pub fn insert_before(parent: &Node, child: &Node, before: Option<&Node>) -> Result<Node, JsValue> {
+    parent.unchecked_ref::<PNode>().node_insert_before(child, before)
+}
+
+/// `compareDocumentPosition(other)`'s bits.
+pub fn compare_document_position(n: &Node, other: &Node) -> u16 {
+    n.unchecked_ref::<PNode>().node_compare_document_position(other)
+}
+/// `getElementsByTagName(tag)` (a live list).
+pub fn get_elements_by_tag_name(el: &Element, tag: &str) -> HtmlCollection {
+    el.unchecked_ref::<PElement>().element_get_elements_by_tag_name(tag)
+}
+/// `scrollBy(options)`.
+pub fn scroll_by(el: &Element, options: &web_sys::ScrollToOptions) {
+    el.unchecked_ref::<PElement>().element_scroll_by(options)
+}
+pub fn get_attribute(el: &Element, name: &str) -> Option<String> {
+    el.unchecked_ref::<PElement>().element_get_attribute(name)
+}
+/// `getAttribute` with a name already made a JavaScript string.
+pub fn get_attribute_js(el: &Element, name: &JsString) -> Option<String> {
+    el.unchecked_ref::<PElement>().element_get_attribute_js(name)
+}
+pub fn has_attribute(el: &Element, name: &str) -> bool {
+    el.unchecked_ref::<PElement>().element_has_attribute(name)
+}
+/// Whether the element has any attribute.
+pub fn has_attributes(el: &Element) -> bool {
+    el.unchecked_ref::<PElement>().element_has_attributes()
+}
+pub fn has_attribute_js(el: &Element, name: &JsString) -> bool {
+    el.unchecked_ref::<PElement>().element_has_attribute_js(name)
+}
+pub fn set_attribute(el: &Element, name: &str, value: &str) -> Result<(), JsValue> {
+    el.unchecked_ref::<PElement>().element_set_attribute(name, value)
+}
+pub fn remove_attribute(el: &Element, name: &str) -> Result<(), JsValue> {
+    el.unchecked_ref::<PElement>().element_remove_attribute(name)
+}
+pub fn matches(el: &Element, selector: &str) -> Result<bool, JsValue> {
+    el.unchecked_ref::<PElement>().element_matches(selector)
+}
+pub fn matches_js(el: &Element, selector: &JsString) -> Result<bool, JsValue> {
+    el.unchecked_ref::<PElement>().element_matches_js(selector)
+}
+pub fn closest(el: &Element, selector: &str) -> Result<Option<Element>, JsValue> {
+    el.unchecked_ref::<PElement>().element_closest(selector)
+}
+/// `querySelector` of an element, document or fragment (shadow root).
+pub fn query_selector(n: &Node, selector: &str) -> Result<Option<Element>, JsValue> {
+    match node_type(n) {
+        Node::DOCUMENT_NODE => n.unchecked_ref::<PDocument>().document_query_selector(selector),
+        Node::DOCUMENT_FRAGMENT_NODE => {
+            n.unchecked_ref::<PFragment>().fragment_query_selector(selector)
+        }
+        _ => n.unchecked_ref::<PElement>().element_query_selector(selector),
+    }
+}
+/// `querySelectorAll` of an element, document or fragment (shadow root).
+pub fn query_selector_all(n: &Node, selector: &str) -> Result<NodeList, JsValue> {
+    match node_type(n) {
+        Node::DOCUMENT_NODE => n.unchecked_ref::<PDocument>().document_query_selector_all(selector),
+        Node::DOCUMENT_FRAGMENT_NODE => {
+            n.unchecked_ref::<PFragment>().fragment_query_selector_all(selector)
+        }
+        _ => n.unchecked_ref::<PElement>().element_query_selector_all(selector),
+    }
+}
+pub fn get_bounding_client_rect(el: &Element) -> DomRect {
+    el.unchecked_ref::<PElement>().element_get_bounding_client_rect()
+}
+/// `scrollIntoView(options)`.
+pub fn scroll_into_view(el: &Element, options: &web_sys::ScrollIntoViewOptions) {
+    el.unchecked_ref::<PElement>().element_scroll_into_view(options)
+}
+/// `HTMLElement.click()`; nothing for an element that is not an HTML one.
+pub fn click(el: &Element) {
+    if is_html(el) {
+        el.unchecked_ref::<PHtmlElement>().html_click()
+    }
+}
+pub fn focus(el: &Element) -> Result<(), JsValue> {
+    if is_html(el) { el.unchecked_ref::<PHtmlElement>().html_focus() } else { Ok(()) }
+}
+pub fn blur(el: &Element) -> Result<(), JsValue> {
+    if is_html(el) { el.unchecked_ref::<PHtmlElement>().html_blur() } else { Ok(()) }
+}
+/// `addEventListener(kind, listener, options)` (`options`: a boolean for
+/// the capture phase, or an options object).
+pub fn add_event_listener(
+    target: &EventTarget,
+    kind: &str,
+    listener: &Function,
+    options: &JsValue,
+) -> Result<(), JsValue> {
+    target.unchecked_ref::<PEventTarget>().target_add_event_listener(kind, listener, options)
+}
+pub fn remove_event_listener(
+    target: &EventTarget,
+    kind: &str,
+    listener: &Function,
+    capture: bool,
+) -> Result<(), JsValue> {
+    target.unchecked_ref::<PEventTarget>().target_remove_event_listener(kind, listener, capture)
+}
+pub fn dispatch_event(target: &EventTarget, event: &web_sys::Event) -> Result<bool, JsValue> {
+    target.unchecked_ref::<PEventTarget>().target_dispatch_event(event)
+}
+
+/// The topmost element at a point of a document's or shadow root's viewport.
+pub fn element_from_point(root: &Node, x: f32, y: f32) -> Option<Element> {
+    match node_type(root) {
+        Node::DOCUMENT_NODE => root.unchecked_ref::<PDocument>().document_element_from_point(x, y),
+        Node::DOCUMENT_FRAGMENT_NODE => {
+            root.unchecked_ref::<PShadowRoot>().shadow_element_from_point(x, y)
+        }
+        _ => None,
+    }
+}
+pub fn create_element(doc: &Document, tag: &str) -> Result<Element, JsValue> {
+    doc.unchecked_ref::<PDocument>().document_create_element(tag)
+}
+pub fn get_selection(doc: &Document) -> Result<Option<web_sys::Selection>, JsValue> {
+    doc.unchecked_ref::<PDocument>().document_get_selection()
+}
+/// `form.requestSubmit()`: sends the form as its submit button would
+/// (validation, the `submit` event).
+pub fn request_submit(form: &Element) -> Result<(), JsValue> {
+    form.unchecked_ref::<PForm>().form_request_submit()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The web-sys reads this module replaces, as they appear in code.
+    const REPLACED: &[&str] = &[
+        ".parent_node()",
+        ".parent_element()",
+        ".first_child()",
+        ".last_child()",
+        ".next_sibling()",
+        ".previous_sibling()",
+        ".child_nodes()",
+        ".node_type()",
+        ".node_value()",
+        ".text_content()",
+        ".is_connected()",
+        ".owner_document()",
+        ".local_name()",
+        ".shadow_root()",
+        ".children()",
+        ".first_element_child()",
+        ".next_element_sibling()",
+        ".scroll_top()",
+        ".set_scroll_top(",
+        ".scroll_left()",
+        ".scroll_width()",
+        ".scroll_height()",
+        ".client_width()",
+        ".client_height()",
+        ".is_content_editable()",
+        ".draggable()",
+        ".inner_text()",
+        ".get_attribute(",
+        ".has_attribute(",
+        ".has_attributes()",
+        ".contains(Some(",
+        ".node_name()",
+        ".set_text_content(",
+        ".tab_index()",
+        ".get_elements_by_tag_name(",
+        ".compare_document_position(",
+        ".set_attribute(",
+        ".remove_attribute(",
+        ".closest(",
+        ".query_selector(",
+        ".query_selector_all(",
+        ".get_bounding_client_rect()",
+        ".get_root_node()",
+        ".append_child(",
+        ".remove_child(",
+        ".insert_before(",
+        ".body()",
+        ".document_element()",
+        ".active_element()",
+        ".default_view()",
+        ".element_from_point(",
+        ".create_element(",
+        ".get_selection()",
+        ".dispatch_event(",
+        ".action()",
+        ".get_element_by_id(",
+        ".exec_command(",
+        ".title()",
+        "\"checkVisibility\"",
+        "\"requestSubmit\"",
+        "\"execCommand\"",
+        "js_name = getAttribute",
+        "js_name = hasAttribute",
+        "js_name = matches",
+    ];
+
+    /// No module but this one reads a node's properties through web-sys
+    /// (which a form's or document's named children can shadow).
+    #[test]
+    fn nothing_reads_the_dom_around_this_module() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("proto.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for r in REPLACED {
+                    if code.contains(r) {
+                        found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(found.is_empty(), "read these through crate::proto:\n{}", found.join("\n"));
+    }
+}
