@@ -78,11 +78,12 @@ async fn answer(message: &str) -> Envelope {
                 Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
             }
         }
-        PageCommand::Act { action, only_on } => {
+        PageCommand::Act { action, only_on, secret_field, secrets } => {
+            let guard = act::Guard { only_on, secret_field, secrets };
             // frames.rs: an element of a cross-origin frame is that frame's to act on.
-            let done = match frames::route_act(&action, only_on.as_deref()).await {
+            let done = match frames::route_act(&action, &guard).await {
                 Some(done) => done,
-                None => act::act(action, only_on.as_deref()).await,
+                None => act::act(action, &guard).await,
             };
             match done {
                 Ok(effect) => Body::ActionDone { effect },
