@@ -71,20 +71,20 @@ const FORM: &AsciiSet = &NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(b'.')
 /// The value itself first; no duplicates, none empty.
 pub fn forms(value: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut add = |s: String| {
+    let add = |out: &mut Vec<String>, s: String| {
         if !s.is_empty() && !out.contains(&s) {
             out.push(s);
         }
     };
-    add(value.to_owned());
+    add(&mut out, value.to_owned());
     // URL-encoded, as each part of a URL encodes it, with `%20` and `+`.
     for set in [CONTROLS, FRAGMENT, QUERY, SPECIAL_QUERY, PATH, USERINFO, COMPONENT, URI_COMPONENT, FORM]
     {
         let encoded = utf8_percent_encode(value, set).to_string();
         let plus = encoded.replace("%20", "+");
         for e in [encoded, plus] {
-            add(lower_hex(&e));
-            add(e);
+            add(&mut out, lower_hex(&e));
+            add(&mut out, e);
         }
     }
     // JSON string content (serde's escapes), and with `& < > '` as
@@ -96,17 +96,56 @@ pub fn forms(value: &str) -> Vec<String> {
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('\'', "\\u0027");
-    add(json);
-    add(safe);
+    add(&mut out, json);
+    add(&mut out, safe);
     // HTML-escaped: text content, and attribute values with each usual
     // spelling of the quotes.
     let text = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     for (dq, sq) in [("&quot;", "&#39;"), ("&#34;", "&#39;"), ("&quot;", "&#x27;"), ("&#x22;", "&#x27;")]
     {
-        add(text.replace('"', dq).replace('\'', sq));
+        add(&mut out, text.replace('"', dq).replace('\'', sq));
     }
-    add(text);
+    add(&mut out, text);
+    // As the content script writes values and text into the element list
+    // (`extension/src/text.rs`): whitespace collapsed, invisible marks
+    // dropped, `"` as `'` in attribute values, and cut with `…` (at 40 to
+    // 80 characters: a long value shows as its start).
+    let base = out.clone();
+    for form in &base {
+        let written = written(form);
+        let quoted = written.replace('"', "'");
+        for w in [written, quoted] {
+            for cut in cuts(&w) {
+                add(&mut out, cut);
+            }
+            add(&mut out, w);
+        }
+    }
     out
+}
+
+/// The shortest start of a value that, cut with `…`, is scrubbed.
+const MIN_CUT_CHARS: usize = 3;
+
+/// `text` as `text::collapse` writes it.
+fn written(text: &str) -> String {
+    let invisible = |c: char| {
+        matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    let cleaned: String = text.chars().filter(|c| !invisible(*c)).collect();
+    cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Each start of `text` (at least [`MIN_CUT_CHARS`] characters) followed by
+/// `…`, as `text::truncate` cuts it.
+fn cuts(text: &str) -> Vec<String> {
+    let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    starts
+        .iter()
+        .skip(MIN_CUT_CHARS)
+        .map(|&end| format!("{}…", text[..end].trim_end()))
+        .filter(|c| c.chars().count() > MIN_CUT_CHARS)
+        .collect()
 }
 
 /// `%2f` for `%2F` (some encoders write lower-case hex).
@@ -335,6 +374,11 @@ mod tests {
             "{\"v\":\"hunter 2\\u0026\\\"x\"}",
             "<input value=\"hunter 2&amp;&quot;x\">",
             "<input value=\"hunter 2&amp;&#34;x\">",
+            // As the element list writes a value: `"` as `'`, spaces
+            // collapsed, cut.
+            "1<input=\"Code\" value=\"hunter 2&'x\">",
+            "1<input=\"Code\" value=\"Member hunter 2&'…\">",
+            "3<a href=\"data:text/plain,hunter 2&'x\">",
         ] {
             let out = s.text(text);
             assert!(out.contains("{{secret:pw}}"), "{text} → {out}");
@@ -342,6 +386,9 @@ mod tests {
             assert!(!out.contains("hunter"), "{text} → {out}");
         }
         assert_eq!(s.text("nothing here"), "nothing here");
+        // A value with runs of spaces, as a page's text line shows it.
+        let spaced = Scrubber::new([("sp", "two  spaces\there")]);
+        assert_eq!(spaced.text("x two spaces here y"), "x {{secret:sp}} y");
     }
 
     #[test]

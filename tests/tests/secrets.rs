@@ -27,8 +27,8 @@ const PW: &str = "hunter 2&\"x";
 const ID: &str = "ann o'brien&\"7";
 
 /// The forms a value may leak in: as is, URL-encoded as a query or a
-/// component (`%20` and `+` for spaces) and as a fragment, and
-/// JSON-escaped.
+/// component (`%20` and `+` for spaces) and as a fragment, JSON-escaped,
+/// and as the element list writes attribute values (`"` as `'`).
 fn forms(value: &str) -> Vec<String> {
     let encode = |keep: &dyn Fn(u8) -> bool| -> String {
         value
@@ -46,6 +46,7 @@ fn forms(value: &str) -> Vec<String> {
         fragment.clone(),
         fragment.replace("%20", "+"),
         json[1..json.len() - 1].to_owned(),
+        value.replace('"', "'"),
     ];
     out.dedup();
     out
@@ -136,7 +137,17 @@ fn nowhere(rig: &Rig, panel: &Panel, values: &[&str]) -> Result<()> {
         places.iter().map(|(p, _)| p).collect::<Vec<_>>()
     );
     for value in values {
-        for form in forms(value) {
+        // Its longest word too: a part of the value, however written.
+        let word = value
+            .split(|c: char| !c.is_alphanumeric())
+            .max_by_key(|w| w.len())
+            .unwrap_or_default()
+            .to_owned();
+        let mut forms = forms(value);
+        if word.len() >= 5 {
+            forms.push(word);
+        }
+        for form in forms {
             for (place, text) in &places {
                 if let Some(at) = text.find(&form) {
                     let from = at.saturating_sub(200);
@@ -174,13 +185,13 @@ fn echo_script(req: &Value, call: usize) -> Reply {
     match call {
         // Talked into typing the password into the search box: refused,
         // the password is not allowed in any field.
-        0 => answer(json!([{"fill": {"index": el(req, "Search"), "text": "{{secret:site_pw}}"}}])),
+        0 => answer(json!([{"fill": {"index": el(req, "Search products"), "text": "{{secret:site_pw}}"}}])),
         1 => {
             assert!(text.contains("not a secret field"), "no refusal in {text}");
             assert!(text.contains("any field"), "the refusal says nothing actionable: {text}");
             answer(json!([
-                {"fill": {"index": el(req, "Password"), "text": "{{secret:site_pw}}"}},
-                {"fill": {"index": el(req, "Search"), "text": "{{secret:member}}"}},
+                {"fill": {"index": el(req, "Shop password"), "text": "{{secret:site_pw}}"}},
+                {"fill": {"index": el(req, "Search products"), "text": "{{secret:member}}"}},
             ]))
         }
         2 => {
@@ -274,6 +285,7 @@ fn url_script(req: &Value, call: usize) -> Reply {
             // link's data: address.
             assert!(text.contains("#{{secret:code}}"), "no scrubbed fragment in {text}");
             assert!(text.contains("data:text/plain,{{secret:code}}"), "no scrubbed link in {text}");
+            assert!(!text.contains("hunter"), "{text}");
             answer(json!([{"click": {"index": el(req, "Look up")}}]))
         }
         2 => {
