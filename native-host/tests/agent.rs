@@ -440,7 +440,7 @@ fn a_profile_fact_is_used_and_a_secret_is_filled_without_ever_reaching_the_model
     let list = HostProc::cli(dir.path(), &["memory", "list"], "");
     assert!(
         list.contains("email = ada@example.com")
-            && list.contains("site_password (only on http://form.test)"),
+            && list.contains("site_password (only on http://form.test; secret fields only)"),
         "{list}"
     );
     assert!(!list.contains(SECRET) && !list.contains(OTHER), "{list}");

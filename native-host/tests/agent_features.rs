@@ -381,6 +381,7 @@ fn memory_list_says_where_secrets_live() {
     let list = HostProc::cli(dir.path(), &["memory", "list"], "");
     assert!(list.contains("secret user (only on https://a.example; any field)"), "{list}");
     HostProc::cli(dir.path(), &["memory", "forget", "user"], "");
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
     assert!(
         list.contains("Secrets: 1 in the owner-only file")
             && list.contains("new ones go to the owner-only file (secrets_store = file)"),
