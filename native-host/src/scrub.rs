@@ -71,8 +71,9 @@ const FORM: &AsciiSet = &NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(b'.')
 /// The value itself first; no duplicates, none empty.
 pub fn forms(value: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let add = |out: &mut Vec<String>, s: String| {
-        if !s.is_empty() && !out.contains(&s) {
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut add = |out: &mut Vec<String>, s: String| {
+        if !s.is_empty() && seen.insert(s.clone()) {
             out.push(s);
         }
     };
@@ -115,9 +116,6 @@ pub fn forms(value: &str) -> Vec<String> {
         let written = written(form);
         let quoted = written.replace('"', "'");
         for w in [written, quoted] {
-            for cut in cuts(&w) {
-                add(&mut out, cut);
-            }
             add(&mut out, w);
         }
     }
@@ -136,17 +134,17 @@ fn written(text: &str) -> String {
     cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Each start of `text` (at least [`MIN_CUT_CHARS`] characters) followed by
-/// `…`, as `text::truncate` cuts it.
-fn cuts(text: &str) -> Vec<String> {
-    let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    starts
-        .iter()
+/// Each start of `text` of at least [`MIN_CUT_CHARS`] characters, as
+/// `text::truncate` leaves it before its `…` (trailing spaces trimmed).
+fn cuts_of(text: &str) -> impl Iterator<Item = &str> {
+    text.char_indices()
         .skip(MIN_CUT_CHARS)
-        .map(|&end| format!("{}…", text[..end].trim_end()))
-        .filter(|c| c.chars().count() > MIN_CUT_CHARS)
-        .collect()
+        .map(move |(end, _)| text[..end].trim_end())
+        .filter(|c| c.chars().count() >= MIN_CUT_CHARS)
 }
+
+/// The cut mark `text::truncate` writes.
+const ELLIPSIS: &str = "…";
 
 /// `%2f` for `%2F` (some encoders write lower-case hex).
 fn lower_hex(s: &str) -> String {
@@ -173,12 +171,68 @@ struct Automaton {
     ac: AhoCorasick,
     /// The placeholder for each pattern.
     replacement: Vec<String>,
+    /// Each start of each form (see [`cuts`]) → its placeholder: a value
+    /// cut by the element list shows as its start and `…`. Looked up only
+    /// before each `…` of a text, not searched for everywhere.
+    cuts: std::collections::HashMap<String, String>,
+    /// The longest key of `cuts`, in bytes.
+    longest_cut: usize,
+    /// The first [`MIN_CUT_CHARS`] bytes of every key of `cuts`, sorted: a
+    /// cheap test before a look-up.
+    cut_heads: Vec<[u8; MIN_CUT_CHARS]>,
+}
+
+impl Automaton {
+    /// Whether `text` holds a form, or a start of one before a `…`.
+    fn finds(&self, text: &str) -> bool {
+        self.ac.is_match(text) || self.cut_before(text, 0).is_some()
+    }
+
+    /// The first `…` at or after `from` that ends a start of a form:
+    /// `(where the start begins, where the … ends, placeholder)`.
+    fn cut_before(&self, text: &str, from: usize) -> Option<(usize, usize, &str)> {
+        if self.cuts.is_empty() {
+            return None;
+        }
+        let mut at = from;
+        while let Some(i) = text[at..].find(ELLIPSIS) {
+            let end = at + i;
+            // The longest start ending here.
+            let shortest = end.saturating_sub(self.longest_cut);
+            let bytes = text.as_bytes();
+            for begin in shortest..end.saturating_sub(MIN_CUT_CHARS - 1) {
+                let head: [u8; MIN_CUT_CHARS] = [bytes[begin], bytes[begin + 1], bytes[begin + 2]];
+                if self.cut_heads.binary_search(&head).is_err() || !text.is_char_boundary(begin) {
+                    continue;
+                }
+                if let Some(p) = self.cuts.get(&text[begin..end]) {
+                    return Some((begin, end + ELLIPSIS.len(), p));
+                }
+            }
+            at = end + ELLIPSIS.len();
+        }
+        None
+    }
+
+    fn replace(&self, text: &str) -> String {
+        let mut out = if self.ac.is_match(text) {
+            self.ac.replace_all(text, &self.replacement)
+        } else {
+            text.to_owned()
+        };
+        let mut from = 0;
+        while let Some((begin, end, placeholder)) = self.cut_before(&out, from) {
+            out.replace_range(begin..end, placeholder);
+            from = begin + placeholder.len();
+        }
+        out
+    }
 }
 
 impl std::fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.inner.as_ref().map_or(0, |a| a.replacement.len());
-        write!(f, "Scrubber({n} patterns)")
+        let (n, c) = self.inner.as_ref().map_or((0, 0), |a| (a.replacement.len(), a.cuts.len()));
+        write!(f, "Scrubber({n} patterns, {c} cut starts)")
     }
 }
 
@@ -188,34 +242,46 @@ impl Scrubber {
         // One placeholder per form; a form shared by two secrets (the same
         // value under two names) keeps the first name.
         let mut patterns: BTreeMap<String, String> = BTreeMap::new();
+        let mut cuts = std::collections::HashMap::new();
         for (name, value) in secrets {
             if value.is_empty() {
                 continue;
             }
+            let placeholder = crate::secrets::placeholder(name);
             for form in forms(value) {
-                patterns.entry(form).or_insert_with(|| crate::secrets::placeholder(name));
+                for cut in cuts_of(&form) {
+                    cuts.entry(cut.to_owned()).or_insert_with(|| placeholder.clone());
+                }
+                patterns.entry(form).or_insert_with(|| placeholder.clone());
             }
         }
         if patterns.is_empty() {
             return Scrubber::default();
         }
+        let longest_cut = cuts.keys().map(String::len).max().unwrap_or(0);
+        let mut cut_heads: Vec<[u8; MIN_CUT_CHARS]> = cuts
+            .keys()
+            .filter_map(|k| Some([*k.as_bytes().first()?, *k.as_bytes().get(1)?, *k.as_bytes().get(2)?]))
+            .collect();
+        cut_heads.sort_unstable();
+        cut_heads.dedup();
         let (keys, replacement): (Vec<String>, Vec<String>) = patterns.into_iter().unzip();
         let ac = AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&keys);
-        match ac {
-            Ok(ac) => Scrubber { inner: Some(Arc::new(Automaton { ac, replacement })) },
+        let ac = match ac {
+            Ok(ac) => ac,
             Err(e) => {
-                // Only a pattern set too large for the automaton gets here
-                // (4 KB values, thousands of secrets): fall back to the
-                // plain strings, one by one.
-                tracing::error!("cannot build the secret scrubber: {e}");
-                let ac = AhoCorasickBuilder::new()
+                // Only a pattern set too large for the default automaton
+                // gets here (4 KB values, thousands of secrets).
+                tracing::error!("cannot build the secret scrubber's automaton: {e}");
+                AhoCorasickBuilder::new()
                     .match_kind(MatchKind::LeftmostLongest)
                     .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
                     .build(&keys)
-                    .expect("a noncontiguous NFA takes any pattern set");
-                Scrubber { inner: Some(Arc::new(Automaton { ac, replacement })) }
+                    .expect("a noncontiguous NFA takes any pattern set")
             }
-        }
+        };
+        let automaton = Automaton { ac, replacement, cuts, longest_cut, cut_heads };
+        Scrubber { inner: Some(Arc::new(automaton)) }
     }
 
     /// Whether there is nothing to scrub.
@@ -225,13 +291,13 @@ impl Scrubber {
 
     /// Whether `text` holds any form of a value.
     pub fn finds(&self, text: &str) -> bool {
-        self.inner.as_ref().is_some_and(|a| a.ac.is_match(text))
+        self.inner.as_ref().is_some_and(|a| a.finds(text))
     }
 
     /// `text` with every form of every value replaced by its placeholder.
     pub fn text(&self, text: &str) -> String {
         match &self.inner {
-            Some(a) if a.ac.is_match(text) => a.ac.replace_all(text, &a.replacement),
+            Some(a) if a.finds(text) => a.replace(text),
             _ => text.to_owned(),
         }
     }
@@ -239,8 +305,8 @@ impl Scrubber {
     /// [`Scrubber::text`] in place.
     pub fn string(&self, text: &mut String) {
         if let Some(a) = &self.inner {
-            if a.ac.is_match(text.as_str()) {
-                *text = a.ac.replace_all(text, &a.replacement);
+            if a.finds(text) {
+                *text = a.replace(text);
             }
         }
     }
@@ -304,8 +370,8 @@ impl Scrubber {
         let Ok(mut json) = serde_json::to_value(&value) else { return value };
         let mut changed = false;
         walk(&mut json, &mut |s: &mut String| {
-            if a.ac.is_match(s.as_str()) {
-                *s = a.ac.replace_all(s, &a.replacement);
+            if a.finds(s) {
+                *s = a.replace(s);
                 changed = true;
             }
         });
