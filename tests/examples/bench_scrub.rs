@@ -7,7 +7,7 @@
 //! of each), one of them a value the page really shows, and times
 //! `Scrubber::observation` (the text, the title, the URL and every
 //! element's strings) and, for scale, one pass over the page's whole HTML.
-//! Prints the median and the slowest of 200 runs. The agent's budget is
+//! Prints the median and the 90th percentile of 200 runs. The budget is
 //! 5 ms per observation.
 
 use std::time::{Duration, Instant};
@@ -100,7 +100,7 @@ fn main() -> Result<()> {
     }
     let stats = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        (v[v.len() / 2], v[v.len() - 1])
+        (v[v.len() / 2], v[v.len() * 9 / 10])
     };
     let (obs_median, obs_max) = stats(&mut observation);
     let (html_median, html_max) = stats(&mut whole_html);
@@ -108,9 +108,9 @@ fn main() -> Result<()> {
     println!("page\t{id}\t{bytes} bytes\t{} elements", obs.elements.len());
     println!("secrets\t{SECRETS}\t{patterns} patterns (every form of each)\tautomaton built in {build_ms:.2} ms");
     println!(
-        "observation\tmedian {obs_median:.3} ms\tslowest {obs_max:.3} ms\t({replaced} occurrences of {shown:?} replaced)"
+        "observation\tmedian {obs_median:.3} ms\tp90 {obs_max:.3} ms\t({replaced} occurrences of {shown:?} replaced)"
     );
-    println!("text only\tmedian {text_median:.3} ms\tslowest {text_max:.3} ms");
-    println!("whole HTML\tmedian {html_median:.3} ms\tslowest {html_max:.3} ms");
+    println!("text only\tmedian {text_median:.3} ms\tp90 {text_max:.3} ms");
+    println!("whole HTML\tmedian {html_median:.3} ms\tp90 {html_max:.3} ms");
     Ok(())
 }
