@@ -105,12 +105,18 @@ fn main() -> Result<()> {
     let (obs_median, obs_max) = stats(&mut observation);
     let (html_median, html_max) = stats(&mut whole_html);
     let (text_median, text_max) = stats(&mut text_only);
-    println!("page\t{id}\t{bytes} bytes\t{} elements", obs.elements.len());
-    println!("secrets\t{SECRETS}\t{patterns} patterns (every form of each)\tautomaton built in {build_ms:.2} ms");
-    println!(
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "page\t{id}\t{bytes} bytes\t{} elements", obs.elements.len())?;
+    writeln!(
+        out,
+        "secrets\t{SECRETS}\t{patterns} patterns (every form of each)\tautomaton built in {build_ms:.2} ms"
+    )?;
+    writeln!(
+        out,
         "observation\tmedian {obs_median:.3} ms\tp90 {obs_max:.3} ms\t({replaced} occurrences of {shown:?} replaced)"
-    );
-    println!("text only\tmedian {text_median:.3} ms\tp90 {text_max:.3} ms");
-    println!("whole HTML\tmedian {html_median:.3} ms\tp90 {html_max:.3} ms");
+    )?;
+    writeln!(out, "text only\tmedian {text_median:.3} ms\tp90 {text_max:.3} ms")?;
+    writeln!(out, "whole HTML\tmedian {html_median:.3} ms\tp90 {html_max:.3} ms")?;
     Ok(())
 }
