@@ -412,6 +412,19 @@ fn a_password_in_a_cross_origin_frame_is_blanked_by_the_frame_itself() {
         mark_pixels(&img, Some((frame, scale))) > page_own + 100,
         "no marks drawn over the frame's elements"
     );
+    // A secret filled into a plain field of the frame (one allowed in any
+    // field) is blanked by the frame too: its content script keeps the
+    // values it filled.
+    let input = o.elements.iter().find(|e| e.name == "xo-input").expect("the frame's input");
+    let field = Area { x: input.rect.x, y: input.rect.y, w: input.rect.width, h: input.rect.height };
+    assert!(!inside(&img, field, scale).unwrap().is_blank(), "the empty field is blanked");
+    let fill = json!({"fill": {"index": input.index, "text": "xo-member-4471"}});
+    let done = cs.command(json!({"op": "act", "action": fill, "secrets": ["xo-member-4471"]})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    cs.observe(true).unwrap();
+    let img = screenshot(&tab).unwrap();
+    let filled = inside(&img, field, scale).unwrap();
+    assert!(filled.is_blank(), "the frame's field holding a secret is not blanked: {filled:?}");
 
     // Gone with the marks.
     let reply = cs.command(json!({"op": "cleanup"})).unwrap();
