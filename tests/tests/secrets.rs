@@ -15,8 +15,10 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
+use errand_e2e::browser::{LaunchOptions, TestBrowser};
 use errand_e2e::cdp::Page;
-use errand_e2e::model::{Reply, all_text, last_user_message};
+use errand_e2e::fixtures::FixtureServer;
+use errand_e2e::model::{Reply, ScriptedModel, all_text, last_user_message};
 use errand_e2e::rig::{Rig, answer, element_by_label as el, record};
 use errand_e2e::side_panel::Panel;
 use serde_json::{Value, json};
@@ -246,6 +248,49 @@ fn a_field_s_value_read_back_is_scrubbed() {
         nowhere(&rig, &panel, &[PW, ID])
     })());
     rig.done("a_field_s_value_read_back_is_scrubbed");
+}
+
+// ---- The planner's and the validator's prompts too ----
+
+fn side_calls_script(req: &Value, _call: usize) -> Reply {
+    let all = all_text(req);
+    if all.contains("You plan a web task") {
+        return Reply::json(&json!({
+            "reasoning": "start", "plan": [{"kind": "navigate", "goal": "Enter the member number"}],
+        }));
+    }
+    if all.contains("You check the work") {
+        assert!(all.contains("{{secret:member}}"), "the validator sees no placeholder: {all}");
+        return Reply::json(&json!({"done": true, "reason": "the number is in"}));
+    }
+    let text = last_user_message(req).unwrap_or_default();
+    if text.contains("Member {{secret:member}} signed in") {
+        answer(json!([{"done": {"text": "signed in", "success": true}}]))
+    } else {
+        answer(json!([{"fill": {"index": el(req, "Member number"), "text": "{{secret:member}}"}}]))
+    }
+}
+
+#[test]
+fn the_planner_and_the_validator_see_only_the_placeholder_too() {
+    let model = ScriptedModel::start(side_calls_script).expect("starting the scripted model");
+    let fixtures = FixtureServer::start().expect("starting the fixture server");
+    let mut opts = LaunchOptions::new(model.base_url());
+    opts.planner = true;
+    opts.env.push(("ERRAND_VALIDATE".into(), "1".into()));
+    let browser = TestBrowser::launch(opts).unwrap_or_else(|e| panic!("launching: {e:#}"));
+    let rig = Rig { browser, model, fixtures };
+    store_secrets(&rig, &[("member", ID, true)]);
+    check(&rig, (|| {
+        let (tab, panel, _) = run(&rig, "/secrets/readback.html", "Enter my member number")?;
+        page_has(&tab, "document.querySelector('#notes').value", ID)?;
+        let requests = rig.model.requests();
+        let kinds = |needle: &str| requests.iter().filter(|r| all_text(r).contains(needle)).count();
+        ensure!(kinds("You plan a web task") >= 1, "no planner call");
+        ensure!(kinds("You check the work") >= 1, "no validator call");
+        nowhere(&rig, &panel, &[ID])
+    })());
+    rig.done("the_planner_and_the_validator_see_only_the_placeholder_too");
 }
 
 // ---- document.title set to the field's value ----
