@@ -37,7 +37,7 @@ function secretRow(secret) {
     h('div', { class: 'edit' },
       h('span', { class: 'masked', 'aria-label': 'hidden value' }, '••••••••'),
       forgetButton(secret.name)),
-    h('span', { class: 'origins muted' }, `Only on: ${(secret.origins ?? []).join(', ') || 'no site'}`));
+    h('span', { class: 'origins muted' }, `Only on: ${(secret.origins ?? []).join(', ') || 'no site'}; ${secret.any_field ? 'any field' : 'password, code and card fields only'}`));
 }
 
 function forgetButton(name) {
@@ -88,15 +88,17 @@ export function initProfile() {
     const name = $('secret-name').value.trim();
     const value = $('secret-value').value;
     const origins = lines($('secret-origins').value.replaceAll(',', '\n'));
+    const any_field = $('secret-any-field').checked;
     if (!name || !value || !origins.length) {
       say('A secret needs a name, a value and at least one site.', 'error');
       return;
     }
     // The value leaves the field at once: it is only ever sent to the host.
     $('secret-value').value = '';
-    if (await change('set_secret', { name, value, origins }, `Added the secret ${name}.`)) {
+    if (await change('set_secret', { name, value, origins, any_field }, `Added the secret ${name}.`)) {
       $('secret-name').value = '';
       $('secret-origins').value = '';
+      $('secret-any-field').checked = false;
     }
   });
 }

@@ -29,13 +29,20 @@ use crate::{Fail, focus, keys, registry};
 /// Carries out one page action, watching the page from just before it
 /// until the page is still again, and reports what it did and what changed.
 ///
-/// With `only_on`, the action runs only when the element's document has
-/// that origin (the host filled in a secret checked against it).
-pub async fn act(action: Action, only_on: Option<&str>) -> Result<Effect, Fail> {
+/// With `guard.only_on`, the action runs only when the element's document
+/// has that origin (the host filled in a secret checked against it); with
+/// `guard.secret_field`, only when the element is a secret field.
+/// `guard.secrets` are remembered (in this instance's memory) so that a
+/// field showing one is blanked before a screenshot.
+pub async fn act(action: Action, guard: &Guard) -> Result<Effect, Fail> {
     let target = action.element().and_then(|i| registry::element(i).ok());
-    if let Some(origin) = only_on {
+    if let Some(origin) = guard.only_on.as_deref() {
         check_origin(target.as_ref(), origin)?;
     }
+    if guard.secret_field {
+        check_secret_field(target.as_ref())?;
+    }
+    crate::marks::remember_secrets(&guard.secrets);
     let watch = Watch::start(target.as_ref());
     let done = run(action, &watch).await;
     effect_of(watch, target.as_ref(), done).await
@@ -57,6 +64,43 @@ fn check_origin(el: Option<&Element>, origin: &str) -> Result<(), Fail> {
             ),
         }),
     }
+}
+
+/// What the host asks the page to check before an action carrying secrets
+/// (see `PageCommand::Act`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Guard {
+    pub only_on: Option<String>,
+    pub secret_field: bool,
+    pub secrets: Vec<String>,
+}
+
+/// Refuses unless `el` is a secret field as it is now (the page may have
+/// changed its type since it was observed): a password input, or an input
+/// whose `autocomplete` says password, one-time code or card data.
+fn check_secret_field(el: Option<&Element>) -> Result<(), Fail> {
+    let secret = el.is_some_and(|el| {
+        proto::local_name(&el) == "input"
+            && crate::marks::is_secret_field(
+                proto::get_attribute(&el, "type").as_deref(),
+                proto::get_attribute(&el, "autocomplete").as_deref(),
+            )
+    });
+    if secret {
+        return Ok(());
+    }
+    let what = match el {
+        Some(el) if proto::local_name(&el) == "input" => {
+            let kind = proto::get_attribute(&el, "type").unwrap_or_else(|| "text".to_owned());
+            format!("a {} input", collapse(&kind).to_lowercase())
+        }
+        Some(el) => format!("a <{}>", proto::local_name(&el)),
+        None => "gone".to_owned(),
+    };
+    Err(Fail {
+        code: ErrorCode::ActionFailed,
+        message: format!("not done: the field is {what}, not a secret field"),
+    })
 }
 
 /// Waits for the page to settle and adds what changed to what the action

@@ -102,6 +102,10 @@ pub enum Command {
         action: Action,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         only_on: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        secret_field: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        secrets: Vec<String>,
     },
     SetFiles {
         index: u32,
@@ -725,7 +729,13 @@ pub fn relabel_action(action: &Action, f: impl Fn(u32) -> u32) -> Option<Action>
 
 /// Where an action goes when its elements are in a cross-origin frame:
 /// `None` when it is this instance's to carry out.
-pub async fn route_act(action: &Action, only_on: Option<&str>) -> Option<Result<Effect, Fail>> {
+pub async fn route_act(action: &Action, guard: &act::Guard) -> Option<Result<Effect, Fail>> {
+    let act_command = |action: Action| Command::Act {
+        action,
+        only_on: guard.only_on.clone(),
+        secret_field: guard.secret_field,
+        secrets: guard.secrets.clone(),
+    };
     let elements = action.elements();
     let remotes: Vec<Option<Remote>> = elements.iter().map(|n| remote_of(*n)).collect();
     if remotes.iter().all(Option::is_none) {
@@ -733,8 +743,7 @@ pub async fn route_act(action: &Action, only_on: Option<&str>) -> Option<Result<
         // cross-origin frame when that has it.
         if matches!(action, Action::Press { index: None, .. }) {
             let iframe = focused_frame()?;
-            let command =
-                Command::Act { action: action.clone(), only_on: only_on.map(str::to_owned) };
+            let command = act_command(action.clone());
             return Some(forward(&iframe, None, command, &[]).await);
         }
         return None;
@@ -752,7 +761,7 @@ pub async fn route_act(action: &Action, only_on: Option<&str>) -> Option<Result<
         map.iter().find(|(global, _)| *global == n).map_or(n, |(_, local)| *local)
     })?;
     let back: Vec<(u32, u32)> = map.iter().map(|(g, l)| (*l, *g)).collect();
-    let command = Command::Act { action: local, only_on: only_on.map(str::to_owned) };
+    let command = act_command(local);
     Some(forward(&first.iframe, Some(first.token), command, &back).await)
 }
 
@@ -904,11 +913,12 @@ async fn answer(message: Message) -> Reply {
             draw_own_marks(labels).await;
             Reply::Ack {}
         }
-        Command::Act { action, only_on } => {
+        Command::Act { action, only_on, secret_field, secrets } => {
             dropdown::enable();
-            let done = match route_act(&action, only_on.as_deref()).await {
+            let guard = act::Guard { only_on, secret_field, secrets };
+            let done = match route_act(&action, &guard).await {
                 Some(done) => done,
-                None => act::act(action, only_on.as_deref()).await,
+                None => act::act(action, &guard).await,
             };
             match done {
                 Ok(effect) => Reply::Done { effect },

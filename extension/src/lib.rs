@@ -83,12 +83,13 @@ async fn answer(message: &str) -> Envelope {
                 Ok(Err(why)) | Err(why) => Body::Error { code: ErrorCode::Internal, message: why },
             }
         }
-        PageCommand::Act { action, only_on } => {
+        PageCommand::Act { action, only_on, secret_field, secrets } => {
+            let guard = act::Guard { only_on, secret_field, secrets };
             let done = async move {
                 // frames.rs: an element of a cross-origin frame is that frame's to act on.
-                match frames::route_act(&action, only_on.as_deref()).await {
+                match frames::route_act(&action, &guard).await {
                     Some(done) => done,
-                    None => act::act(action, only_on.as_deref()).await,
+                    None => act::act(action, &guard).await,
                 }
             };
             acted(deadline::within(deadline::ACT_MS, "carrying out the action", done).await)

@@ -154,7 +154,8 @@ pub fn clear() {
     }
 }
 
-/// The secret fields ([`is_secret_field`]) of the page: in the document, in
+/// The secret fields ([`is_secret_field`]) of the page, and whatever shows
+/// a secret filled in this document ([`showing_secrets`]): in the document, in
 /// its same-origin iframes (nested), and in the shadow roots (and iframe
 /// documents) that hold any of `marked` — a secret field in view is itself
 /// marked unless disabled, so its root is searched.
@@ -175,6 +176,7 @@ pub fn secret_fields(document: &Document, marked: &[(u32, Element)]) -> Vec<Elem
         }
     }
     let mut fields: Vec<Element> = Vec::new();
+    let filled = FILLED.with(|f| f.borrow().clone());
     let mut i = 0;
     while i < roots.len() {
         let root = roots[i].clone();
@@ -200,8 +202,79 @@ pub fn secret_fields(document: &Document, marked: &[(u32, Element)]) -> Vec<Elem
                 fields.push(el);
             }
         }
+        if !filled.is_empty() {
+            for el in showing_secrets(&root, &filled) {
+                if !fields.contains(&el) {
+                    fields.push(el);
+                }
+            }
+        }
     }
     fields
+}
+
+thread_local! {
+    /// The secret values the host had this instance fill in (this
+    /// document's): kept in the content script's own memory, never written
+    /// to the page, to blank whatever shows one before a screenshot.
+    static FILLED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Remembers secret values filled in this document (see [`FILLED`]).
+pub fn remember_secrets(values: &[String]) {
+    FILLED.with(|f| {
+        let mut f = f.borrow_mut();
+        for v in values {
+            if !v.is_empty() && !f.contains(v) {
+                f.push(v.clone());
+            }
+        }
+    });
+}
+
+/// What in `root` shows a secret filled in this document: a field whose
+/// value holds one (an input, a textarea), a select with an option whose
+/// text holds one, and the element around each text node that holds one
+/// (a search box's echo, a contenteditable, a drawn dropdown's row). A
+/// value split across elements (`hunter<b>2</b>`) is not found.
+fn showing_secrets(root: &Node, filled: &[String]) -> Vec<Element> {
+    let holds = |text: &str| filled.iter().any(|v| text.contains(v.as_str()));
+    let mut found: Vec<Element> = Vec::new();
+    for el in query_all(root, "input, textarea, select") {
+        let text = if proto::local_name(&el) == "select" {
+            proto::text_content(&el).unwrap_or_default()
+        } else {
+            js_sys::Reflect::get(&el, &JsValue::from_str("value"))
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_default()
+        };
+        if holds(&text) {
+            found.push(el);
+        }
+    }
+    let Some(document) = (match proto::node_type(&root) {
+        DOCUMENT_NODE => Some(root.unchecked_ref::<Document>().clone()),
+        _ => proto::owner_document(&root),
+    }) else {
+        return found;
+    };
+    // 4: NodeFilter.SHOW_TEXT.
+    let Ok(walker) = document.create_tree_walker_with_what_to_show(root, 4) else {
+        return found;
+    };
+    while let Ok(Some(node)) = walker.next_node() {
+        let Some(text) = proto::node_value(&node) else { continue };
+        if !holds(&text) {
+            continue;
+        }
+        if let Some(parent) = proto::parent_element(&node) {
+            if !found.contains(&parent) {
+                found.push(parent);
+            }
+        }
+    }
+    found
 }
 
 /// `querySelectorAll` on a document or a shadow root.

@@ -17,6 +17,7 @@ use crate::llm::{ChatMessage, Completion, Expect, LlmError};
 use crate::loop_detect::{self, LoopDetector, Verdict};
 use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
+use crate::scrub::Scrubber;
 use crate::sites::SitePolicy;
 use crate::store::{ModelCallRow, StepRow};
 
@@ -60,6 +61,7 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper, pause: Pause) {
         _ = stop.token().cancelled() => stop.outcome(),
         outcome = agent.drive() => outcome,
     };
+    let outcome = agent.scrubber().serde(outcome);
     tracing::info!(task_id = %spec.id, status = outcome.status(), "task ended");
     if let Err(e) = host.store().finish_task(&spec.id, &outcome) {
         tracing::error!(task_id = %spec.id, "cannot record the task's end: {e}");
@@ -77,7 +79,7 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper, pause: Pause) {
         }
     }
     host.task_ended(&spec.id);
-    host.emit(&spec.id, TaskEvent::Finished { outcome }, Vec::new()).await;
+    agent.emit(TaskEvent::Finished { outcome }, Vec::new()).await;
 }
 
 /// How long the end of a task waits for the page to be cleaned up.
@@ -117,6 +119,13 @@ struct Progress {
     rejections: u32,
     /// The user's secrets (values never leave the host but into a field).
     secrets: crate::secrets::Secrets,
+    /// The secrets filled in this task so far: name → value.
+    filled: std::collections::BTreeMap<String, String>,
+    /// The origins of the page the agent is on and of its frames.
+    origins: Vec<String>,
+    /// Replaces the values of `filled` and of the secrets allowed on
+    /// `origins` by their placeholders in everything leaving the host.
+    scrubber: Scrubber,
     /// What the model is told about the user's profile.
     profile: String,
     budget: Budget,
@@ -282,7 +291,8 @@ impl Agent<'_> {
     /// One model call outside the step's own (planner, validator): charged,
     /// recorded; `None` when it failed (the step goes on without it).
     async fn side_call(&self, step: u32, text: String) -> Option<String> {
-        let messages = [ChatMessage::user(text)];
+        let mut messages = [ChatMessage::user(text)];
+        self.scrubber().messages(&mut messages);
         let started = Instant::now();
         let result = self.host.provider().complete(&messages, self.stop.token()).await;
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -378,7 +388,7 @@ impl Agent<'_> {
             summary: needed.summary,
             reason: needed.reason,
         };
-        self.host.emit(&self.spec.id, event, Vec::new()).await;
+        self.emit(event, Vec::new()).await;
         tokio::select! {
             _ = self.stop.token().cancelled() => Some("stopped".to_owned()),
             approved = decision => match approved {
@@ -436,6 +446,7 @@ impl Agent<'_> {
             tracing::error!("cannot read the profile: {e}");
             Vec::new()
         });
+        crate::scrub::scrub_log_too(secrets.values());
         {
             let mut p = self.progress();
             p.profile = prompt::profile_section(&facts, &secrets.prompt_lines());
@@ -447,7 +458,7 @@ impl Agent<'_> {
                 return Outcome::Failed { error: format!("Errand will not open {url}: {refused}") };
             }
         }
-        let (tab_id, url, mut first_obs) = match self.open().await {
+        let (tab_id, url, first_obs) = match self.open().await {
             Ok(t) => t,
             Err(e) => {
                 return Outcome::Failed { error: format!("could not open the tab: {e}") };
@@ -458,13 +469,17 @@ impl Agent<'_> {
                 error: format!("Errand cannot work on this page: {refused}"),
             };
         }
+        self.enter(&url, &[]);
+        let url = self.scrubber().text(&url);
+        let first_obs = first_obs.map(|o| self.seen(o));
         if let Err(e) = self.host.store().set_tab(&self.spec.id, tab_id, &url) {
             tracing::error!("cannot record the tab: {e}");
         }
         self.recall(&url);
         let started = TaskEvent::Started { task: self.spec.task.clone(), tab_id, url };
-        self.host.emit(&self.spec.id, started, Vec::new()).await;
+        self.emit(started, Vec::new()).await;
 
+        let mut first_obs = first_obs;
         let mut history: Vec<PastStep> = Vec::new();
         let mut failures = 0;
         self.tab.store(tab_id, Ordering::SeqCst);
@@ -479,7 +494,11 @@ impl Agent<'_> {
             let tab_id = self.tab.load(Ordering::SeqCst);
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
-                None => self.host.observe(tab_id, marks_wanted(&self.host.settings())).await,
+                None => self
+                    .host
+                    .observe(tab_id, marks_wanted(&self.host.settings()))
+                    .await
+                    .map(|obs| self.seen(obs)),
             };
             let end = match obs {
                 Ok(obs) if self.sites().check(&obs.url).is_err() => {
@@ -556,7 +575,7 @@ impl Agent<'_> {
         obs: &Observation,
         history: &mut Vec<PastStep>,
     ) -> StepEnd {
-        self.host.emit(&self.spec.id, TaskEvent::Thinking { step }, Vec::new()).await;
+        self.emit(TaskEvent::Thinking { step }, Vec::new()).await;
         let mut messages = prompt::messages(
             self.dialect(),
             &self.task_text(),
@@ -686,7 +705,7 @@ impl Agent<'_> {
             ..self.row(step, Some(obs))
         };
         self.save(&row);
-        self.host.emit(&self.spec.id, TaskEvent::Step(report), labels.clone()).await;
+        self.emit(TaskEvent::Step(report), labels.clone()).await;
         history.push(PastStep {
             step,
             evaluation: answer.evaluation,
@@ -718,6 +737,7 @@ impl Agent<'_> {
         let expect = if dialect == Dialect::Json { Expect::Answer } else { Expect::Text };
         for attempt in 0..2 {
             let call_started = Instant::now();
+            self.scrubber().messages(&mut messages);
             let result =
                 self.host.provider().complete_as(&messages, expect, self.stop.token()).await;
             let ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -759,7 +779,7 @@ impl Agent<'_> {
         cost_usd: Option<f64>,
         error: Option<String>,
     ) {
-        let row = ModelCallRow {
+        let mut row = ModelCallRow {
             task_id: self.spec.id.clone(),
             step,
             provider: self.host.settings().provider.name().to_owned(),
@@ -770,6 +790,7 @@ impl Agent<'_> {
             cost_usd,
             error,
         };
+        self.scrubber().call_row(&mut row);
         if let Err(e) = self.host.store().record_model_call(&row) {
             tracing::error!(task_id = %self.spec.id, step, "cannot record the model call: {e}");
             self.progress().unsaved.get_or_insert_with(|| unsaved(step, &e));
@@ -817,6 +838,9 @@ impl Agent<'_> {
                     },
                 },
             };
+            // What the action brought back (page text, an extract, the
+            // user's answer, a tab list) is scrubbed as it comes in.
+            let detail = self.scrubber().text(&detail);
             records.push(ActionRecord { action: action.clone(), ok, detail });
             if stop_here || !ok || finish.is_some() {
                 break;
@@ -884,7 +908,7 @@ impl Agent<'_> {
                 let waiting = self.host.await_answer(&self.spec.id);
                 let event =
                     TaskEvent::Question { step: self.step_now(), question: question.clone() };
-                self.host.emit(&self.spec.id, event, Vec::new()).await;
+                self.emit(event, Vec::new()).await;
                 tracing::info!(task_id = %self.spec.id, "waiting for the user's answer");
                 tokio::select! {
                     _ = self.stop.token().cancelled() => (false, "stopped".to_owned(), true),
@@ -904,29 +928,93 @@ impl Agent<'_> {
                 }
             }
             page_action => {
-                // Secrets go in only here, only on their origins; the value
-                // is scrubbed from whatever comes back.
+                // Secrets go in only here, only on their origins, only into
+                // secret fields unless allowed in any field; from now on
+                // their values are scrubbed from whatever comes back.
                 let substituted = self.progress().secrets.substitute(page_action, document);
                 let (to_send, used) = match substituted {
                     Ok(s) => s,
                     Err(e) => return (false, e.to_string(), true),
                 };
+                self.filled(&used);
                 // A secret goes only into a field of the origin it was
                 // checked against (the frame's, for a field in a
                 // cross-origin frame), even if the page moved on since.
-                let only_on =
-                    if used.is_empty() { None } else { crate::secrets::origin_of(document) };
-                match crate::browser_actions::act(self.host, tab_id, &to_send, only_on).await {
+                let guard = crate::host::Guard {
+                    only_on: if used.is_empty() {
+                        None
+                    } else {
+                        crate::secrets::origin_of(document)
+                    },
+                    secret_field: used.iter().any(|f| !f.any_field),
+                    secrets: used.iter().map(|f| f.value.clone()).collect(),
+                };
+                match crate::browser_actions::act(self.host, tab_id, &to_send, guard).await {
                     // Later actions of the answer were planned on the page as
                     // it was: stop when it changed in a way the model could
                     // not see.
-                    Ok(effect) => {
-                        (true, crate::secrets::scrub(&effect.detail(), &used), effect.unforeseen())
+                    Ok(effect) => (true, effect.detail(), effect.unforeseen()),
+                    Err(RequestError::Refused { message, .. })
+                        if message.contains(NOT_A_SECRET_FIELD) =>
+                    {
+                        (false, not_a_secret_field(&message, &used), true)
                     }
-                    Err(e) => (false, crate::secrets::scrub(&e.to_string(), &used), true),
+                    Err(e) => (false, e.to_string(), true),
                 }
             }
         }
+    }
+
+    /// The scrubber for what leaves the host now.
+    fn scrubber(&self) -> Scrubber {
+        self.progress().scrubber.clone()
+    }
+
+    /// The agent is on `url` (with frames of `frames`): the secrets allowed
+    /// there are scrubbed from now on.
+    fn enter(&self, url: &str, frames: &[String]) {
+        let mut origins: Vec<String> = crate::secrets::origin_of(url).into_iter().collect();
+        for o in frames.iter().filter_map(|f| crate::secrets::origin_of(f)) {
+            if !origins.contains(&o) {
+                origins.push(o);
+            }
+        }
+        let mut p = self.progress();
+        if p.origins != origins || p.scrubber.is_empty() {
+            p.origins = origins;
+            rebuild(&mut p);
+        }
+    }
+
+    /// Secrets were put into an action: their values are scrubbed for the
+    /// rest of the task, wherever the agent goes.
+    fn filled(&self, used: &[crate::secrets::Filled]) {
+        let mut p = self.progress();
+        let before = p.filled.len();
+        for f in used {
+            p.filled.insert(f.name.clone(), f.value.clone());
+        }
+        if p.filled.len() != before {
+            rebuild(&mut p);
+        }
+    }
+
+    /// The entry guard for observations: the scrubber is made for the
+    /// page's origins and applied to everything the page says, before the
+    /// agent, the prompts, the planner or anything recorded sees it.
+    fn seen(&self, mut obs: Observation) -> Observation {
+        let frames: Vec<String> = obs.elements.iter().filter_map(|e| e.origin.clone()).collect();
+        self.enter(&obs.url, &frames);
+        self.scrubber().observation(&mut obs);
+        obs
+    }
+
+    /// The exit guard for the panel (and `errand run`): every task event.
+    async fn emit(&self, event: TaskEvent, labels: Vec<String>) {
+        let scrubber = self.scrubber();
+        let event = scrubber.serde(event);
+        let labels = labels.iter().map(|l| scrubber.text(l)).collect();
+        self.host.emit(&self.spec.id, event, labels).await;
     }
 
     fn row(&self, step: u32, obs: Option<&Observation>) -> StepRow {
@@ -945,7 +1033,9 @@ impl Agent<'_> {
     /// locked or broken database) ends the task after this step: going on
     /// would do things nobody could look up afterwards.
     fn save(&self, row: &StepRow) {
-        if let Err(e) = self.host.store().record_step(row) {
+        let mut row = row.clone();
+        self.scrubber().step_row(&mut row);
+        if let Err(e) = self.host.store().record_step(&row) {
             tracing::error!(task_id = %self.spec.id, step = row.step, "cannot record the step: {e}");
             self.progress().unsaved.get_or_insert_with(|| unsaved(row.step, &e));
         }
@@ -982,13 +1072,41 @@ impl Agent<'_> {
             cost_usd: row.cost_usd,
             ..self.totals()
         };
-        self.host.emit(&self.spec.id, TaskEvent::Step(report), Vec::new()).await;
+        self.emit(TaskEvent::Step(report), Vec::new()).await;
         history.push(PastStep {
             step: row.step,
             error: Some(error.to_owned()),
             ..Default::default()
         });
     }
+}
+
+/// Remakes the scrubber from the secrets filled and those of the origins.
+fn rebuild(p: &mut Progress) {
+    let allowed = p.secrets.allowed_on(&p.origins);
+    let filled = p.filled.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+    p.scrubber = Scrubber::new(filled.chain(allowed));
+}
+
+/// How the content script words its refusal of a secret in a field that
+/// is not a secret field (`act::check_secret_field`).
+const NOT_A_SECRET_FIELD: &str = "not a secret field";
+
+/// The refusal told to the model: which secret, where it may go, and what
+/// the user can do.
+fn not_a_secret_field(message: &str, used: &[crate::secrets::Filled]) -> String {
+    let names: Vec<String> = used
+        .iter()
+        .filter(|f| !f.any_field)
+        .map(|f| crate::secrets::placeholder(&f.name))
+        .collect();
+    format!(
+        "{message}. {} may be typed only into a password, one-time-code or card field \
+         (the page's own field for it), never into a search box or another text field: find \
+         that field in the list, or, if the task needs the value elsewhere, ask the user — \
+         they can allow it in any field of its sites (\"any field\" in the Profile tab)",
+        names.join(", ")
+    )
 }
 
 /// Whether an observation draws the marks: when the settings ask, and

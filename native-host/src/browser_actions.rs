@@ -107,10 +107,10 @@ pub async fn act(
     host: &Host,
     tab_id: i64,
     action: &Action,
-    only_on: Option<String>,
+    guard: crate::host::Guard,
 ) -> Result<errand_protocol::Effect, RequestError> {
     let started = std::time::Instant::now();
-    let effect = act_inner(host, tab_id, action, only_on).await;
+    let effect = act_inner(host, tab_id, action, guard).await;
     tracing::info!(
         action = action.name(),
         ok = effect.is_ok(),
@@ -124,7 +124,7 @@ async fn act_inner(
     host: &Host,
     tab_id: i64,
     action: &Action,
-    only_on: Option<String>,
+    guard: crate::host::Guard,
 ) -> Result<errand_protocol::Effect, RequestError> {
     if let Action::UploadFile { index, files } = action {
         return upload(host, tab_id, *index, files).await;
@@ -132,7 +132,7 @@ async fn act_inner(
     let may_open =
         matches!(action, Action::Click { .. } | Action::DblClick { .. } | Action::Press { .. });
     let before = if may_open { list_tabs(host).await.ok() } else { None };
-    let mut effect = host.act_only_on(tab_id, action.clone(), only_on).await?;
+    let mut effect = host.act_guarded(tab_id, action.clone(), guard).await?;
     if let Some(before) = before {
         // A tab opened by the page may still be starting: look twice.
         for attempt in 0..2 {

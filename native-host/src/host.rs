@@ -182,6 +182,27 @@ struct Inner {
 /// next observations come whole).
 const HELD_TABS: usize = 8;
 
+/// What the page must check before an action carrying secrets (see
+/// [`PageCommand::Act`]): the origin of the field's document, that the
+/// field is a secret field, and the values (kept by the content script to
+/// blank fields showing them in screenshots).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Guard {
+    pub only_on: Option<String>,
+    pub secret_field: bool,
+    pub secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("only_on", &self.only_on)
+            .field("secret_field", &self.secret_field)
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
+
 /// The host core. Cheap to clone; every clone is the same host.
 #[derive(Clone)]
 pub struct Host {
@@ -598,18 +619,20 @@ impl Host {
 
     /// `page {act}` → what the action did.
     pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, RequestError> {
-        self.act_only_on(tab_id, action, None).await
+        self.act_guarded(tab_id, action, Guard::default()).await
     }
 
-    /// `page {act}` that the page carries out only when the element's
-    /// document has the origin `only_on` (see [`PageCommand::Act`]).
-    pub async fn act_only_on(
+    /// `page {act}` for an action carrying secrets: the page carries it
+    /// out only under `guard`'s conditions (see [`PageCommand::Act`]).
+    pub async fn act_guarded(
         &self,
         tab_id: i64,
         action: Action,
-        only_on: Option<String>,
+        guard: Guard,
     ) -> Result<Effect, RequestError> {
-        let body = Body::Page { tab_id, command: PageCommand::Act { action, only_on } };
+        let Guard { only_on, secret_field, secrets } = guard;
+        let command = PageCommand::Act { action, only_on, secret_field, secrets };
+        let body = Body::Page { tab_id, command };
         match self.request(body).await? {
             Body::ActionDone { effect } => Ok(effect),
             other => Err(unexpected("page act", &other)),

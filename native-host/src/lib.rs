@@ -26,6 +26,7 @@ pub mod parse;
 pub mod planner;
 pub mod profile;
 pub mod prompt;
+pub mod scrub;
 pub mod secrets;
 pub mod session;
 pub mod sites;

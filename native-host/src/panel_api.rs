@@ -126,10 +126,18 @@ fn handle_blocking(host: &Host, body: Body) -> Result<Body, PanelError> {
             tracing::info!(%name, "the side panel set a profile fact");
             profile_reply()
         }
-        Body::SetSecret { name, value, origins } => {
+        Body::SetSecret { name, value, origins, any_field } => {
             let store = host.settings().secrets_store;
-            let name =
-                profile::set_secret(host.store(), &data_dir(), store, &name, &value, &origins)?;
+            let dir = data_dir();
+            let name = profile::set_secret(
+                host.store(),
+                &dir,
+                store,
+                &name,
+                &value,
+                &origins,
+                any_field,
+            )?;
             tracing::info!(%name, "the side panel set a secret");
             profile_reply()
         }
@@ -725,10 +733,11 @@ mod tests {
             name: "pw".into(),
             value: "hunter2-value".into(),
             origins: vec!["https://bank.example/login".into()],
+            any_field: true,
         };
         let reply = handle_blocking(&host, secret).unwrap();
         let wire = serde_json::to_string(&reply).unwrap();
-        assert!(wire.contains("\"origins\":[\"https://bank.example\"]"), "{wire}");
+        assert!(wire.contains("\"origins\":[\"https://bank.example\"],\"any_field\":true"), "{wire}");
         assert!(wire.contains("ada@example.com") && !wire.contains("hunter2"), "{wire}");
         let err = handle_blocking(&host, Body::Forget { name: "nobody".into() }).unwrap_err();
         assert_eq!(
@@ -737,7 +746,12 @@ mod tests {
         );
         let err = handle_blocking(
             &host,
-            Body::SetSecret { name: "x".into(), value: "hunter2-value".into(), origins: vec![] },
+            Body::SetSecret {
+                name: "x".into(),
+                value: "hunter2-value".into(),
+                origins: vec![],
+                any_field: false,
+            },
         )
         .unwrap_err();
         assert_eq!(err.code(), ErrorCode::BadMessage);

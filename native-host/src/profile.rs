@@ -79,10 +79,11 @@ pub struct Forgotten {
 /// The profile: facts with their values, secrets by name and origins only.
 pub fn view(store: &Store, data_dir: &Path) -> Result<ProfileView, ProfileError> {
     let facts = store.facts()?.into_iter().map(|(name, value)| Fact { name, value }).collect();
-    let secrets = Secrets::index(data_dir)?
+    let index = Secrets::index(data_dir)?;
+    let secrets = index
         .list()
         .into_iter()
-        .map(|(name, origins)| SecretInfo { name, origins })
+        .map(|(name, origins)| SecretInfo { any_field: index.any_field(&name), name, origins })
         .collect();
     Ok(ProfileView { facts, secrets })
 }
@@ -112,8 +113,10 @@ pub fn set_fact(
 /// Adds or changes a secret, fillable only on `origins` (at least one
 /// `http(s)://host[:port]`; a pasted address is cut to its origin); its
 /// value goes where `secrets_store` says (the OS keychain, else the
-/// owner-only file). The value is kept as given (spaces included). Returns
-/// the name as stored.
+/// owner-only file). The value is kept as given (spaces included). With
+/// `any_field` it may go into any field of those sites, else only into
+/// secret fields (password, one-time code, card data). Returns the name as
+/// stored.
 pub fn set_secret(
     store: &Store,
     data_dir: &Path,
@@ -121,6 +124,7 @@ pub fn set_secret(
     name: &str,
     value: &str,
     origins: &[String],
+    any_field: bool,
 ) -> Result<String, ProfileError> {
     let name = checked_name(name)?;
     if name.contains(['{', '}']) {
@@ -137,6 +141,7 @@ pub fn set_secret(
     let _one = SECRETS_FILE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut secrets = Secrets::load(data_dir)?.with_store(secrets_store);
     secrets.set(&name, value, &origins)?;
+    secrets.set_any_field(&name, any_field)?;
     secrets.save()?;
     Ok(name)
 }
@@ -249,6 +254,10 @@ pub enum MemoryCommand {
         /// A site it may be filled on, like https://bank.example (repeat for more).
         #[arg(long = "origin", required = true)]
         origins: Vec<String>,
+        /// Let it go into any field of those sites (a user name, an IBAN),
+        /// not only into password, one-time-code and card fields.
+        #[arg(long)]
+        any_field: bool,
     },
     /// Forget a fact or a secret.
     Forget { name: String },
@@ -290,7 +299,8 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
                 out.push(format!("fact   {} = {}", f.name, f.value));
             }
             for s in profile.secrets {
-                out.push(format!("secret {} (only on {})", s.name, s.origins.join(", ")));
+                let fields = if s.any_field { "any field" } else { "secret fields only" };
+                out.push(format!("secret {} (only on {}; {fields})", s.name, s.origins.join(", ")));
             }
             out.push(secrets_line(&Secrets::index(data_dir)?, settings.secrets_store));
         }
@@ -298,7 +308,7 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
             let name = set_fact(&store, data_dir, &name, &value)?;
             out.push(format!("remembered the fact `{name}`"));
         }
-        MemoryCommand::Secret { name, origins } => {
+        MemoryCommand::Secret { name, origins, any_field } => {
             let mut value = String::new();
             stdin.read_line(&mut value)?;
             let value = value.trim_end_matches(['\n', '\r']);
@@ -308,8 +318,9 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
                 );
             }
             let name =
-                set_secret(&store, data_dir, settings.secrets_store, &name, value, &origins)?;
-            out.push(format!("remembered the secret `{name}`"));
+                set_secret(&store, data_dir, settings.secrets_store, &name, value, &origins, any_field)?;
+            let fields = if any_field { "any field" } else { "secret fields only" };
+            out.push(format!("remembered the secret `{name}` ({fields})"));
         }
         MemoryCommand::Recall { query } => {
             let hits = store.recall(&query, None, 20)?;
@@ -377,7 +388,7 @@ mod tests {
                 "https://Bank.example:443/login",
                 "https://bank.example",
                 "http://127.0.0.1:8080",
-            ]),
+            ]), false,
         )
         .unwrap();
         let p = view(&store, dir.path()).unwrap();
@@ -386,6 +397,7 @@ mod tests {
             vec![SecretInfo {
                 name: "bank".into(),
                 origins: origins(&["https://bank.example", "http://127.0.0.1:8080"]),
+                any_field: false,
             }]
         );
         assert!(!format!("{p:?}").contains("hunter2"));
@@ -401,7 +413,7 @@ mod tests {
             (vec!["ftp://bank.example"], "only http and https"),
             (vec!["https://u:p@bank.example"], "user name"),
         ] {
-            let e = set_secret(&store, dir.path(), SecretsStore::File, "x", "v", &origins(&bad))
+            let e = set_secret(&store, dir.path(), SecretsStore::File, "x", "v", &origins(&bad), false)
                 .unwrap_err();
             assert!(e.to_string().contains(what), "{bad:?}: {e}");
             assert!(e.is_bad_request());
@@ -412,7 +424,7 @@ mod tests {
             SecretsStore::File,
             "x",
             "",
-            &origins(&["https://a.example"]),
+            &origins(&["https://a.example"]), false,
         )
         .unwrap_err();
         assert!(matches!(e, ProfileError::EmptySecret(_)), "{e}");
@@ -422,7 +434,7 @@ mod tests {
             SecretsStore::File,
             "a}}b",
             "v",
-            &origins(&["https://a.example"]),
+            &origins(&["https://a.example"]), false,
         )
         .unwrap_err();
         assert!(matches!(e, ProfileError::BadName { .. }), "{e}");
@@ -432,7 +444,7 @@ mod tests {
             SecretsStore::File,
             "big",
             &"v".repeat(5000),
-            &origins(&["https://a.example"]),
+            &origins(&["https://a.example"]), false,
         )
         .unwrap_err();
         assert!(!e.to_string().contains("vvvv"), "{e}");
@@ -448,7 +460,7 @@ mod tests {
             SecretsStore::File,
             "pw",
             "hunter2",
-            &["https://a.example".into()],
+            &["https://a.example".into()], false,
         )
         .unwrap();
         let e = set_secret(
@@ -457,7 +469,7 @@ mod tests {
             SecretsStore::File,
             "email",
             "x",
-            &["https://a.example".into()],
+            &["https://a.example".into()], false,
         )
         .unwrap_err();
         assert!(matches!(e, ProfileError::NameTaken { other: "fact", .. }), "{e}");

@@ -35,6 +35,11 @@ pub struct Secret {
     /// Whether the value is kept in the OS keychain (then not in the file).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keychain: bool,
+    /// Whether it may go into any field of its sites (a user name, an
+    /// IBAN); otherwise only into secret fields (password inputs, fields
+    /// whose `autocomplete` says password, one-time code or card data).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub any_field: bool,
     /// Why a keychain value could not be read.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -45,6 +50,7 @@ impl std::fmt::Debug for Secret {
         f.debug_struct("Secret")
             .field("value", &"<hidden>")
             .field("origins", &self.origins)
+            .field("any_field", &self.any_field)
             .finish()
     }
 }
@@ -270,8 +276,14 @@ impl Secrets {
         // A new value goes where `save` puts it; an old keychain entry of
         // the same name is overwritten there.
         let keychain = self.entries.get(name).is_some_and(|s| s.keychain);
-        let mut secret =
-            Secret { value: Some(value.to_owned()), origins, keychain: false, unreadable: None };
+        let any_field = self.entries.get(name).is_some_and(|s| s.any_field);
+        let mut secret = Secret {
+            value: Some(value.to_owned()),
+            origins,
+            keychain: false,
+            any_field,
+            unreadable: None,
+        };
         if keychain {
             match self.keychain.set(name, value) {
                 Ok(()) => secret.keychain = true,
@@ -305,14 +317,42 @@ impl Secrets {
         self.entries.iter().map(|(k, s)| (k.clone(), s.origins.clone())).collect()
     }
 
+    /// Lets the secret `name` go into any field of its sites (`true`), or
+    /// only into secret fields (`false`, the default).
+    pub fn set_any_field(&mut self, name: &str, any_field: bool) -> Result<(), SecretError> {
+        let secret =
+            self.entries.get_mut(name).ok_or_else(|| SecretError::Unknown(name.to_owned()))?;
+        secret.any_field = any_field;
+        Ok(())
+    }
+
+    /// Whether the secret `name` may go into any field of its sites.
+    pub fn any_field(&self, name: &str) -> bool {
+        self.entries.get(name).is_some_and(|s| s.any_field)
+    }
+
+    /// `(name, value)` of every secret allowed on one of `origins` (for
+    /// the scrubber: a page of those origins may show them).
+    pub fn allowed_on<'a>(&'a self, origins: &'a [String]) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.entries.iter().filter_map(move |(name, s)| {
+            let value = s.value.as_deref()?;
+            s.origins.iter().any(|o| origins.contains(o)).then_some((name.as_str(), value))
+        })
+    }
+
+    /// `(name, value)` of every secret whose value could be read.
+    pub fn values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.iter().filter_map(|(name, s)| Some((name.as_str(), s.value.as_deref()?)))
+    }
+
     /// Replaces `{{secret:NAME}}` in a fill/type text with the value, when
     /// `page_url`'s origin is allowed. Other actions come back unchanged.
-    /// Returns the action to send and the values put in (to scrub).
+    /// Returns the action to send and the secrets put in.
     pub fn substitute(
         &self,
         action: &Action,
         page_url: &str,
-    ) -> Result<(Action, Vec<String>), SecretError> {
+    ) -> Result<(Action, Vec<Filled>), SecretError> {
         let text = match action {
             Action::Fill { text, .. } | Action::Type { text, .. } => text,
             _ => return Ok((action.clone(), Vec::new())),
@@ -339,7 +379,7 @@ impl Secrets {
                 return Err(SecretError::Unreadable { name, why });
             };
             out = out.replace(&placeholder(&name), value);
-            used.push(value.clone());
+            used.push(Filled { value: value.clone(), any_field: secret.any_field, name });
         }
         let mut action = action.clone();
         match &mut action {
@@ -355,6 +395,20 @@ impl Secrets {
             .iter()
             .map(|(name, s)| format!("- {} (only on {})", placeholder(name), s.origins.join(", ")))
             .collect()
+    }
+}
+
+/// A secret put into an action by [`Secrets::substitute`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Filled {
+    pub name: String,
+    pub value: String,
+    pub any_field: bool,
+}
+
+impl std::fmt::Debug for Filled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filled").field("name", &self.name).field("any_field", &self.any_field).finish()
     }
 }
 
@@ -378,14 +432,6 @@ pub fn placeholders(text: &str) -> Vec<String> {
         }
     }
     names
-}
-
-/// Replaces each value with `[secret]` (for anything recorded or shown).
-pub fn scrub(text: &str, values: &[String]) -> String {
-    values
-        .iter()
-        .filter(|v| !v.is_empty())
-        .fold(text.to_owned(), |t, v| t.replace(v.as_str(), "[secret]"))
 }
 
 /// `scheme://host[:port]` of a URL.
@@ -455,7 +501,8 @@ mod tests {
         let (sent, used) =
             s.substitute(&fill("{{secret:bank}}"), "https://bank.example/x?y").unwrap();
         assert_eq!(sent, fill("hunter2"));
-        assert_eq!(used, vec!["hunter2".to_owned()]);
+        assert_eq!(used.iter().map(|f| f.value.as_str()).collect::<Vec<_>>(), ["hunter2"]);
+        assert!(!used[0].any_field);
         let e = s.substitute(&fill("{{secret:bank}}"), "https://evil.example/").unwrap_err();
         assert!(e.to_string().contains("may not be filled on https://evil.example"), "{e}");
         assert!(!e.to_string().contains("hunter2"));
@@ -467,11 +514,27 @@ mod tests {
         assert_eq!((same, used.len()), (fill("plain"), 0));
         assert!(!format!("{s:?}").contains("hunter2"));
         assert!(s.prompt_lines()[0].contains("{{secret:bank}} (only on https://bank.example)"));
-        assert_eq!(scrub("typed hunter2!", &used_values()), "typed [secret]!");
+        assert!(!format!("{used:?}").contains("hunter2"));
     }
 
-    fn used_values() -> Vec<String> {
-        vec!["hunter2".into()]
+    #[test]
+    fn any_field_is_kept_with_the_secret_and_survives_a_new_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Secrets::load_with(dir.path(), Arc::new(fake::Missing)).unwrap();
+        s.set("user", "ann", &["https://bank.example".into()]).unwrap();
+        assert!(!s.any_field("user"));
+        s.set_any_field("user", true).unwrap();
+        s.save().unwrap();
+        let mut s = Secrets::load_with(dir.path(), Arc::new(fake::Missing)).unwrap();
+        assert!(s.any_field("user"));
+        s.set("user", "bob", &["https://bank.example".into()]).unwrap();
+        assert!(s.any_field("user"));
+        let (_, used) = s.substitute(&fill("{{secret:user}}"), "https://bank.example/").unwrap();
+        assert!(used[0].any_field);
+        let origins = ["https://bank.example".to_owned()];
+        assert_eq!(s.allowed_on(&origins).collect::<Vec<_>>(), [("user", "bob")]);
+        assert_eq!(s.allowed_on(&["https://x.example".to_owned()]).count(), 0);
+        assert!(s.set_any_field("nope", true).is_err());
     }
 
     use crate::keychain::fake;

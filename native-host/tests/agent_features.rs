@@ -372,7 +372,16 @@ fn memory_list_says_where_secrets_live() {
         "hunter2\n",
     );
     let list = HostProc::cli(dir.path(), &["memory", "list"], "");
-    assert!(list.contains("secret pw (only on https://a.example)"), "{list}");
+    assert!(list.contains("secret pw (only on https://a.example; secret fields only)"), "{list}");
+    HostProc::cli(
+        dir.path(),
+        &["memory", "secret", "user", "--origin", "https://a.example", "--any-field"],
+        "ann\n",
+    );
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
+    assert!(list.contains("secret user (only on https://a.example; any field)"), "{list}");
+    HostProc::cli(dir.path(), &["memory", "forget", "user"], "");
+    let list = HostProc::cli(dir.path(), &["memory", "list"], "");
     assert!(
         list.contains("Secrets: 1 in the owner-only file")
             && list.contains("new ones go to the owner-only file (secrets_store = file)"),

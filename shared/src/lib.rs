@@ -312,7 +312,15 @@ pub enum Body {
     SetFact { name: String, value: String },
     /// Add or change a secret, fillable only on `origins`. Replied to with
     /// `profile` (which never holds a secret's value).
-    SetSecret { name: String, value: String, origins: Vec<String> },
+    /// With `any_field`, it may go into any field of those sites (a user
+    /// name, an IBAN), not only into secret fields.
+    SetSecret {
+        name: String,
+        value: String,
+        origins: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        any_field: bool,
+    },
     /// Forget a fact or a secret. Replied to with `profile`.
     Forget { name: String },
     /// Measures the channel: replied to with `pong` carrying `reply_bytes`
@@ -465,10 +473,21 @@ pub enum PageCommand {
     /// (`https://bank.example`): the host sets it when it filled in a
     /// secret, so the value never lands on another site, whatever happened
     /// to the page since it was observed.
+    ///
+    /// `secrets` are the secret values the action's text carries: the
+    /// content script keeps them (in its own memory, never in the page) to
+    /// blank any field showing one before a screenshot. With
+    /// `secret_field`, the action is refused unless its field is a secret
+    /// field (a password input, or `autocomplete` saying password,
+    /// one-time code or card data), checked on the field as it is then.
     Act {
         action: Action,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         only_on: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        secret_field: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        secrets: Vec<String>,
     },
     /// Remove everything Errand added to the page.
     Cleanup {},
@@ -681,7 +700,15 @@ mod tests {
     fn actions_use_the_model_facing_shape() {
         let a: Action = serde_json::from_str(r#"{"click":{"index":12}}"#).unwrap();
         assert_eq!(a, Action::Click { index: 12, button: ClickButton::Left, modifiers: vec![] });
-        let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a, only_on: None } });
+        let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a, only_on: None, secret_field: false, secrets: vec![] } });
+        // Without the secret fields (an older host), it still reads.
+        let old = r#"{"v":1,"id":2,"kind":"page","tab_id":1,"command":{"op":"act","action":{"click":{"index":3}},"only_on":"https://a.example"}}"#;
+        let Body::Page { command: PageCommand::Act { secret_field, secrets, .. }, .. } =
+            Envelope::decode(old).unwrap().body
+        else {
+            panic!("not an act")
+        };
+        assert!(!secret_field && secrets.is_empty());
         assert_eq!(Envelope::decode(&cmd.encode()).unwrap(), cmd);
     }
 

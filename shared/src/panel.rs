@@ -138,6 +138,10 @@ pub struct Fact {
 pub struct SecretInfo {
     pub name: String,
     pub origins: Vec<String>,
+    /// Whether it may go into any field of its sites, not only secret
+    /// fields.
+    #[serde(default)]
+    pub any_field: bool,
 }
 
 /// The user's profile as the panel shows it.

@@ -619,6 +619,29 @@ fn profile(rig: &PanelRig) -> Result<()> {
     )?;
     ensure!(!html.contains(SECRET), "the panel still shows the secret's value");
     ensure!(panel.text("#secrets")?.contains("••••"), "the secret is not shown masked");
+    ensure!(
+        panel.text("#secrets [data-name='club_password']")?.contains("password, code and card fields only"),
+        "the secret does not say it goes only into secret fields: {}",
+        panel.text("#secrets")?
+    );
+    // "Any field": for a member number the club's form asks in a text field.
+    panel.fill("#secret-name", "club_member")?;
+    panel.fill("#secret-value", "member-4471")?;
+    panel.fill("#secret-origins", &rig.fixtures.url("/"))?;
+    panel.click("#secret-any-field")?;
+    panel.click("#add-secret-button")?;
+    panel.wait_text("#secrets", "club_member", SHORT)?;
+    let row = panel.text("#secrets [data-name='club_member']")?;
+    ensure!(row.contains("any field"), "the any-field choice is not shown: {row}");
+    ensure!(
+        panel.page.eval("document.querySelector('#secret-any-field').checked")? == json!(false),
+        "the checkbox stays checked for the next secret"
+    );
+    panel.click("#secrets [data-name='club_member'] .forget")?;
+    panel
+        .page
+        .wait_for("!document.querySelector(\"#secrets [data-name='club_member']\")", SHORT)
+        .context("the forgotten secret is still listed")?;
     panel.page.eval("document.querySelector('main').scrollTop = 0")?;
     panel.screenshots("profile", WIDTH)?;
 

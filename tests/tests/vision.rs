@@ -327,6 +327,43 @@ fn a_password_in_a_modal_dialog_under_a_transformed_root_is_blanked_and_marked()
 }
 
 #[test]
+fn whatever_shows_a_filled_secret_is_blanked_not_only_secret_fields() {
+    let (browser, fixtures) = browser_without_model();
+    let tab = browser.new_page(&fixtures.url("/vision/echo.html")).unwrap();
+    tab.wait_for("document.readyState === 'complete'", Duration::from_secs(10)).unwrap();
+    let cs = ContentScript::of(&browser, &tab).unwrap_or_else(|e| panic!("{e:#}"));
+    let q = |id: &str| format!("document.querySelector('#{id}')");
+    let o = cs.observe(true).unwrap();
+    let member = o.elements.iter().find(|e| e.name == "Member number").expect("the field").index;
+    // Filled without the secret's values: nothing is blanked (the check
+    // below can tell).
+    let fill = json!({"fill": {"index": member, "text": "ann-0000"}});
+    let done = cs.command(json!({"op": "act", "action": fill})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    cs.observe(true).unwrap();
+    let img = screenshot(&tab).unwrap();
+    let scale = scale_of(&img, &tab).unwrap();
+    assert_shown(&img, &tab, "the echo of a plain value", &q("echo"), scale);
+    assert_shown(&img, &tab, "a field with a plain value", &q("member"), scale);
+    // The host's fill of a secret allowed in any field carries its value.
+    let secret = "ann o'brien&\"7";
+    let fill = json!({"fill": {"index": member, "text": secret}});
+    let done = cs.command(json!({"op": "act", "action": fill, "secrets": [secret]})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    cs.observe(true).unwrap();
+    let img = screenshot(&tab).unwrap();
+    for (name, id) in [
+        ("the filled field", "member"),
+        ("a copy of the value in another field", "copy"),
+        ("the page's echo of the value", "echo"),
+        ("a select showing it as its option", "shown"),
+    ] {
+        assert_blank(&img, &tab, name, &q(id), None, scale);
+    }
+    assert_shown(&img, &tab, "an ordinary field", &q("other"), scale);
+}
+
+#[test]
 fn the_javascript_build_blanks_too() {
     let (browser, fixtures) = browser_without_model();
     // Under `script-src 'self'` the content script runs its JS build.
@@ -375,6 +412,19 @@ fn a_password_in_a_cross_origin_frame_is_blanked_by_the_frame_itself() {
         mark_pixels(&img, Some((frame, scale))) > page_own + 100,
         "no marks drawn over the frame's elements"
     );
+    // A secret filled into a plain field of the frame (one allowed in any
+    // field) is blanked by the frame too: its content script keeps the
+    // values it filled.
+    let input = o.elements.iter().find(|e| e.name == "xo-input").expect("the frame's input");
+    let field = Area { x: input.rect.x, y: input.rect.y, w: input.rect.width, h: input.rect.height };
+    assert!(!inside(&img, field, scale).unwrap().is_blank(), "the empty field is blanked");
+    let fill = json!({"fill": {"index": input.index, "text": "xo-member-4471"}});
+    let done = cs.command(json!({"op": "act", "action": fill, "secrets": ["xo-member-4471"]})).unwrap();
+    assert_eq!(done["kind"], "action_done", "{done}");
+    cs.observe(true).unwrap();
+    let img = screenshot(&tab).unwrap();
+    let filled = inside(&img, field, scale).unwrap();
+    assert!(filled.is_blank(), "the frame's field holding a secret is not blanked: {filled:?}");
 
     // Gone with the marks.
     let reply = cs.command(json!({"op": "cleanup"})).unwrap();
