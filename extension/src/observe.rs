@@ -419,7 +419,10 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     };
     let prop = |name: Name| dom::property(&style, name);
     let display = prop(Name::Display);
-    if display == "none" || prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0) {
+    // A transparent file input laid over a "Choose a file" area is the
+    // control a person clicks: it stays listed (issue 19).
+    let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
+    if display == "none" || (transparent && !is_file_input(el)) {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let visibility = prop(Name::Visibility);
@@ -447,6 +450,11 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
         hover: !pointer && hover.is_some_and(|s| el.matches(s).unwrap_or(false)),
         row,
     }
+}
+
+fn is_file_input(el: &Element) -> bool {
+    el.local_name() == "input"
+        && el.get_attribute("type").is_some_and(|t| t.eq_ignore_ascii_case("file"))
 }
 
 /// An icon's name: the file name of its image, without the extension

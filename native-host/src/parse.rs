@@ -376,7 +376,7 @@ mod tests {
     }
 
     fn click(index: u32) -> Action {
-        Action::Click { index, button: ClickButton::Left, modifiers: vec![] }
+        Action::Click { index, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() }
     }
 
     #[test]
