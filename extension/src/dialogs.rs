@@ -73,7 +73,9 @@ fn documents() -> Vec<Document> {
 
 /// Reads one report from the main world.
 fn heard(e: web_sys::Event) {
-    let Some(detail) = e.dyn_ref::<CustomEvent>().and_then(|c| c.detail().as_string()) else {
+    // Not `dyn_ref`: an event of a frame's realm is no `CustomEvent` of ours.
+    let detail = js_sys::Reflect::get(&e, &JsValue::from_str("detail")).ok();
+    let Some(detail) = detail.and_then(|d| d.as_string()) else {
         return;
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&detail) else {
