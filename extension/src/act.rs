@@ -520,8 +520,9 @@ fn changed_fills(acted: Option<&Element>) -> Vec<String> {
             if !el.is_connected() {
                 return false;
             }
+            // The acted field's own value is this action's to report.
             if acted == Some(el) {
-                return false;
+                return true;
             }
             let tag = el.local_name();
             let now = read_value(el, &tag);

@@ -166,3 +166,48 @@ fn redrawn_messages_do_not_end_the_step() {
     assert_eq!(records[0].as_array().unwrap().len(), 4, "the first step ran all four: {records:#?}");
     rig.done("redrawn_messages_do_not_end_the_step");
 }
+
+fn datepicker_script(req: &Value, call: usize) -> Reply {
+    let last_step = || {
+        let text = all_text(req);
+        let at = text.rfind("Step ").unwrap_or(0);
+        text[at..].to_owned()
+    };
+    match call {
+        // Filled: the widget does not take it (it reads keys), and empties
+        // the field when its calendar closes on a click elsewhere.
+        0 => answer(json!([{"fill": {"index": el(req, "Departure"), "text": "06/15/2030"}}])),
+        1 => answer(json!([{"click": {"index": el(req, "Note")}}])),
+        2 => {
+            let step = last_step();
+            assert!(
+                step.contains("earlier fills lost: Departure: the page changed it from \"06/15/2030\" to \"\""),
+                "the wiped date is not reported:\n{step}"
+            );
+            answer(json!([
+                {"type": {"index": el(req, "Departure"), "text": "06/15/2030", "clear": true}},
+            ]))
+        }
+        3 => answer(json!([{"click": {"index": el(req, "Note")}}])),
+        4 => {
+            let step = last_step();
+            assert!(!step.contains("earlier fills lost"), "the typed date was lost:\n{step}");
+            done("departure set")
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// bootstrap-datepicker (from npm) empties a filled date when its calendar
+/// closes: the next action reports it, and a typed date (the keys it
+/// listens to) stays.
+#[test]
+fn a_date_widget_that_wipes_a_filled_value_is_reported() {
+    let rig = Rig::start(datepicker_script);
+    let (tab, records) = rig
+        .run("/actions/bootstrap-datepicker.html", "Depart on June 15, 2030")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let page = tab.eval("[document.getElementById('depart').value, widgetDate()]").unwrap();
+    assert_eq!(page, json!(["06/15/2030", "2030-06-15"]), "{records:#?}");
+    rig.done("a_date_widget_that_wipes_a_filled_value_is_reported");
+}
