@@ -41,8 +41,14 @@ pub async fn act(action: Action, only_on: Option<&str>) -> Result<Effect, Fail> 
     let mut effect = effect_of(watch, target.as_ref(), done).await;
     // Between actions, dialogs get the default answers.
     crate::dialogs::arm_default();
-    if let Ok(e) = &mut effect {
-        e.reverted = changed_fills(target.as_ref());
+    let lost = changed_fills(target.as_ref());
+    match &mut effect {
+        Ok(e) => e.reverted = lost,
+        Err(f) if !lost.is_empty() => {
+            f.message.push_str("; earlier fills lost: ");
+            f.message.push_str(&lost.join(" | "));
+        }
+        Err(_) => {}
     }
     effect
 }
@@ -516,16 +522,18 @@ fn changed_fills(acted: Option<&Element>) -> Vec<String> {
     FILLED.with(|f| {
         let mut f = f.borrow_mut();
         let mut out = Vec::new();
-        f.retain(|(el, held)| {
+        f.retain_mut(|(el, held)| {
             if !el.is_connected() {
                 return false;
             }
-            // The acted field's own value is this action's to report.
-            if acted == Some(el) {
-                return true;
-            }
             let tag = el.local_name();
             let now = read_value(el, &tag);
+            // The acted field's own value is this action's to report: what
+            // it holds now is what later actions must keep.
+            if acted == Some(el) {
+                *held = now;
+                return true;
+            }
             let field = matches!(tag.as_str(), "input" | "textarea");
             if now == *held || (!field && collapse(&now) == collapse(held)) {
                 return true;
