@@ -505,6 +505,11 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Forgets the fields filled so far (the task ended: `cleanup`).
+pub fn forget_fills() {
+    FILLED.with(|f| f.borrow_mut().clear());
+}
+
 fn remember_fill(el: &Element, value: &str) {
     FILLED.with(|f| {
         let mut f = f.borrow_mut();

@@ -107,6 +107,7 @@ async fn answer(message: &str) -> Envelope {
             marks::clear();
             dropdown::disable();
             dialogs::disarm();
+            act::forget_fills();
             frames::cleanup().await;
             Body::Ack {}
         }
