@@ -195,3 +195,41 @@ fn an_alert_in_a_same_origin_frame_does_not_hang() {
     quick(&rig);
     rig.done("an_alert_in_a_same_origin_frame_does_not_hang");
 }
+
+fn leave_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Go to the second page")}}])),
+        1 => {
+            let seen = all_text(req);
+            assert!(seen.contains("second.html"), "not on the second page:\n{seen}");
+            done("left")
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A page that asks before it is left (`beforeunload`, after the user
+/// touched it) does not hold a navigation the agent chose; its listener
+/// still runs.
+#[test]
+fn beforeunload_never_traps_the_agent_s_navigation() {
+    let rig = Rig::start(leave_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/dialog-leave.html")).unwrap();
+    // A real click in the page: it has the user activation a prompt needs.
+    for kind in ["mousePressed", "mouseReleased"] {
+        tab.call(
+            "Input.dispatchMouseEvent",
+            json!({"type": kind, "x": 5, "y": 5, "button": "left", "clickCount": 1}),
+        )
+        .unwrap();
+    }
+    let records = rig
+        .run_in(&tab, "Go to the second page")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let url = tab.url().unwrap();
+    assert!(url.ends_with("/actions/second.html"), "{url} {records:#?}");
+    let asked = tab.eval("sessionStorage.getItem('asked')").unwrap();
+    assert_eq!(asked, "yes", "the page's own listener ran");
+    quick(&rig);
+    rig.done("beforeunload_never_traps_the_agent_s_navigation");
+}
