@@ -4,6 +4,7 @@
 // `confirm` and `prompt` return the answer decided before the action instead
 // of blocking the page, `beforeunload` asks nothing, and each dialog is
 // reported back by an `errand:dialog` event. Unarmed, nothing changes.
+// It also tells which file input a control opens (see `errand:chooser`).
 // The page can send both events too: see extension/src/dialogs.rs.
 (() => {
   const w = window;
@@ -53,6 +54,29 @@
     tell('prompt', message, accepted, text, armed.accept == null);
     return text;
   });
+
+  // Which file input a control opens the file chooser of: while Errand
+  // asks (`errand:chooser` "on", around one synthetic click for
+  // `upload_file`), a file input's `click()` / `showPicker()` opens nothing
+  // and names the input with an `errand:chooser` event on it instead.
+  let chooser = false;
+  doc.addEventListener('errand:chooser', (e) => {
+    if (e.target === doc) chooser = e.detail === 'on';
+  });
+  const inputProto = w.HTMLInputElement?.prototype;
+  for (const name of ['click', 'showPicker']) {
+    const original = inputProto?.[name];
+    if (typeof original !== 'function') continue;
+    inputProto[name] = {
+      [name](...args) {
+        if (chooser && String(this.type).toLowerCase() === 'file') {
+          this.dispatchEvent(new CustomEvent('errand:chooser', { bubbles: true, composed: true }));
+          return undefined;
+        }
+        return original.apply(this, args);
+      },
+    }[name];
+  }
 
   // First listener on the window: while armed, the page's own listeners
   // still run, but cannot ask to stay (no preventDefault, no returnValue,

@@ -120,8 +120,10 @@ pub async fn upload(index: u32, files: Vec<errand_protocol::FilePayload>) -> Res
 fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done, Fail> {
     let shown = usable(index)?;
     let who = describe(index, &shown);
-    let el = file_input_behind(&shown).ok_or_else(|| {
-        failed(&format!("{who} is not a file input, and no file input is behind it"))
+    let el = file_input_behind(&shown).or_else(|| file_input_opened_by(&shown)).ok_or_else(|| {
+        failed(&format!(
+            "{who} is not a file input, and neither holds nor opens one: use the file input or the control that opens the file chooser"
+        ))
     })?;
     if el != shown && dom::is_disabled(&el, "input") {
         return Err(failed(&format!("the file input behind {who} is disabled")));
@@ -207,6 +209,56 @@ fn file_input_behind(el: &Element) -> Option<Element> {
         node = dom::flat_parent(&n);
     }
     None
+}
+
+/// The file input whose chooser a click on `el` opens (a button whose
+/// handler calls `input.click()` on an input elsewhere): the click is made
+/// while the main-world relay (`extension/main-world.js`) turns a file
+/// input's `click()` / `showPicker()` into an `errand:chooser` event on it.
+fn file_input_opened_by(el: &Element) -> Option<Element> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use wasm_bindgen::closure::Closure;
+    let doc = el.owner_document()?;
+    let found: Rc<RefCell<Option<Element>>> = Rc::new(RefCell::new(None));
+    let sink = found.clone();
+    let listener = Closure::<dyn FnMut(Event)>::new(move |e: Event| {
+        // An element of a frame's realm is no `Element` of ours: by node type.
+        let first = e.composed_path().get(0);
+        let is_element = Reflect::get(&first, &"nodeType".into())
+            .ok()
+            .and_then(|t| t.as_f64())
+            .is_some_and(|t| t == 1.0);
+        if is_element {
+            let input: Element = first.unchecked_into();
+            if is_file_input(&input) {
+                sink.borrow_mut().get_or_insert(input);
+            }
+        }
+    });
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_capture(true);
+    let _ = doc.add_event_listener_with_callback_and_add_event_listener_options(
+        "errand:chooser",
+        listener.as_ref().unchecked_ref(),
+        &options,
+    );
+    let ask = |on: &str| {
+        let init = web_sys::CustomEventInit::new();
+        init.set_detail(&JsValue::from_str(on));
+        if let Ok(e) = web_sys::CustomEvent::new_with_event_init_dict("errand:chooser", &init) {
+            let _ = doc.dispatch_event(&e);
+        }
+    };
+    ask("on");
+    el.unchecked_ref::<HtmlElement>().click();
+    ask("off");
+    let _ = doc.remove_event_listener_with_callback_and_bool(
+        "errand:chooser",
+        listener.as_ref().unchecked_ref(),
+        true,
+    );
+    found.borrow_mut().take()
 }
 
 /// What an action reports before the page's changes are added.

@@ -18,27 +18,33 @@ fn upload_script(req: &Value, call: usize) -> Reply {
             {"upload_file": {"index": el(req, "Choose a photo"), "files": ["me.png"]}},
             {"upload_file": {"index": el(req, "Upload CV"), "files": ["cv.txt"]}},
             {"upload_file": {"index": el(req, "Cover letter"), "files": ["letter.txt"]}},
+            {"upload_file": {"index": el(req, "Add portfolio"), "files": ["work.txt"]}},
         ])),
         1 => done("uploaded"),
         n => panic!("unexpected model call {n}"),
     }
 }
 
-/// A `<label>` for a hidden input, a button holding one, and a transparent
-/// input laid over a "Click to select" area (listed as the control).
+/// A `<label>` for a hidden input, a button holding one, a transparent
+/// input laid over a "Click to select" area (listed as the control), and a
+/// button whose click opens the chooser of an input elsewhere.
 #[test]
 fn upload_file_finds_the_file_input_behind_the_visible_control() {
     let rig = Rig::start(upload_script);
     let uploads = rig.browser.data_dir().join("uploads");
     std::fs::create_dir_all(&uploads).unwrap();
-    for name in ["me.png", "cv.txt", "letter.txt"] {
+    for name in ["me.png", "cv.txt", "letter.txt", "work.txt"] {
         std::fs::write(uploads.join(name), name).unwrap();
     }
     let (tab, records) = rig
         .run("/actions/upload-visible.html", "Upload my photo, CV and letter")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let out = tab.eval("document.getElementById('out').textContent").unwrap();
-    assert_eq!(out, "photo:me.png\ncv:cv.txt\nletter:letter.txt\n", "{records:#?}");
+    assert_eq!(
+        out,
+        "photo:me.png\ncv:cv.txt\nletter:letter.txt\nportfolio:work.txt\n",
+        "{records:#?}"
+    );
     rig.done("upload_file_finds_the_file_input_behind_the_visible_control");
 }
 
