@@ -233,3 +233,32 @@ fn beforeunload_never_traps_the_agent_s_navigation() {
     quick(&rig);
     rig.done("beforeunload_never_traps_the_agent_s_navigation");
 }
+
+fn xo_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Forget this card"), "dialog": "accept"}}])),
+        1 => {
+            let seen = all_text(req);
+            assert!(seen.contains("Forget the card ending 4242?"), "no confirm text:\n{seen}");
+            assert!(seen.contains("Forgotten."), "the frame did not go on:\n{seen}");
+            done("forgotten")
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A confirm opened in a cross-origin frame is answered by the frame's own
+/// content script (which armed its document when it acted).
+#[test]
+fn a_confirm_in_a_cross_origin_frame_is_answered() {
+    let rig = Rig::start(xo_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/actions/dialog-xo.html")).unwrap();
+    tab.wait_for("document.readyState === 'complete'", Duration::from_secs(10)).unwrap();
+    let records = rig
+        .run_in(&tab, "Forget my saved card")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let click = record(&records, "click", "accept").unwrap();
+    assert!(click["detail"].as_str().unwrap().contains("— accepted"), "{click}");
+    quick(&rig);
+    rig.done("a_confirm_in_a_cross_origin_frame_is_answered");
+}
