@@ -452,6 +452,16 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     }
 }
 
+/// Whether the element's text is drawn in an icon font (Material Icons,
+/// Material Symbols): ligatures whose words are pictures.
+fn icon_font(el: &Element, frame: &Frame) -> bool {
+    let Ok(Some(style)) = frame.window.get_computed_style(el) else {
+        return false;
+    };
+    let family = dom::property(&style, Name::FontFamily).to_ascii_lowercase();
+    family.contains("material icons") || family.contains("material symbols")
+}
+
 fn is_file_input(el: &Element) -> bool {
     el.local_name() == "input"
         && el.get_attribute("type").is_some_and(|t| t.eq_ignore_ascii_case("file"))
@@ -852,6 +862,18 @@ impl Walk {
             self.note_icon(el, frame);
         }
 
+        // An icon font's ligature inside a listed control (`<span
+        // class="material-icons">send</span>`) is a picture: it names the
+        // control like a CSS icon (`icon=send`) and is not its text, so
+        // "send" next to "Submit" is no irreversible "send" (issue 19).
+        let ligature = shown_style
+            && !self.open.is_empty()
+            && matches!(tag.as_str(), "i" | "span")
+            && el.first_element_child().is_none()
+            && icon_font(el, frame);
+        if ligature {
+            self.note_ligature(el);
+        }
         // The text of a label whose control is listed is that control's
         // name already: not a line of its own.
         let label_of_listed = tag == "label"
@@ -860,7 +882,7 @@ impl Walk {
         let inner = Ctx {
             pointer,
             hover: hovered,
-            text_hidden: (!shown_style && !contents) || label_of_listed,
+            text_hidden: (!shown_style && !contents) || label_of_listed || ligature,
             dirty: fresh,
             // A `display: contents` box's children are its parent's items.
             row: if contents { ctx.row } else { st.row },
@@ -955,6 +977,20 @@ impl Walk {
         let name = icon_name(el, frame);
         if let Line::Element(seen) = &mut self.lines[i] {
             seen.icon = name;
+        }
+    }
+
+    /// An icon font's ligature, before any text of the open element: its
+    /// icon name.
+    fn note_ligature(&mut self, el: &Element) {
+        let Some(&i) = self.open.last() else { return };
+        let Line::Element(seen) = &mut self.lines[i] else { return };
+        if seen.icon.is_some() || !seen.text.trim().is_empty() {
+            return;
+        }
+        let word = text::collapse(&el.text_content().unwrap_or_default());
+        if !word.is_empty() && word.len() <= 40 && !word.contains(' ') {
+            seen.icon = Some(word);
         }
     }
 

@@ -217,3 +217,37 @@ fn a_date_widget_that_wipes_a_filled_value_is_reported() {
     assert_eq!(page, json!(["06/15/2030", "2030-06-15"]), "{records:#?}");
     rig.done("a_date_widget_that_wipes_a_filled_value_is_reported");
 }
+
+fn icons_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => {
+            let text = errand_e2e::model::last_user_message(req).unwrap_or_default();
+            assert!(text.contains("icon=send>Submit"), "the ligature is not an icon:\n{text}");
+            answer(json!([
+                {"fill": {"index": el(req, "Message"), "text": "Nice shop"}},
+                {"click": {"index": el(req, "Submit")}},
+            ]))
+        }
+        1 => answer(json!([{"click": {"index": el(req, "delete")}}])),
+        2 => done("sent and trashed"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A Submit button with a Material icon (from npm) whose ligature reads
+/// "send" is named "Submit" and needs no approval; an icon-only "delete"
+/// button is named by its icon and still asks.
+#[test]
+fn approvals_read_the_name_without_icon_ligatures() {
+    let rig = Rig::start(icons_script);
+    let (tab, panel) = rig.open("/actions/approval-icons.html").unwrap();
+    panel.start_task("Send the feedback, then trash it").unwrap();
+    let (view, approvals) = panel
+        .finish_approving(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(approvals, 1, "only the delete button asks: {view:#}");
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "Submitted: Nice shop Trashed.", "{view:#}");
+    rig.done("approvals_read_the_name_without_icon_ligatures");
+}
