@@ -120,6 +120,9 @@ fn a_deletion_behind_a_confirm_follows_the_user_s_approval() {
     assert_eq!(approvals, 1, "{view:#}");
     let out = tab.eval("document.getElementById('out').textContent").unwrap();
     assert_eq!(out, "Deleted.", "{view:#}");
+    // The side panel's step card shows the dialog too.
+    let steps = view["steps_text"].as_str().unwrap_or_default();
+    assert!(steps.contains("a confirm asked"), "the panel's steps: {steps}");
     let last = rig.model.requests().pop().unwrap();
     assert!(all_text(&last).contains("a confirm asked \\\"Delete 3 items?\\\" — accepted")
         || all_text(&last).contains("a confirm asked \"Delete 3 items?\" — accepted"),
