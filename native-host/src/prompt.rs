@@ -260,7 +260,16 @@ pub fn describe_action(action: &Action, label: &str) -> String {
         if label.is_empty() { format!("[{index}]") } else { format!("[{index}] {label}") }
     };
     match action {
-        Action::Click { index, .. } => format!("click {}", target(*index)),
+        Action::Click { index, dialog, .. } => {
+            // The answer it gave a dialog, so the model sees it was given.
+            let answer = match (&dialog.dialog, &dialog.dialog_text) {
+                (_, Some(t)) => format!(" (dialog: answer {:?})", cut(t, 40)),
+                (Some(errand_protocol::DialogChoice::Accept), None) => " (dialog: accept)".into(),
+                (Some(errand_protocol::DialogChoice::Dismiss), None) => " (dialog: dismiss)".into(),
+                (None, None) => String::new(),
+            };
+            format!("click {}{answer}", target(*index))
+        }
         Action::Fill { index, text } => format!("fill {} with {:?}", target(*index), cut(text, 80)),
         Action::Scroll { direction, index, pages } => {
             let dir = format!("{direction:?}").to_lowercase();
@@ -489,6 +498,13 @@ mod tests {
         );
         assert!(text.contains("- click [2] → FAILED: there is no element [9]"), "{text}");
         assert!(text.contains("1 later action(s) not run"), "{text}");
+        let accepting = Action::Click {
+            index: 4,
+            button: ClickButton::Left,
+            modifiers: vec![],
+            dialog: errand_protocol::DialogAnswer::accept(),
+        };
+        assert_eq!(describe_action(&accepting, ""), "click [4] (dialog: accept)");
         assert!(
             text.contains("2 more action(s) not run: an answer may hold at most 10 actions"),
             "{text}"
