@@ -43,9 +43,22 @@ pub async fn act(action: Action, guard: &Guard) -> Result<Effect, Fail> {
         check_secret_field(target.as_ref())?;
     }
     crate::marks::remember_secrets(&guard.secrets);
+    crate::dialogs::arm(&action.dialog());
     let watch = Watch::start(target.as_ref());
     let done = run(action, &watch).await;
-    effect_of(watch, target.as_ref(), done).await
+    let mut effect = effect_of(watch, target.as_ref(), done).await;
+    // Between actions, dialogs get the default answers.
+    crate::dialogs::arm_default();
+    let lost = changed_fills(target.as_ref());
+    match &mut effect {
+        Ok(e) => e.reverted = lost,
+        Err(f) if !lost.is_empty() => {
+            f.message.push_str("; earlier fills lost: ");
+            f.message.push_str(&lost.join(" | "));
+        }
+        Err(_) => {}
+    }
+    effect
 }
 
 /// Refuses unless `el` lives in a document of `origin`.
@@ -113,7 +126,14 @@ async fn effect_of(
     // Settle even after a failure, so the next command sees a still page.
     watch.settle().await;
     let changes = watch.finish(target);
-    let Done { mut summary, value } = done?;
+    let dialogs = crate::dialogs::take();
+    let Done { mut summary, value } = done.map_err(|mut f| {
+        for d in &dialogs {
+            f.message.push_str("; ");
+            f.message.push_str(&d.describe());
+        }
+        f
+    })?;
     if changes.loading.is_some() {
         // The reply leaves before the new page is there.
         summary.push_str("; a new page is loading");
@@ -127,6 +147,8 @@ async fn effect_of(
         appeared: changes.appeared,
         invalid: changes.invalid,
         new_tab: None,
+        dialogs,
+        reverted: Vec::new(),
     })
 }
 
@@ -141,12 +163,15 @@ pub async fn upload(index: u32, files: Vec<errand_protocol::FilePayload>) -> Res
 }
 
 fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done, Fail> {
-    let el = usable(index)?;
-    let who = describe(index, &el);
-    let is_file = proto::local_name(&el) == "input"
-        && el.unchecked_ref::<HtmlInputElement>().type_().eq_ignore_ascii_case("file");
-    if !is_file {
-        return Err(failed(&format!("{who} is not a file input")));
+    let shown = usable(index)?;
+    let who = describe(index, &shown);
+    let el = file_input_behind(&shown).or_else(|| file_input_opened_by(&shown)).ok_or_else(|| {
+        failed(&format!(
+            "{who} is not a file input, and neither holds nor opens one: use the file input or the control that opens the file chooser"
+        ))
+    })?;
+    if el != shown && dom::is_disabled(&el, "input") {
+        return Err(failed(&format!("the file input behind {who} is disabled")));
     }
     let input: &HtmlInputElement = el.unchecked_ref();
     if files.len() > 1 && !input.multiple() {
@@ -188,6 +213,99 @@ fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> Result<Done,
     })
 }
 
+fn is_file_input(el: &Element) -> bool {
+    proto::local_name(&el) == "input"
+        && el.unchecked_ref::<HtmlInputElement>().type_().eq_ignore_ascii_case("file")
+}
+
+/// The file input a person reaches through `el`, the control they see: the
+/// element itself, the input a `<label>` is for, the one file input inside
+/// it (a hidden input in an "Upload" button), or the one file input of the
+/// smallest clickable wrapper around it (a drop zone whose input is a
+/// sibling, an `opacity: 0` input laid over a "Choose a file" area).
+fn file_input_behind(el: &Element) -> Option<Element> {
+    if is_file_input(el) {
+        return Some(el.clone());
+    }
+    if proto::local_name(&el) == "label" {
+        let control = el.unchecked_ref::<web_sys::HtmlLabelElement>().control();
+        if let Some(c) = control.map(|c| c.unchecked_into::<Element>()).filter(is_file_input) {
+            return Some(c);
+        }
+    }
+    let only_one = |root: &Element| -> Option<Element> {
+        let list = proto::query_selector_all(&root, "input[type=file i]").ok()?;
+        (list.length() == 1).then(|| list.item(0)).flatten().map(|n| n.unchecked_into())
+    };
+    if let Some(inner) = only_one(el) {
+        return Some(inner);
+    }
+    // Up to three wrappers out, stopping at a form or the body: the first
+    // one holding exactly one file input.
+    let mut node = dom::flat_parent(el);
+    for _ in 0..3 {
+        let n = node?;
+        if matches!(proto::local_name(&n).as_str(), "body" | "html" | "form") {
+            return None;
+        }
+        if let Some(inner) = only_one(&n) {
+            return Some(inner);
+        }
+        node = dom::flat_parent(&n);
+    }
+    None
+}
+
+/// The file input whose chooser a click on `el` opens (a button whose
+/// handler calls `input.click()` on an input elsewhere): the click is made
+/// while the main-world relay (`extension/main-world.js`) turns a file
+/// input's `click()` / `showPicker()` into an `errand:chooser` event on it.
+fn file_input_opened_by(el: &Element) -> Option<Element> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use wasm_bindgen::closure::Closure;
+    let doc = proto::owner_document(&el)?;
+    let found: Rc<RefCell<Option<Element>>> = Rc::new(RefCell::new(None));
+    let sink = found.clone();
+    let listener = Closure::<dyn FnMut(Event)>::new(move |e: Event| {
+        // An element of a frame's realm is no `Element` of ours: by node type.
+        let first = e.composed_path().get(0);
+        let is_element = Reflect::get(&first, &"nodeType".into())
+            .ok()
+            .and_then(|t| t.as_f64())
+            .is_some_and(|t| t == 1.0);
+        if is_element {
+            let input: Element = first.unchecked_into();
+            if is_file_input(&input) {
+                sink.borrow_mut().get_or_insert(input);
+            }
+        }
+    });
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_capture(true);
+    let _ = doc.add_event_listener_with_callback_and_add_event_listener_options(
+        "errand:chooser",
+        listener.as_ref().unchecked_ref(),
+        &options,
+    );
+    let ask = |on: &str| {
+        let init = web_sys::CustomEventInit::new();
+        init.set_detail(&JsValue::from_str(on));
+        if let Ok(e) = web_sys::CustomEvent::new_with_event_init_dict("errand:chooser", &init) {
+            let _ = proto::dispatch_event(&doc, &e);
+        }
+    };
+    ask("on");
+    el.unchecked_ref::<HtmlElement>().click();
+    ask("off");
+    let _ = doc.remove_event_listener_with_callback_and_bool(
+        "errand:chooser",
+        listener.as_ref().unchecked_ref(),
+        true,
+    );
+    found.borrow_mut().take()
+}
+
 /// What an action reports before the page's changes are added.
 pub struct Done {
     pub summary: String,
@@ -202,7 +320,7 @@ impl From<String> for Done {
 
 async fn run(action: Action, watch: &Watch) -> Result<Done, Fail> {
     Ok(match action {
-        Action::Click { index, button, modifiers } => {
+        Action::Click { index, button, modifiers, .. } => {
             click(index, button, &modifiers, 1, watch).await?.into()
         }
         Action::DblClick { index, button, modifiers } => {
@@ -210,7 +328,9 @@ async fn run(action: Action, watch: &Watch) -> Result<Done, Fail> {
         }
         Action::Hover { index } => hover(index)?.into(),
         Action::Fill { index, text } => fill(index, &text, watch).await?,
-        Action::Type { index, text, enter } => type_into(index, &text, enter, watch).await?,
+        Action::Type { index, text, enter, clear } => {
+            type_into(index, &text, enter, clear, watch).await?
+        }
         Action::Clear { index } => fill(index, "", watch).await?,
         Action::SelectOption { index, options } => {
             let el = usable(index)?;
@@ -218,7 +338,7 @@ async fn run(action: Action, watch: &Watch) -> Result<Done, Fail> {
         }
         Action::Check { index } => check(index, true, watch).await?.into(),
         Action::Uncheck { index } => check(index, false, watch).await?.into(),
-        Action::Press { key, index } => press(&key, index)?.into(),
+        Action::Press { key, index, .. } => press(&key, index)?.into(),
         Action::Focus { index } => {
             let el = usable(index)?;
             focus::focus(&el);
@@ -226,6 +346,8 @@ async fn run(action: Action, watch: &Watch) -> Result<Done, Fail> {
         }
         Action::Scroll { direction, index, pages } => scroll(direction, index, pages)?.into(),
         Action::DragAndDrop { from, to } => drag(from, to, watch).await?.into(),
+        Action::Hold { index, ms } => hold(index, ms).await?.into(),
+        Action::DragPath { index, points } => drag_path(index, &points).await?.into(),
         Action::UploadFile { .. } => {
             return Err(failed(
                 "upload_file is carried out by the host with the files the user allowed",
@@ -346,11 +468,30 @@ fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
     })
 }
 
-/// Types text key by key into element `index`.
-async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result<Done, Fail> {
+/// Types text key by key into element `index`, after what it holds (the
+/// caret goes to the end first), or in its place with `clear`; reads the
+/// value back after the page's handlers and, when no suggestions are
+/// showing, after the field lost the focus.
+async fn type_into(
+    index: u32,
+    text: &str,
+    enter: bool,
+    clear: bool,
+    watch: &Watch,
+) -> Result<Done, Fail> {
     let el = usable(index)?;
     let who = describe(index, &el);
     focus::focus(&el);
+    let window = web_sys::window().ok_or_else(|| failed("no window"))?;
+    if clear {
+        if let Ok(all) = keys::parse("ControlOrMeta+a", is_mac(&window)) {
+            keys::press(&el, &all);
+        }
+        keys::press(&el, &keys::Combo { keys: Keys::default(), key: "Backspace".into() });
+    } else {
+        caret_to_end(&el);
+    }
+    let before = read_value(&el, &proto::local_name(&el));
     keys::type_text(&el, text);
     // Let the page react to the text (suggestions after a debounce).
     watch.settle_for(crate::watch::TYPE_QUIET_MS).await;
@@ -358,13 +499,269 @@ async fn type_into(index: u32, text: &str, enter: bool, watch: &Watch) -> Result
         keys::press(&el, &keys::Combo { keys: Keys::default(), key: "Enter".into() });
     }
     let tag = proto::local_name(&el);
-    let value = proto::is_connected(&el).then(|| read_value(&el, &tag));
-    let summary = format!(
+    let typed = proto::is_connected(&el).then(|| read_value(&el, &tag));
+    let mut summary = format!(
         "typed \"{}\" into {who}{}",
         truncate(text, 60),
         if enter { " and pressed Enter" } else { "" }
     );
-    Ok(Done { summary, value })
+    let Some(mut now) = typed else {
+        return Ok(Done { summary, value: None });
+    };
+    if !enter && !watch.added_any() {
+        if let Some(changed) = leave_field(&el, &tag, &now, watch).await {
+            return Err(failed(&format!(
+                "{who} held \"{}\" after typing, but when it lost the focus the page changed it to \"{}\" (the field wants another format, or a widget rewrote it)",
+                truncate(&now, 80),
+                truncate(&changed, 80)
+            )));
+        }
+    }
+    if proto::is_connected(&el) {
+        now = read_value(&el, &tag);
+    }
+    let secret = is_secret(&el);
+    if !secret && !before.is_empty() && !clear {
+        summary.push_str(&format!(" after \"{}\"", truncate(&before, 40)));
+    }
+    if !secret {
+        summary.push_str(&format!("; it now holds \"{}\"", truncate(&now, 100)));
+        remember_fill(&el, &now);
+    }
+    Ok(Done { summary, value: (!secret).then_some(now) })
+}
+
+/// Whether the element is a password field (its value is never reported).
+fn is_secret(el: &Element) -> bool {
+    proto::local_name(&el) == "input"
+        && el.unchecked_ref::<HtmlInputElement>().type_().eq_ignore_ascii_case("password")
+}
+
+/// Puts the caret after the field's text, as a click at its end does.
+fn caret_to_end(el: &Element) {
+    match proto::local_name(&el).as_str() {
+        "input" => {
+            let i = el.unchecked_ref::<HtmlInputElement>();
+            let len = i.value().encode_utf16().count() as u32;
+            // Email and number fields have no selection: typing appends there.
+            let _ = i.set_selection_range(len, len);
+        }
+        "textarea" => {
+            let a = el.unchecked_ref::<HtmlTextAreaElement>();
+            let len = a.value().encode_utf16().count() as u32;
+            let _ = a.set_selection_range(len, len);
+        }
+        _ => {
+            let selection =
+                proto::owner_document(el).and_then(|d| proto::get_selection(&d).ok().flatten());
+            if let Some(sel) = selection {
+                let _ = sel.select_all_children(el);
+                let _ = sel.collapse_to_end();
+            }
+        }
+    }
+}
+
+/// Whether a field offers suggestions of its own (an autocomplete, a
+/// combobox, a datalist): leaving it would close them.
+fn suggests(el: &Element) -> bool {
+    attr(el, "role").is_some_and(|r| r == "combobox")
+        || proto::has_attribute(&el, "aria-autocomplete")
+        || proto::has_attribute(&el, "list")
+        || attr(el, "aria-haspopup").is_some_and(|v| v != "false")
+        || attr(el, "aria-expanded").is_some_and(|v| v == "true")
+}
+
+/// Takes the focus from a field that offers no suggestions and waits for
+/// the page's handlers; `Some(value)` when they changed what it holds
+/// (`held`).
+async fn leave_field(el: &Element, tag: &str, held: &str, watch: &Watch) -> Option<String> {
+    if suggests(el) || !proto::is_connected(&el) {
+        return None;
+    }
+    let active = focus::is_active(el);
+    if !active {
+        return None;
+    }
+    focus::blur_active(el);
+    watch.settle().await;
+    let now = read_value(el, tag);
+    let same = if matches!(tag, "input" | "textarea") {
+        now == held
+    } else {
+        collapse(&now) == collapse(held)
+    };
+    (proto::is_connected(&el) && !same).then_some(now)
+}
+
+thread_local! {
+    /// Fields filled or typed into by earlier actions, with what they held
+    /// then: a widget that rewrites or empties one later (when it loses the
+    /// focus, when its calendar closes) is reported by the next action.
+    static FILLED: std::cell::RefCell<Vec<(Element, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Forgets the fields filled so far (the task ended: `cleanup`).
+pub fn forget_fills() {
+    FILLED.with(|f| f.borrow_mut().clear());
+}
+
+fn remember_fill(el: &Element, value: &str) {
+    FILLED.with(|f| {
+        let mut f = f.borrow_mut();
+        f.retain(|(e, _)| e != el && proto::is_connected(&e));
+        if f.len() >= 16 {
+            f.remove(0);
+        }
+        f.push((el.clone(), value.to_owned()));
+    });
+}
+
+/// The earlier fills the page has changed since (not those of `acted`,
+/// the element the current action worked on), forgotten once reported.
+fn changed_fills(acted: Option<&Element>) -> Vec<String> {
+    FILLED.with(|f| {
+        let mut f = f.borrow_mut();
+        let mut out = Vec::new();
+        f.retain_mut(|(el, held)| {
+            if !proto::is_connected(&el) {
+                return false;
+            }
+            let tag = proto::local_name(&el);
+            let now = read_value(el, &tag);
+            // The acted field's own value is this action's to report: what
+            // it holds now is what later actions must keep.
+            if acted == Some(el) {
+                *held = now;
+                return true;
+            }
+            let field = matches!(tag.as_str(), "input" | "textarea");
+            if now == *held || (!field && collapse(&now) == collapse(held)) {
+                return true;
+            }
+            let name = dom::field_label(el)
+                .or_else(|| attr(el, "aria-label"))
+                .or_else(|| attr(el, "name"))
+                .unwrap_or_else(|| proto::local_name(&el));
+            out.push(format!(
+                "{}: the page changed it from \"{}\" to \"{}\" after it was filled",
+                truncate(&name, 40),
+                truncate(held, 60),
+                truncate(&now, 60)
+            ));
+            false
+        });
+        out
+    })
+}
+
+/// The longest press-and-hold.
+const MAX_HOLD_MS: u32 = 10_000;
+
+/// Presses the pointer on element `index`, holds it for `ms` (pointer
+/// moves of a steady hand every 100 ms, as some widgets expect), releases
+/// it and clicks, as a mouse does.
+async fn hold(index: u32, ms: u32) -> Result<String, Fail> {
+    let el = usable(index)?;
+    let ms = ms.min(MAX_HOLD_MS);
+    let window = dom::window_of(&el).ok_or_else(|| failed("the element has no window"))?;
+    let (x, y) = centre_in_view(&el, &window);
+    let target = click_target(&el, x, y);
+    let m = Mouse { window, x, y, keys: Keys::default() };
+    m.pointer(&target, "pointerover", true, -1, 0);
+    m.mouse(&target, "mouseover", true, 0, 0, 0);
+    m.pointer(&target, "pointermove", true, -1, 0);
+    m.mouse(&target, "mousemove", true, 0, 0, 0);
+    m.pointer(&target, "pointerdown", true, 0, 1);
+    if m.mouse(&target, "mousedown", true, 0, 1, 1) {
+        focus_from(&target);
+    }
+    let mut held = 0;
+    while held < ms {
+        let step = (ms - held).min(100);
+        gloo_timers::future::TimeoutFuture::new(step).await;
+        held += step;
+        if !proto::is_connected(&el) {
+            break;
+        }
+    }
+    // Released where the pointer is, on what is there now.
+    let now = click_target(&el, x, y);
+    m.pointer(&now, "pointerup", true, 0, 0);
+    m.mouse(&now, "mouseup", true, 0, 0, 1);
+    m.mouse(&now, "click", true, 0, 0, 1);
+    Ok(format!("pressed and held {} for {held} ms", describe(index, &el)))
+}
+
+/// Presses the pointer at the first point of `points` (fractions of
+/// element `index`'s box), moves it through the others in small steps
+/// (several moves between two points, as a hand draws) and releases it at
+/// the last one.
+async fn drag_path(index: u32, points: &[[f64; 2]]) -> Result<String, Fail> {
+    let el = usable(index)?;
+    if points.len() < 2 {
+        return Err(failed("drag_path needs at least two points"));
+    }
+    if points.len() > 200 {
+        return Err(failed("drag_path takes at most 200 points"));
+    }
+    if points.iter().flatten().any(|v| !v.is_finite() || !(-0.5..=1.5).contains(v)) {
+        return Err(failed(
+            "drag_path points are fractions of the element's box: [0, 0] is its top-left corner, [1, 1] its bottom-right",
+        ));
+    }
+    let window = dom::window_of(&el).ok_or_else(|| failed("the element has no window"))?;
+    centre_in_view(&el, &window);
+    let r = proto::get_bounding_client_rect(&el);
+    let at = |p: &[f64; 2]| (r.x() + p[0] * r.width(), r.y() + p[1] * r.height());
+    let under = |x: f64, y: f64| {
+        window
+            .document()
+            .and_then(|d| proto::element_from_point(&d, x as f32, y as f32))
+            .map(|hit| click_target(&hit, x, y))
+            .unwrap_or_else(|| el.clone())
+    };
+    let (x0, y0) = at(&points[0]);
+    let mut m = Mouse { window: window.clone(), x: x0, y: y0, keys: Keys::default() };
+    let start = under(x0, y0);
+    m.pointer(&start, "pointerover", true, -1, 0);
+    m.mouse(&start, "mouseover", true, 0, 0, 0);
+    m.pointer(&start, "pointermove", true, -1, 0);
+    m.mouse(&start, "mousemove", true, 0, 0, 0);
+    m.pointer(&start, "pointerdown", true, 0, 1);
+    if m.mouse(&start, "mousedown", true, 0, 1, 1) {
+        focus_from(&start);
+    }
+    // Pointer capture, as the browser gives a pressed mouse: the moves go
+    // to what was pressed, wherever they are.
+    let mut moves = 0;
+    for pair in points.windows(2) {
+        let (ax, ay) = at(&pair[0]);
+        let (bx, by) = at(&pair[1]);
+        let steps = (((bx - ax).hypot(by - ay)) / 8.0).ceil().clamp(1.0, 20.0) as u32;
+        for k in 1..=steps {
+            let f = f64::from(k) / f64::from(steps);
+            m.x = ax + (bx - ax) * f;
+            m.y = ay + (by - ay) * f;
+            m.pointer(&start, "pointermove", true, -1, 1);
+            m.mouse(&under(m.x, m.y), "mousemove", true, 0, 1, 0);
+            moves += 1;
+        }
+        // Let the page draw between two points (requestAnimationFrame).
+        gloo_timers::future::TimeoutFuture::new(16).await;
+    }
+    let end = under(m.x, m.y);
+    m.pointer(&start, "pointerup", true, 0, 0);
+    m.mouse(&end, "mouseup", true, 0, 0, 1);
+    if end == start || proto::contains(&start, Some(&end)) {
+        m.mouse(&end, "click", true, 0, 0, 1);
+    }
+    Ok(format!(
+        "dragged the pointer along {} points ({moves} moves) over {}",
+        points.len(),
+        describe(index, &el)
+    ))
 }
 
 /// Drags element `from` onto element `to`: HTML5 drag and drop (with a
@@ -915,6 +1312,21 @@ async fn fill(index: u32, value: &str, watch: &Watch) -> Result<Done, Fail> {
                 truncate(value, 80)
             )
         }));
+    }
+    // What the field holds once the page's handlers for leaving it ran
+    // (a date widget that reformats or empties it), unless it shows
+    // suggestions or something appeared the model may want to use.
+    if !secret && !watch.added_any() {
+        if let Some(changed) = leave_field(&el, &tag, &now, watch).await {
+            return Err(failed(&format!(
+                "{who} held \"{}\" after filling, but when it lost the focus the page changed it to \"{}\" (the field wants another format, or a widget rewrote it: try `type`)",
+                truncate(&now, 80),
+                truncate(&changed, 80)
+            )));
+        }
+    }
+    if !secret {
+        remember_fill(&el, &now);
     }
     let summary = if secret {
         format!("filled {who} with a password")

@@ -65,6 +65,7 @@ names! {
     Content = "content",
     BackgroundImage = "background-image",
     BackgroundPosition = "background-position",
+    FontFamily = "font-family",
     Invalid = ":invalid",
     Disabled = ":disabled",
 }

@@ -44,6 +44,11 @@ fn deep_active(el: &Element) -> Option<Element> {
     Some(active)
 }
 
+/// Whether `el` has the focus (through open shadow roots).
+pub fn is_active(el: &Element) -> bool {
+    deep_active(el).is_some_and(|a| a == *el)
+}
+
 /// Whether an element is a document's body or root (focus "nowhere").
 fn is_nowhere(el: &Element) -> bool {
     matches!(proto::local_name(&el).as_str(), "body" | "html")

@@ -17,13 +17,15 @@
 //! settle after an action), [`net`] (requests in flight, counted in the
 //! service worker for the settle wait), [`focus`] (focus changes with
 //! their events), [`dropdown`] and [`selects`] (selects), [`frames`]
-//! (cross-origin iframes: one instance per frame, merged and routed).
+//! (cross-origin iframes: one instance per frame, merged and routed),
+//! [`dialogs`] (`alert`/`confirm`/`prompt` answered without blocking).
 
 use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
 use wasm_bindgen::prelude::*;
 
 pub mod act;
 pub mod deadline;
+pub mod dialogs;
 pub mod dom;
 pub mod dropdown;
 pub mod focus;
@@ -72,6 +74,8 @@ async fn answer(message: &str) -> Envelope {
     if !matches!(request.command, PageCommand::Cleanup {}) {
         // Selects as visible dropdowns, in documents not yet set up.
         dropdown::enable();
+        // Dialogs answered without blocking (an action arms its own answer).
+        dialogs::arm_default();
     }
     let body = match request.command {
         // Every command has a deadline (deadline.rs): the host always gets
@@ -106,6 +110,8 @@ async fn answer(message: &str) -> Envelope {
         PageCommand::Cleanup {} => {
             marks::clear();
             dropdown::disable();
+            dialogs::disarm();
+            act::forget_fills();
             frames::cleanup().await;
             Body::Ack {}
         }

@@ -428,7 +428,10 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     };
     let prop = |name: Name| dom::property(&style, name);
     let display = prop(Name::Display);
-    if display == "none" || prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0) {
+    // A transparent file input laid over a "Choose a file" area is the
+    // control a person clicks: it stays listed (issue 19).
+    let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
+    if display == "none" || (transparent && !is_file_input(el)) {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let visibility = prop(Name::Visibility);
@@ -456,6 +459,21 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
         hover: !pointer && hover.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
         row,
     }
+}
+
+/// Whether the element's text is drawn in an icon font (Material Icons,
+/// Material Symbols): ligatures whose words are pictures.
+fn icon_font(el: &Element, frame: &Frame) -> bool {
+    let Ok(Some(style)) = frame.window.get_computed_style(el) else {
+        return false;
+    };
+    let family = dom::property(&style, Name::FontFamily).to_ascii_lowercase();
+    family.contains("material icons") || family.contains("material symbols")
+}
+
+fn is_file_input(el: &Element) -> bool {
+    proto::local_name(&el) == "input"
+        && proto::get_attribute(&el, "type").is_some_and(|t| t.eq_ignore_ascii_case("file"))
 }
 
 /// An icon's name: the file name of its image, without the extension
@@ -858,6 +876,18 @@ impl Walk {
             self.note_icon(el, frame);
         }
 
+        // An icon font's ligature inside a listed control (`<span
+        // class="material-icons">send</span>`) is a picture: it names the
+        // control like a CSS icon (`icon=send`) and is not its text, so
+        // "send" next to "Submit" is no irreversible "send" (issue 19).
+        let ligature = shown_style
+            && !self.open.is_empty()
+            && matches!(tag.as_str(), "i" | "span")
+            && proto::first_element_child(&el).is_none()
+            && icon_font(el, frame);
+        if ligature {
+            self.note_ligature(el);
+        }
         // The text of a label whose control is listed is that control's
         // name already: not a line of its own.
         let label_of_listed = tag == "label"
@@ -866,7 +896,7 @@ impl Walk {
         let inner = Ctx {
             pointer,
             hover: hovered,
-            text_hidden: (!shown_style && !contents) || label_of_listed,
+            text_hidden: (!shown_style && !contents) || label_of_listed || ligature,
             dirty: fresh,
             // A `display: contents` box's children are its parent's items.
             row: if contents { ctx.row } else { st.row },
@@ -963,6 +993,20 @@ impl Walk {
         let name = icon_name(el, frame);
         if let Line::Element(seen) = &mut self.lines[i] {
             seen.icon = name;
+        }
+    }
+
+    /// An icon font's ligature, before any text of the open element: its
+    /// icon name.
+    fn note_ligature(&mut self, el: &Element) {
+        let Some(&i) = self.open.last() else { return };
+        let Line::Element(seen) = &mut self.lines[i] else { return };
+        if seen.icon.is_some() || !seen.text.trim().is_empty() {
+            return;
+        }
+        let word = text::collapse(&proto::text_content(&el).unwrap_or_default());
+        if !word.is_empty() && word.len() <= 40 && !word.contains(' ') {
+            seen.icon = Some(word);
         }
     }
 

@@ -12,8 +12,9 @@
 //! Navigation API's `navigate` event) ends the wait at once: the document
 //! is about to go, and the reply must leave before it does. Then it
 //! reports what changed: the visible
-//! elements that appeared (menus, suggestions, dialogs, messages), and the
-//! fields that are now invalid.
+//! elements that appeared (menus, suggestions, dialogs, messages; not
+//! those that replaced an element showing the same text in the same place,
+//! a redraw), and the fields that are now invalid.
 
 use crate::proto;
 use std::cell::RefCell;
@@ -50,6 +51,10 @@ struct Seen {
     added: Vec<Element>,
     /// Elements removed.
     removed: u32,
+    /// What the removed elements showed, and where (their parent): an
+    /// element added in the same place with the same text is a redraw,
+    /// not news.
+    gone: Vec<(Node, String)>,
     /// Mutations seen.
     count: u32,
     /// When the last one came (`performance.now()`).
@@ -75,8 +80,12 @@ fn record(s: &mut Seen, records: &Array) {
         }
         let removed = r.removed_nodes();
         for i in 0..removed.length() {
-            if removed.item(i).is_some_and(|n| proto::node_type(&n) == Node::ELEMENT_NODE) {
+            if let Some(n) = removed.item(i).filter(|n| proto::node_type(&n) == Node::ELEMENT_NODE)
+            {
                 s.removed += 1;
+                if let Some(place) = r.target().filter(|_| s.gone.len() < 200) {
+                    s.gone.push((place, collapse(&proto::text_content(&n).unwrap_or_default())));
+                }
             }
         }
     }
@@ -321,6 +330,19 @@ impl Watch {
         }
     }
 
+    /// Whether visible elements were added to the page since the watch
+    /// began (a menu, suggestions, a calendar; not a redraw).
+    pub fn added_any(&self) -> bool {
+        let pending = self.observer.take_records();
+        if pending.length() > 0 {
+            record(&mut self.seen.borrow_mut(), &pending);
+        }
+        let seen = self.seen.borrow();
+        seen.added.iter().any(|el| {
+            proto::is_connected(&el) && !redrawn(&seen.gone, el) && describe_new(el).is_some()
+        })
+    }
+
     /// Stops watching and tells what changed; `acted` is the element the
     /// action targeted (its own changes are not news).
     pub fn finish(self, acted: Option<&Element>) -> Changes {
@@ -339,6 +361,9 @@ impl Watch {
                 continue;
             }
             if tops.iter().any(|t| proto::contains(&t, Some(el))) {
+                continue;
+            }
+            if redrawn(&seen.gone, el) {
                 continue;
             }
             tops.retain(|t| !proto::contains(&el, Some(t)));
@@ -365,6 +390,16 @@ impl Watch {
             invalid: invalid_fields(acted),
         }
     }
+}
+
+/// Whether `el` replaced an element with the same text in the same place
+/// (a framework re-rendering the same validation messages).
+fn redrawn(gone: &[(Node, String)], el: &Element) -> bool {
+    let Some(parent) = proto::parent_node(&el) else {
+        return false;
+    };
+    let text = collapse(&proto::text_content(&el).unwrap_or_default());
+    gone.iter().any(|(p, t)| *p == parent && *t == text)
 }
 
 /// The hidden elements in the neighbourhood of `el` (under its third

@@ -391,12 +391,10 @@ impl Agent<'_> {
         self.emit(event, Vec::new()).await;
         tokio::select! {
             _ = self.stop.token().cancelled() => Some("stopped".to_owned()),
-            approved = decision => match approved {
-                Ok(true) => None,
-                Ok(false) => Some(
-                    "the user rejected this action: do not try it again; find another way or \
-                     ask the user what to do".to_owned(),
-                ),
+            decision = decision => match decision {
+                Ok(crate::host::Decision::Approved) => None,
+                Ok(crate::host::Decision::Rejected) => Some(prompt::REJECTED_BY_USER.to_owned()),
+                Ok(crate::host::Decision::Unasked) => Some(prompt::NOBODY_TO_ASK.to_owned()),
                 Err(_) => Some("no approval came".to_owned()),
             },
         }
@@ -643,7 +641,7 @@ impl Agent<'_> {
             .progress()
             .loops
             .record(loop_detect::page_fingerprint(obs), loop_detect::actions_hash(&answer.actions));
-        let (mut records, labels, skipped, mut finish) =
+        let (mut records, labels, (skipped, over_limit), mut finish) =
             self.act(tab_id, obs, &answer.actions).await;
         if let Some(Outcome::Done { answer: text, success: true }) = &finish {
             if let Some(reason) = self.validate(step, text, obs, history).await {
@@ -713,6 +711,7 @@ impl Agent<'_> {
             next_goal: answer.next_goal,
             actions: records.into_iter().zip(labels).collect(),
             skipped,
+            over_limit,
             error: None,
         });
         match finish {
@@ -799,13 +798,18 @@ impl Agent<'_> {
 
     /// Runs the actions in order; stops after one that failed or changed
     /// the URL. Returns the records, the element labels, how many actions
-    /// were not run, and the outcome when `done` ran.
+    /// were not run (of the first [`MAX_ACTIONS_PER_STEP`], and beyond
+    /// them), and the outcome when `done` ran.
     async fn act(
         &self,
         tab_id: i64,
         obs: &Observation,
         actions: &[Action],
-    ) -> (Vec<ActionRecord>, Vec<String>, usize, Option<Outcome>) {
+    ) -> (Vec<ActionRecord>, Vec<String>, (usize, usize), Option<Outcome>) {
+        let over_limit = actions.len().saturating_sub(MAX_ACTIONS_PER_STEP);
+        if over_limit > 0 {
+            tracing::info!(task_id = %self.spec.id, over_limit, "actions beyond the step's limit not run");
+        }
         let actions = &actions[..actions.len().min(MAX_ACTIONS_PER_STEP)];
         let mut records = Vec::new();
         let mut labels = Vec::new();
@@ -832,8 +836,12 @@ impl Agent<'_> {
                     None => match self.approval(action, obs).await {
                         Some(refused) => (false, refused, true),
                         None => {
-                            let document = crate::secrets::document_of(obs, action);
-                            self.run_action(tab_id, document, action, &mut finish).await
+                            // The user approved it: a confirm it opens is accepted.
+                            let approved = approval::check(action, obs, &self.sites()).is_some();
+                            let action =
+                                if approved { action.accepting_dialogs() } else { action.clone() };
+                            let document = crate::secrets::document_of(obs, &action);
+                            self.run_action(tab_id, document, &action, &mut finish).await
                         }
                     },
                 },
@@ -847,7 +855,7 @@ impl Agent<'_> {
             }
         }
         let skipped = actions.len() - records.len();
-        (records, labels, skipped, finish)
+        (records, labels, (skipped, over_limit), finish)
     }
 
     /// Runs one action: `(ok, detail, stop the sequence)`. `document` is the

@@ -229,7 +229,7 @@ mod tests {
     }
 
     fn click(index: u32) -> Action {
-        Action::Click { index, button: ClickButton::Left, modifiers: vec![] }
+        Action::Click { index, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() }
     }
 
     #[test]
@@ -261,7 +261,7 @@ mod tests {
         // Filling the field next to it is not irreversible.
         assert_eq!(check(&Action::Fill { index: 1, text: "x".into() }, &obs, &p), None);
         // Enter on a field of a page that offers "Place order" may submit it.
-        let enter = Action::Press { key: "Enter".into(), index: None };
+        let enter = Action::Press { key: "Enter".into(), index: None, dialog: Default::default() };
         assert!(check(&enter, &obs, &p).unwrap().reason.contains("submit"));
         assert_eq!(check(&enter, &page(&[(1, "Search")]), &p), None);
     }

@@ -123,8 +123,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
                             let host = c.host.clone();
                             let (id, approve) = (task_id.clone(), args.approve);
                             tokio::spawn(async move {
-                                let approved = approve || ask_approval().await;
-                                if let Err(e) = host.approve(Some(&id), approved) {
+                                let decision = if approve {
+                                    crate::host::Decision::Approved
+                                } else {
+                                    ask_approval().await
+                                };
+                                if let Err(e) = host.decide(Some(&id), decision) {
                                     tracing::warn!("{e}");
                                 }
                             });
@@ -156,12 +160,16 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
 }
 
 /// Asks on the terminal whether to approve an action (the event's lines
-/// were printed); no terminal means no.
-async fn ask_approval() -> bool {
+/// were printed); with no terminal nobody can be asked, which is no
+/// rejection but not done either.
+async fn ask_approval() -> crate::host::Decision {
+    use crate::host::Decision;
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
-        eprintln!("rejected: no terminal to ask on (run with --approve to approve such actions)");
-        return false;
+        eprintln!(
+            "not done: nobody could be asked (no terminal; run with --approve to approve such actions)"
+        );
+        return Decision::Unasked;
     }
     let answer = tokio::task::spawn_blocking(|| {
         eprint!("Approve? [y/N] ");
@@ -169,7 +177,8 @@ async fn ask_approval() -> bool {
         std::io::stdin().read_line(&mut line).map(|_| line)
     })
     .await;
-    matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    let yes = matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"));
+    if yes { Decision::Approved } else { Decision::Rejected }
 }
 
 #[derive(Serialize)]

@@ -169,7 +169,7 @@ struct Inner {
     /// Tasks waiting for the user's answer to an `ask_user` question.
     questions: Mutex<HashMap<String, oneshot::Sender<String>>>,
     /// Tasks waiting for the user's approval of an action.
-    approvals: Mutex<HashMap<String, oneshot::Sender<bool>>>,
+    approvals: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
     events: broadcast::Sender<LocalEvent>,
     disconnected: AtomicBool,
     request_timeout_ms: AtomicU64,
@@ -201,6 +201,18 @@ impl std::fmt::Debug for Guard {
             .field("secrets", &self.secrets.len())
             .finish()
     }
+}
+
+/// What became of an action waiting for approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The user approved it.
+    Approved,
+    /// The user rejected it.
+    Rejected,
+    /// Nobody could be asked (`errand run` without a terminal and without
+    /// `--approve`): not done, and not the user's choice.
+    Unasked,
 }
 
 /// The host core. Cheap to clone; every clone is the same host.
@@ -448,7 +460,7 @@ impl Host {
     }
 
     /// Registers that `task_id` waits for the user's approval.
-    pub(crate) fn await_approval(&self, task_id: &str) -> oneshot::Receiver<bool> {
+    pub(crate) fn await_approval(&self, task_id: &str) -> oneshot::Receiver<Decision> {
         let (tx, rx) = oneshot::channel();
         lock(&self.inner.approvals).insert(task_id.to_owned(), tx);
         rx
@@ -457,13 +469,19 @@ impl Host {
     /// Gives the user's decision to the task waiting for it (the running
     /// task when `task_id` is `None`).
     pub fn approve(&self, task_id: Option<&str>, approved: bool) -> Result<String, HostError> {
+        self.decide(task_id, if approved { Decision::Approved } else { Decision::Rejected })
+    }
+
+    /// Gives a decision to the task waiting for one: the user's, or that
+    /// nobody could be asked ([`Decision::Unasked`]).
+    pub fn decide(&self, task_id: Option<&str>, decision: Decision) -> Result<String, HostError> {
         let id = match task_id {
             Some(id) => id.to_owned(),
             None => self.running_task().ok_or(HostError::NoTask)?,
         };
         let tx =
             lock(&self.inner.approvals).remove(&id).ok_or(HostError::NoApproval(id.clone()))?;
-        tx.send(approved).map_err(|_| HostError::NoApproval(id.clone()))?;
+        tx.send(decision).map_err(|_| HostError::NoApproval(id.clone()))?;
         Ok(id)
     }
 

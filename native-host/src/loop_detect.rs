@@ -91,7 +91,7 @@ mod tests {
         let click = actions_hash(&[Action::Click {
             index: 1,
             button: Default::default(),
-            modifiers: vec![],
+            modifiers: vec![], dialog: Default::default(),
         }]);
         let other = actions_hash(&[Action::Scroll {
             direction: errand_protocol::ScrollDirection::Down,

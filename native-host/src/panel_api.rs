@@ -641,7 +641,7 @@ mod tests {
         let store = host.store();
         store.create_task("t1", "Order a blue mug", Some("https://shop.example/"), None).unwrap();
         let click = ActionRecord {
-            action: Action::Click { index: 3, button: Default::default(), modifiers: vec![] },
+            action: Action::Click { index: 3, button: Default::default(), modifiers: vec![], dialog: Default::default() },
             ok: true,
             detail: "clicked".into(),
         };

@@ -11,7 +11,7 @@ use errand_protocol::Action;
 use serde_json::{Map, Value};
 
 /// The action names the model may use, for error messages.
-pub const ACTION_NAMES: &str = "click, dblclick, hover, fill, type, clear, select_option, check, uncheck, press, focus, scroll, drag_and_drop, upload_file, extract, goto, go_back, go_forward, new_tab, switch_tab, close_tab, wait, ask_user, done, report_infeasible";
+pub const ACTION_NAMES: &str = "click, dblclick, hover, fill, type, clear, select_option, check, uncheck, press, focus, scroll, drag_and_drop, hold, drag_path, upload_file, extract, goto, go_back, go_forward, new_tab, switch_tab, close_tab, wait, ask_user, done, report_infeasible";
 
 /// A parsed answer.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -376,7 +376,7 @@ mod tests {
     }
 
     fn click(index: u32) -> Action {
-        Action::Click { index, button: ClickButton::Left, modifiers: vec![] }
+        Action::Click { index, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() }
     }
 
     #[test]

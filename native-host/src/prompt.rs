@@ -35,6 +35,9 @@ pub struct PastStep {
     pub actions: Vec<(ActionRecord, String)>,
     /// Actions not run because an earlier one failed or changed the page.
     pub skipped: usize,
+    /// Actions not run because the answer held more than the step's limit
+    /// (`agent::MAX_ACTIONS_PER_STEP`).
+    pub over_limit: usize,
     /// Why the step failed before any action ran.
     pub error: Option<String>,
 }
@@ -184,12 +187,28 @@ pub fn history_text(history: &[PastStep]) -> String {
                 past.skipped
             ));
         }
+        if past.over_limit > 0 {
+            out.push_str(&format!(
+                "  ({} more action(s) not run: an answer may hold at most {} actions; send the rest in a later step)\n",
+                past.over_limit,
+                crate::agent::MAX_ACTIONS_PER_STEP
+            ));
+        }
     }
     if let Some(memory) = history.iter().rev().find(|p| !p.memory.is_empty()).map(|p| &p.memory) {
         out.push_str(&format!("Your memory: {}\n", one_line(memory)));
     }
     out.trim_end().to_owned()
 }
+
+/// Why an action that needed approval was not done: the user said no.
+pub const REJECTED_BY_USER: &str = "not done: the user rejected this action; do not try it again: \
+    find another way or ask the user what to do";
+/// Why an action that needed approval was not done: nobody was there to
+/// say yes or no (the panel and `errand run --json` show the same words).
+pub const NOBODY_TO_ASK: &str = "not done: it needs the user's approval and nobody could be asked \
+    (no terminal and no side panel to ask in; `errand run --approve` approves such actions); \
+    the user did not reject it: finish with what you have, saying it still needs doing";
 
 /// How an answered `ask_user` is recorded; [`user_answers`] finds it again.
 pub const USER_ANSWERED: &str = "the user answered: ";
@@ -241,7 +260,16 @@ pub fn describe_action(action: &Action, label: &str) -> String {
         if label.is_empty() { format!("[{index}]") } else { format!("[{index}] {label}") }
     };
     match action {
-        Action::Click { index, .. } => format!("click {}", target(*index)),
+        Action::Click { index, dialog, .. } => {
+            // The answer it gave a dialog, so the model sees it was given.
+            let answer = match (&dialog.dialog, &dialog.dialog_text) {
+                (_, Some(t)) => format!(" (dialog: answer {:?})", cut(t, 40)),
+                (Some(errand_protocol::DialogChoice::Accept), None) => " (dialog: accept)".into(),
+                (Some(errand_protocol::DialogChoice::Dismiss), None) => " (dialog: dismiss)".into(),
+                (None, None) => String::new(),
+            };
+            format!("click {}{answer}", target(*index))
+        }
         Action::Fill { index, text } => format!("fill {} with {:?}", target(*index), cut(text, 80)),
         Action::Scroll { direction, index, pages } => {
             let dir = format!("{direction:?}").to_lowercase();
@@ -427,7 +455,7 @@ mod tests {
 
     #[test]
     fn history_shows_goals_actions_and_results() {
-        let click = Action::Click { index: 2, button: ClickButton::Left, modifiers: vec![] };
+        let click = Action::Click { index: 2, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() };
         let history = vec![
             PastStep {
                 step: 1,
@@ -453,6 +481,7 @@ mod tests {
                     ),
                 ],
                 skipped: 1,
+                over_limit: 2,
                 error: None,
             },
             PastStep {
@@ -469,6 +498,17 @@ mod tests {
         );
         assert!(text.contains("- click [2] → FAILED: there is no element [9]"), "{text}");
         assert!(text.contains("1 later action(s) not run"), "{text}");
+        let accepting = Action::Click {
+            index: 4,
+            button: ClickButton::Left,
+            modifiers: vec![],
+            dialog: errand_protocol::DialogAnswer::accept(),
+        };
+        assert_eq!(describe_action(&accepting, ""), "click [4] (dialog: accept)");
+        assert!(
+            text.contains("2 more action(s) not run: an answer may hold at most 10 actions"),
+            "{text}"
+        );
         assert!(text.contains("Step 2 failed: your answer could not be read"), "{text}");
         assert!(text.contains("Your memory: name filled"), "{text}");
     }
@@ -483,7 +523,7 @@ mod tests {
     fn describes_actions() {
         let o = obs();
         assert_eq!(label_in(&o, 2).unwrap(), "<button> Submit");
-        let click = Action::Click { index: 2, button: ClickButton::Left, modifiers: vec![] };
+        let click = Action::Click { index: 2, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() };
         assert_eq!(describe_action(&click, "<button> Submit"), "click [2] <button> Submit");
         assert_eq!(describe_action(&Action::Wait { ms: 500 }, ""), "wait 500 ms");
         assert_eq!(

@@ -478,7 +478,7 @@ mod tests {
         let in_frame = Action::Fill { index: 4, text: "x".into() };
         assert_eq!(document_of(&obs, &in_frame), "https://pay.example");
         // No element (or one not listed): the page's.
-        let typed = Action::Type { index: 0, text: "x".into(), enter: false };
+        let typed = Action::Type { index: 0, text: "x".into(), enter: false, clear: false };
         assert_eq!(document_of(&obs, &typed), "https://shop.example/checkout");
         let gone = Action::Fill { index: 9, text: "x".into() };
         assert_eq!(document_of(&obs, &gone), "https://shop.example/checkout");

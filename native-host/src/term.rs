@@ -122,7 +122,7 @@ mod tests {
                     action: Action::Click {
                         index: 3,
                         button: ClickButton::Left,
-                        modifiers: vec![],
+                        modifiers: vec![], dialog: Default::default(),
                     },
                     ok: true,
                     detail: "clicked".into(),

@@ -825,3 +825,32 @@ fn a_task_in_the_current_tab_shows_the_model_a_marked_first_screenshot() {
     let parts = server.seen()[0].body["messages"][1]["content"].clone();
     assert_eq!(parts[1]["image_url"]["url"], captured[0].as_str());
 }
+
+#[test]
+fn actions_beyond_the_step_s_limit_are_reported_as_not_run() {
+    // Twelve fills in one answer: ten run, the model is told of the other two.
+    const TWELVE: &str = r#"{"next_goal": "Fill", "actions": [
+        {"fill": {"index": 2, "text": "a1"}}, {"fill": {"index": 2, "text": "a2"}},
+        {"fill": {"index": 2, "text": "a3"}}, {"fill": {"index": 2, "text": "a4"}},
+        {"fill": {"index": 2, "text": "a5"}}, {"fill": {"index": 2, "text": "a6"}},
+        {"fill": {"index": 2, "text": "a7"}}, {"fill": {"index": 2, "text": "a8"}},
+        {"fill": {"index": 2, "text": "a9"}}, {"fill": {"index": 2, "text": "a10"}},
+        {"fill": {"index": 2, "text": "a11"}}, {"fill": {"index": 2, "text": "a12"}}]}"#;
+    let server = ModelServer::start_with_fallback(vec![Reply::Answer(TWELVE)], DONE);
+    let (_host, _task_id, events, _dir) = run(&server, "/v1", &[]);
+    assert_eq!(done_text(&outcome(&events)), "The form was sent.");
+    let step = events
+        .iter()
+        .find_map(|e| match e {
+            TaskEvent::Step(s) if s.step == 1 => Some(s.clone()),
+            _ => None,
+        })
+        .expect("step 1");
+    assert_eq!(step.actions.len(), 10, "{step:#?}");
+    let seen = server.seen();
+    let user = seen[1].body["messages"][1]["content"].as_str().unwrap().to_owned();
+    assert!(
+        user.contains("2 more action(s) not run: an answer may hold at most 10 actions"),
+        "{user}"
+    );
+}

@@ -20,6 +20,9 @@ pub enum Action {
         button: ClickButton,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         modifiers: Vec<Modifier>,
+        /// How to answer a `confirm` / `prompt` the click opens.
+        #[serde(flatten)]
+        dialog: DialogAnswer,
     },
     /// Double-click an element.
     #[serde(rename = "dblclick", alias = "double_click")]
@@ -35,13 +38,16 @@ pub enum Action {
     /// Replace the value of a field (input, textarea, contenteditable, date,
     /// time, number, range, colour…).
     Fill { index: u32, text: String },
-    /// Type text key by key into the focused field or element `index`, for
-    /// autocompletes that listen to keys; `enter` presses Enter afterwards.
+    /// Type text key by key into element `index`, for autocompletes that
+    /// listen to keys, after what the field holds (`clear`: in its place);
+    /// `enter` presses Enter afterwards.
     Type {
         index: u32,
         text: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         enter: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        clear: bool,
     },
     /// Empty a field.
     Clear { index: u32 },
@@ -58,6 +64,9 @@ pub enum Action {
         key: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         index: Option<u32>,
+        /// How to answer a `confirm` / `prompt` the key opens.
+        #[serde(flatten)]
+        dialog: DialogAnswer,
     },
     /// Focus an element.
     Focus { index: u32 },
@@ -72,6 +81,18 @@ pub enum Action {
     },
     /// Drag one element onto another.
     DragAndDrop { from: u32, to: u32 },
+    /// Press and hold the pointer on an element for `ms` milliseconds
+    /// (hold-to-confirm buttons), then release it.
+    Hold {
+        index: u32,
+        #[serde(default = "default_hold")]
+        ms: u32,
+    },
+    /// Press the pointer down on element `index` and move it through
+    /// `points` before releasing it: each point is `[x, y]` as fractions of
+    /// the element's box (`[0, 0]` its top-left corner, `[1, 1]` its
+    /// bottom-right): a signature, a drawing, a slider moved step by step.
+    DragPath { index: u32, points: Vec<[f64; 2]> },
     /// Put files the user chose in the side panel into a file input.
     UploadFile { index: u32, files: Vec<String> },
     /// Read the page's readable text (optionally what concerns `query`).
@@ -121,6 +142,42 @@ pub enum Action {
     ReportInfeasible { reason: String },
 }
 
+/// The answer an action gives a `confirm` or `prompt` dialog it expects to
+/// open: `"dialog": "accept" | "dismiss"` and, for a prompt, `"dialog_text"`.
+/// Without it the first such dialog is declined and reported, so the model
+/// can repeat the action with an answer (the host sets `accept` when the
+/// user approved the action).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DialogAnswer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<DialogChoice>,
+    /// The text typed into a `prompt` before accepting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog_text: Option<String>,
+}
+
+impl DialogAnswer {
+    /// Accept whatever dialog comes (the user approved the action).
+    pub fn accept() -> DialogAnswer {
+        DialogAnswer { dialog: Some(DialogChoice::Accept), dialog_text: None }
+    }
+
+    /// Whether the action says how to answer.
+    pub fn given(&self) -> bool {
+        self.dialog.is_some() || self.dialog_text.is_some()
+    }
+}
+
+/// Accept (OK) or dismiss (Cancel) a dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DialogChoice {
+    Accept,
+    Dismiss,
+}
+
 /// An option of a select, by its label or value (text) or its position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -132,6 +189,10 @@ pub enum OptionChoice {
 
 fn default_wait() -> u32 {
     1000
+}
+
+fn default_hold() -> u32 {
+    1500
 }
 
 fn yes() -> bool {
@@ -155,6 +216,8 @@ impl Action {
             Action::Focus { .. } => "focus",
             Action::Scroll { .. } => "scroll",
             Action::DragAndDrop { .. } => "drag_and_drop",
+            Action::Hold { .. } => "hold",
+            Action::DragPath { .. } => "drag_path",
             Action::UploadFile { .. } => "upload_file",
             Action::Extract { .. } => "extract",
             Action::GoBack {} => "go_back",
@@ -184,6 +247,8 @@ impl Action {
             | Action::Check { index }
             | Action::Uncheck { index }
             | Action::Focus { index }
+            | Action::Hold { index, .. }
+            | Action::DragPath { index, .. }
             | Action::UploadFile { index, .. } => vec![*index],
             Action::Press { index, .. } | Action::Scroll { index, .. } => {
                 index.iter().copied().collect()
@@ -191,6 +256,27 @@ impl Action {
             Action::DragAndDrop { from, to } => vec![*from, *to],
             _ => vec![],
         }
+    }
+
+    /// The answer the action gives a dialog it opens (none for actions
+    /// that cannot carry one).
+    pub fn dialog(&self) -> DialogAnswer {
+        match self {
+            Action::Click { dialog, .. } | Action::Press { dialog, .. } => dialog.clone(),
+            _ => DialogAnswer::default(),
+        }
+    }
+
+    /// The same action accepting the dialogs it opens, unless it says
+    /// otherwise (the user approved it).
+    pub fn accepting_dialogs(&self) -> Action {
+        let mut a = self.clone();
+        if let Action::Click { dialog, .. } | Action::Press { dialog, .. } = &mut a {
+            if dialog.dialog.is_none() {
+                dialog.dialog = Some(DialogChoice::Accept);
+            }
+        }
+        a
     }
 
     /// The main element the action targets, if any.
@@ -270,6 +356,10 @@ mod tests {
             r#"{"send_msg_to_user":{"text":"hi"}}"#,
             r#"{"report_infeasible":{"reason":"sold out"}}"#,
             r#"{"go_forward":{}}"#,
+            r#"{"click":{"index":2,"dialog":"accept"}}"#,
+            r#"{"hold":{"index":2,"ms":2000}}"#,
+            r#"{"drag_path":{"index":2,"points":[[0.1,0.5],[0.9,0.5]]}}"#,
+            r#"{"press":{"key":"Enter","index":2,"dialog":"accept","dialog_text":"3"}}"#,
         ];
         for case in cases {
             let action: Action =

@@ -24,7 +24,9 @@ mod diff;
 mod observation;
 mod panel;
 
-pub use action::{Action, ClickButton, Modifier, OptionChoice, ScrollDirection};
+pub use action::{
+    Action, ClickButton, DialogAnswer, DialogChoice, Modifier, OptionChoice, ScrollDirection,
+};
 pub use diff::{DiffError, ObservationDiff, Splice, apply, splice_ends, splices};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 pub use panel::{
@@ -533,6 +535,62 @@ pub struct Effect {
     /// A tab the action opened (its id), when the browser reports one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_tab: Option<i64>,
+    /// The JavaScript dialogs (`alert`, `confirm`, `prompt`, `beforeunload`)
+    /// the page opened during the action, and how Errand answered them.
+    /// Page data: the page can make these up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dialogs: Vec<Dialog>,
+    /// Fields filled by earlier actions whose value the page changed
+    /// since (a date widget emptying its field when its calendar closes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverted: Vec<String>,
+}
+
+/// A JavaScript dialog the page opened, answered without blocking it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dialog {
+    /// `alert`, `confirm`, `prompt` or `beforeunload`.
+    pub kind: String,
+    /// The page's message (cut).
+    #[serde(default)]
+    pub message: String,
+    /// Whether it was accepted (OK); an alert is always acknowledged.
+    #[serde(default)]
+    pub accepted: bool,
+    /// The text a prompt was answered with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Whether the answer was the default one (no answer given by the
+    /// action or the user): a declined confirm the model may want to
+    /// answer by repeating the action with `dialog`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_default: bool,
+}
+
+impl Dialog {
+    /// `a confirm asked "Delete 3 items?" — declined`.
+    pub fn describe(&self) -> String {
+        let msg = self.message.replace('"', "'");
+        match self.kind.as_str() {
+            "alert" => format!("an alert said \"{msg}\" (acknowledged)"),
+            "beforeunload" => {
+                "the page asked to confirm leaving it (left anyway: the agent chose to go)".to_owned()
+            }
+            kind => {
+                let answer = match (self.accepted, &self.text) {
+                    (true, Some(t)) => format!("answered \"{}\"", t.replace('"', "'")),
+                    (true, None) => "accepted".to_owned(),
+                    (false, _) => "declined".to_owned(),
+                };
+                let hint = if self.by_default && !self.accepted {
+                    " (no answer was given: repeat the action with \"dialog\": \"accept\" (and \"dialog_text\" for a prompt) to accept it)"
+                } else {
+                    ""
+                };
+                format!("a {kind} asked \"{msg}\" — {answer}{hint}")
+            }
+        }
+    }
 }
 
 impl Effect {
@@ -541,7 +599,11 @@ impl Effect {
     /// tab opened, or new content appeared. The host stops a multi-action
     /// answer there.
     pub fn unforeseen(&self) -> bool {
-        self.url_changed || self.new_tab.is_some() || !self.appeared.is_empty()
+        self.url_changed
+            || self.new_tab.is_some()
+            || !self.appeared.is_empty()
+            || !self.reverted.is_empty()
+            || self.dialogs.iter().any(|d| d.by_default || d.kind == "alert")
     }
 
     /// The summary with the facts behind it, in one paragraph for the model.
@@ -560,6 +622,14 @@ impl Effect {
         if !self.invalid.is_empty() {
             s.push_str("; invalid: ");
             s.push_str(&self.invalid.join(" | "));
+        }
+        if !self.reverted.is_empty() {
+            s.push_str("; earlier fills lost: ");
+            s.push_str(&self.reverted.join(" | "));
+        }
+        for d in &self.dialogs {
+            s.push_str("; ");
+            s.push_str(&d.describe());
         }
         s
     }
@@ -699,7 +769,7 @@ mod tests {
     #[test]
     fn actions_use_the_model_facing_shape() {
         let a: Action = serde_json::from_str(r#"{"click":{"index":12}}"#).unwrap();
-        assert_eq!(a, Action::Click { index: 12, button: ClickButton::Left, modifiers: vec![] });
+        assert_eq!(a, Action::Click { index: 12, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() });
         let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a, only_on: None, secret_field: false, secrets: vec![] } });
         // Without the secret fields (an older host), it still reads.
         let old = r#"{"v":1,"id":2,"kind":"page","tab_id":1,"command":{"op":"act","action":{"click":{"index":3}},"only_on":"https://a.example"}}"#;

@@ -122,7 +122,7 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
     match word.to_ascii_lowercase().as_str() {
         "click" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Click")?;
-            Ok(vec![Action::Click { index: i, button: Default::default(), modifiers: vec![] }])
+            Ok(vec![Action::Click { index: i, button: Default::default(), modifiers: vec![], dialog: Default::default() }])
         }
         "type" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Type")?;
@@ -131,7 +131,7 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
             })?;
             Ok(vec![
                 Action::Fill { index: i, text: typed },
-                Action::Press { key: "Enter".to_owned(), index: Some(i) },
+                Action::Press { key: "Enter".to_owned(), index: Some(i), dialog: Default::default() },
             ])
         }
         "scroll" => {
@@ -158,7 +158,7 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
         "key" => {
             let key = parts.first().map(|k| k.trim().to_owned()).unwrap_or_else(|| "Enter".into());
             let key = if key.eq_ignore_ascii_case("return") { "Enter".to_owned() } else { key };
-            Ok(vec![Action::Press { key, index: None }])
+            Ok(vec![Action::Press { key, index: None, dialog: Default::default() }])
         }
         "answer" => {
             let answer = match (text.find("<content>"), text.rfind("</content>")) {
@@ -192,13 +192,13 @@ mod tests {
     fn reads_each_action() {
         assert_eq!(
             one("Thought: press it\nAction: Click [12]\nMemory_Updated: {}"),
-            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![] }]
+            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![], dialog: Default::default() }]
         );
         assert_eq!(
             one("Action: Type [2]; [5$ [or less]]"),
             vec![
                 Action::Fill { index: 2, text: "5$ [or less]".into() },
-                Action::Press { key: "Enter".into(), index: Some(2) }
+                Action::Press { key: "Enter".into(), index: Some(2), dialog: Default::default() }
             ]
         );
         assert_eq!(
@@ -212,14 +212,14 @@ mod tests {
         // The number as the page writes it, without brackets.
         assert_eq!(
             one("Thought: press it\nAction: Click 12\nMemory_Updated: {}"),
-            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![] }]
+            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![], dialog: Default::default() }]
         );
         assert_eq!(one("Type 2; [Ada]")[0], Action::Fill { index: 2, text: "Ada".into() });
         assert_eq!(one("Action: Wait"), vec![Action::Wait { ms: 5000 }]);
         assert_eq!(one("Action: GoBack."), vec![Action::GoBack {}]);
         assert_eq!(
             one("Action: Key; [Return]"),
-            vec![Action::Press { key: "Enter".into(), index: None }]
+            vec![Action::Press { key: "Enter".into(), index: None, dialog: Default::default() }]
         );
     }
 

@@ -496,6 +496,9 @@ mod tests {
         assert_eq!(params["button"]["type"], json!(["string", "null"]));
         assert_eq!(params["button"]["enum"], json!(["left", "middle", "right", null]));
         assert_eq!(params["modifiers"]["type"], json!(["array", "null"]));
+        // The dialog answer (flattened into click) is offered too.
+        assert!(params["dialog"].to_string().contains(r#""accept","dismiss""#), "{params}");
+        assert_eq!(params["dialog_text"]["type"], json!(["string", "null"]), "{params}");
         let select = answer(Flavour::OpenAiStrict)
             .action_schemas()
             .iter()
