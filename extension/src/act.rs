@@ -891,7 +891,10 @@ fn extract(query: Option<&str>) -> String {
         out.push_str(l);
         out.push('\n');
     }
-    format!("the page's text:\n{}", out.trim_end())
+    // values.rs: the fields' whole values (the element list may cut them).
+    let values = crate::values::fields_text();
+    let values = if values.is_empty() { values } else { format!("\n{values}") };
+    format!("the page's text:\n{}{values}", out.trim_end())
 }
 
 /// An `action_failed` error.

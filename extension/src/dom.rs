@@ -66,6 +66,10 @@ names! {
     BackgroundImage = "background-image",
     BackgroundPosition = "background-position",
     FontFamily = "font-family",
+    ReadOnly = "readonly",
+    Multiple = "multiple",
+    AriaReadOnly = "aria-readonly",
+    AriaMultiSelectable = "aria-multiselectable",
     Invalid = ":invalid",
     Disabled = ":disabled",
 }
@@ -240,7 +244,8 @@ fn label_text(node: &Node, out: &mut String) {
                     proto::local_name(&el).as_str(),
                     "select" | "textarea" | "option" | "datalist" | "script" | "style" | "button"
                 ) || proto::get_attribute(&el, "role")
-                    .is_some_and(|r| r.trim() == "button");
+                    .is_some_and(|r| r.trim() == "button")
+                    || not_a_name(el);
                 if !skip {
                     label_text(&k, out);
                 }
@@ -248,6 +253,19 @@ fn label_text(node: &Node, out: &mut String) {
             _ => {}
         }
     }
+}
+
+/// Whether `el` is no part of a name a person reads beside a field: an
+/// autocomplete's list or live status ("0 results"), or something not
+/// shown at all.
+fn not_a_name(el: &Element) -> bool {
+    let role = el.get_attribute("role").unwrap_or_default();
+    let role = role.trim();
+    matches!(role, "listbox" | "option" | "status" | "alert" | "log" | "menu" | "tooltip")
+        || el.has_attribute("aria-live")
+        || el.has_attribute("hidden")
+        || el.get_attribute("aria-hidden").is_some_and(|v| v.trim() == "true")
+        || el.get_client_rects().length() == 0
 }
 
 /// Runs `write` (Errand's own DOM writes) so that `observer` does not take

@@ -215,21 +215,46 @@ fn in_frame(node: &Node) -> bool {
     proto::owner_document(&node).is_some_and(|d| watched.is_some_and(|w| w != d))
 }
 
-/// Records a scroll, or a field the person (or an action) typed in or
-/// changed: values change without mutations.
+/// Events after which something changed without a mutation: a scroll, a
+/// field the person (or an action) typed in or changed, and a CSS
+/// transition or animation that ended (what it faded in or out, moved or
+/// unfolded shows now as it will stay).
+const EVENTS: [&str; 6] =
+    ["scroll", "input", "change", "transitionend", "animationend", "transitioncancel"];
+
+/// Records one of [`EVENTS`].
 fn on_event(e: Event) {
+    let kind = e.type_();
+    if kind == "scroll" {
+        CHANGES.with(|c| c.borrow_mut().scrolled = true);
+        return;
+    }
+    let Some(t) = e.target().and_then(as_node) else { return };
+    if kind != "input" && kind != "change" {
+        // Its computed style (and its descendants') is to be read again.
+        crate::observe::style_cache::mark(&t);
+    }
+    changed(t);
+}
+
+/// Records `node` as changed without a mutation.
+fn changed(t: Node) {
     CHANGES.with(|c| {
         let mut c = c.borrow_mut();
-        if e.type_() == "scroll" {
-            c.scrolled = true;
-        } else if let Some(t) = e.target().and_then(as_node) {
-            if c.dirty.len() >= MAX_CHANGES {
-                c.too_many = true;
-            } else if !c.dirty.contains(&t) {
-                c.dirty.push(t);
-            }
+        if c.dirty.len() >= MAX_CHANGES {
+            c.too_many = true;
+        } else if !c.dirty.contains(&t) {
+            c.dirty.push(t);
         }
     });
+}
+
+/// Records elements that were found to have listeners since the last
+/// observation (`listeners.rs`): they may be listed now.
+pub(crate) fn listeners_found(nodes: Vec<Node>) {
+    for n in nodes {
+        changed(n);
+    }
 }
 
 /// Sets the watcher up for `document` (once), and takes what it saw since
@@ -267,7 +292,7 @@ fn start(document: &Document) {
     let on_event = Closure::<dyn FnMut(Event)>::new(on_event);
     if let Some(window) = proto::default_view(&document) {
         let f = on_event.as_ref().unchecked_ref();
-        for kind in ["scroll", "input", "change"] {
+        for kind in EVENTS {
             let _ = window.add_event_listener_with_callback_and_bool(kind, f, true);
         }
     }
@@ -314,7 +339,7 @@ fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
             let _ = w.observer.observe_with_options(&f.document, &options());
             if let Some(window) = proto::default_view(&f.document) {
                 let on_event = w._on_event.as_ref().unchecked_ref();
-                for kind in ["scroll", "input", "change"] {
+                for kind in EVENTS {
                     let _ = window.add_event_listener_with_callback_and_bool(kind, on_event, true);
                 }
             }

@@ -34,15 +34,18 @@ pub mod hover;
 pub mod incremental;
 pub mod keys;
 pub mod labels;
+pub mod listeners;
 pub mod marks;
 pub mod messages;
 pub mod net;
 pub mod observe;
 pub mod proto;
+pub mod ready;
 pub mod registry;
 pub mod selects;
 pub mod sent;
 pub mod text;
+pub mod values;
 pub mod watch;
 
 /// Why a command failed: the error code and a sentence for the model.

@@ -233,6 +233,12 @@ impl Probe {
         Probe { since: js_sys::Date::now(), state: Rc::new(RefCell::new(ProbeState::default())) }
     }
 
+    /// A probe counting the requests that started from `since`
+    /// (milliseconds since the epoch) on.
+    pub fn start_at(since: f64) -> Probe {
+        Probe { since, state: Rc::new(RefCell::new(ProbeState::default())) }
+    }
+
     /// Sends a question unless one is on its way.
     pub fn ask(&self) {
         {

@@ -21,6 +21,10 @@ use crate::dom::{self, Name};
 use crate::text::{self, Line, ScrollInfo, Seen};
 use crate::{incremental, marks, registry};
 
+/// The first line of an observation taken while the page kept changing.
+pub const STILL_CHANGING: &str =
+    "(The page was still changing after 3 s: this is how it looked then.)\n";
+
 /// Text collected per element before it is cut (in bytes of raw text).
 const TEXT_COLLECT_MAX: usize = 400;
 /// Context text collected per block before it is cut (in bytes).
@@ -91,6 +95,8 @@ pub async fn observe(
 ) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
+    // Ready before seen: once the page has settled (`ready.rs`).
+    let settled = crate::ready::settle(&document).await;
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
 
@@ -124,6 +130,10 @@ pub async fn observe(
         page_width: f64::from(proto::scroll_width(&root)),
         page_height: f64::from(proto::scroll_height(&root)),
     };
+    // Elements given click, pointer or key listeners since the last ask
+    // (`listeners.rs`): changes too.
+    crate::listeners::refresh(&document);
+    incremental::listeners_found(crate::listeners::take_fresh());
     let changes = incremental::take_changes(&document);
     crate::deadline::begin(crate::deadline::WALK_MS);
     let (reobserved, fallback) = match full {
@@ -162,9 +172,12 @@ pub async fn observe(
         incremental::put_frames(remote, answers);
     }
     let title = proto::title(&document);
-    let (elements, text) = incremental::with_lines(|lines, nodes, rendered| {
+    let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
         finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
     })?;
+    if !settled {
+        text.insert_str(0, STILL_CHANGING);
+    }
     if marks_wanted {
         crate::frames::draw_marks().await; // frames.rs: each frame draws its own
     }
@@ -282,7 +295,7 @@ fn walk_document(root: &Element, top: &Frame, origin: &str) -> Walk {
 /// (the style cache's and the incremental observation's) do not take them
 /// for the page's.
 pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
-    style_cache::own_writes(|| incremental::own_writes(write))
+    style_cache::own_writes(|| incremental::own_writes(|| crate::ready::own_writes(write)))
 }
 
 /// A frame's walk: its lines, their elements, its cross-origin frames.
@@ -310,6 +323,7 @@ pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String
     };
     style_cache::begin(&document, vw, vh);
     crate::deadline::begin(crate::deadline::WALK_MS);
+    crate::listeners::refresh(&document);
     let walk = walk_document(&root, &top, "");
     style_cache::end();
     crate::deadline::end()?;
@@ -531,6 +545,8 @@ pub(crate) struct Walk {
     open: Vec<usize>,
     /// How many of the open lines are elements (not headings).
     open_elements: usize,
+    /// The open lines (by position) listed only for their listeners.
+    listener_only: Vec<usize>,
     origin: String,
     /// Walk into `aria-hidden` subtrees anyway (the second walk).
     pub(crate) ignore_aria_hidden: bool,
@@ -582,6 +598,7 @@ impl Walk {
             pending_anchor: None,
             open: Vec::new(),
             open_elements: 0,
+            listener_only: Vec::new(),
             origin,
             ignore_aria_hidden,
             aria_hidden_skipped: 0,
@@ -775,17 +792,33 @@ impl Walk {
             "h6" => 6,
             _ => 0,
         };
-        // `cursor: pointer` marks script-made clickables; inside an element
-        // already listed it is part of that element.
+        // `cursor: pointer` and click, pointer or key listeners
+        // (`listeners.rs`) mark script-made clickables. Inside an element
+        // already listed, a pointer is part of that element — unless that
+        // element is a plain box listed only for its listeners and the
+        // pointer is this element's own — while a control with listeners
+        // of its own (a star or bin in a clickable mail row) is a target
+        // of its own.
+        let plain_outer = self.open_elements > 0 && self.inside_plain();
+        let listens = crate::listeners::has(el)
+            && !matches!(tag.as_str(), "html" | "body" | "label")
+            && (self.open_elements == 0 || (plain_outer && self.small_inside(el)));
+        let mut by_listener = false;
         let mut interactive = is_interactive(el, &tag, has_attrs)
             || (pointer
                 && !ctx.pointer
-                && self.open_elements == 0
+                && (self.open_elements == 0 || (plain_outer && self.inside_listener_only()))
                 && !matches!(tag.as_str(), "html" | "body" | "label"))
             // The items of a clickable list or tree (menu entries, tree
             // nodes) are targets of their own inside it.
             || (pointer && tag == "li" && self.open_elements > 0)
-            || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el));
+            || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el))
+            // An icon of its own inside a plain clickable box.
+            || (plain_outer && pointer && self.own_icon(el, &tag, st));
+        if !interactive && listens {
+            interactive = true;
+            by_listener = !pointer;
+        }
         // A scrollable region is something a person uses too.
         let mut scroll = None;
         if scrolls && !matches!(tag.as_str(), "html" | "body" | "textarea" | "select") {
@@ -852,6 +885,9 @@ impl Walk {
                         if !region {
                             self.open_elements += 1;
                             opened = true;
+                        }
+                        if by_listener {
+                            self.listener_only.push(self.lines.len() - 1);
                         }
                     }
                 } else {
@@ -955,8 +991,77 @@ impl Walk {
             if closed.is_some_and(|i| matches!(self.lines[i], Line::Element(_))) {
                 self.open_elements -= 1;
             }
+            if let Some(i) = closed.filter(|i| self.listener_only.last() == Some(i)) {
+                self.listener_only.pop();
+                self.demote_delegate(i, el);
+            }
         }
         self.hidden_depth -= usize::from(aria_hidden);
+    }
+
+    /// Whether the innermost listed element is a plain box (not a native
+    /// control, link, editor or ARIA widget): listed for its pointer
+    /// cursor or its listeners.
+    fn inside_plain(&self) -> bool {
+        let Some(&i) = self.open.last() else { return false };
+        let (Line::Element(outer), Some(node)) = (&self.lines[i], &self.nodes[i]) else {
+            return false;
+        };
+        outer.role.is_none()
+            && !matches!(
+                outer.tag.as_str(),
+                "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
+            )
+            && !dom::has(node, Name::ContentEditable)
+    }
+
+    /// Whether `el` covers less than half of the innermost listed
+    /// element's box (a part of it, not the whole under another name).
+    fn small_inside(&self, el: &Element) -> bool {
+        let Some(Line::Element(outer)) = self.open.last().map(|&i| &self.lines[i]) else {
+            return false;
+        };
+        let r = el.get_bounding_client_rect();
+        r.width() * r.height() < outer.rect.width * outer.rect.height * 0.5
+    }
+
+    /// Whether the innermost listed element was listed only for its
+    /// listeners (no pointer cursor): a pointer inside it is its own.
+    fn inside_listener_only(&self) -> bool {
+        self.open.last().is_some_and(|i| self.listener_only.last() == Some(i))
+    }
+
+    /// Whether `el` is a small icon that names itself (an image with
+    /// `alt`, an `svg` or CSS icon with a label or title): inside a plain
+    /// clickable box, a control of its own.
+    fn own_icon(&self, el: &Element, tag: &str, st: StyleBits) -> bool {
+        let named = || {
+            dom::has(el, Name::AriaLabel)
+                || dom::has(el, Name::Title)
+                || (tag == "img" && dom::attr_named(el, Name::Alt).is_some_and(|a| !a.is_empty()))
+        };
+        let icon = matches!(tag, "img" | "svg" | "i") || st.image;
+        if !icon || !named() {
+            return false;
+        }
+        let r = el.get_bounding_client_rect();
+        r.width() > 0.0 && r.width() <= 48.0 && r.height() <= 48.0
+    }
+
+    /// A box listed only for its listeners that holds listed elements and
+    /// no text of its own delegates its listeners to them (a list whose
+    /// items are listed): not a control itself. Its line becomes empty
+    /// text (the lines after it keep their places).
+    fn demote_delegate(&mut self, i: usize, el: &Element) {
+        let Line::Element(seen) = &self.lines[i] else { return };
+        let holds = self.lines[i + 1..].iter().any(|l| matches!(l, Line::Element(_)));
+        if !holds || !seen.text.trim().is_empty() || seen.icon.is_some() {
+            return;
+        }
+        let in_viewport = seen.in_viewport;
+        self.lines[i] = Line::Text { text: String::new(), in_viewport };
+        self.nodes[i] = None;
+        self.opened.delete(el);
     }
 
     /// Whether `el`, a clickable box inside an element listed only for its
@@ -1028,6 +1133,7 @@ impl Walk {
         let Some(root) = proto::document_element(&doc) else {
             return;
         };
+        crate::listeners::refresh(&doc);
         let r = proto::get_bounding_client_rect(&el);
         let dx = outer.dx + r.x() + f64::from(el.client_left());
         let dy = outer.dy + r.y() + f64::from(el.client_top());
@@ -1140,7 +1246,17 @@ impl Walk {
         if field {
             seen.required = dom::has(el, Name::Required);
             seen.label = self.labels.borrow_mut().of(el);
+            seen.readonly = tag != "select" && dom::has(el, Name::ReadOnly);
+            seen.multiple = tag == "select" && dom::has(el, Name::Multiple);
+        } else if let Some(e) = dom::get(el, Name::ContentEditable) {
+            let e = e.trim().to_ascii_lowercase();
+            seen.editor = e.is_empty() || e == "true" || e == "plaintext-only";
         }
+        let aria_true = |name: Name| {
+            dom::attr_named(el, name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        };
+        seen.readonly |= aria_true(Name::AriaReadOnly);
+        seen.multiple |= aria_true(Name::AriaMultiSelectable);
         match (tag, input_type.as_deref()) {
             ("input", Some("checkbox" | "radio")) => {
                 seen.checked = el.unchecked_ref::<HtmlInputElement>().checked();
@@ -1189,6 +1305,19 @@ impl Walk {
             seen.label = labelled_by(el, &ids).or(seen.label);
         }
         seen.role = role;
+        if tag == "label" && seen.role.is_none() {
+            // Listed for a hidden checkbox or radio (a styled one): it says
+            // what it is and whether it is checked.
+            let control = el.unchecked_ref::<web_sys::HtmlLabelElement>().control();
+            if let Some(c) = control.filter(|c| c.local_name() == "input") {
+                let input = c.unchecked_ref::<HtmlInputElement>();
+                let kind = input.type_();
+                if matches!(kind.as_str(), "checkbox" | "radio") {
+                    seen.checked = input.checked();
+                    seen.role = Some(kind);
+                }
+            }
+        }
         seen.input_type = input_type;
         seen
     }
@@ -1533,6 +1662,16 @@ pub(crate) mod style_cache {
     pub fn own_writes<T>(write: impl FnOnce() -> T) -> T {
         let observer = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.clone()));
         crate::dom::writes_unseen(observer.as_ref(), record, write)
+    }
+
+    /// Records that `node`'s computed style changed without a mutation
+    /// (a transition or animation ended).
+    pub fn mark(node: &web_sys::Node) {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                s.dirty.add(node);
+            }
+        });
     }
 
     /// Whether the element changed since the last observation.

@@ -42,6 +42,11 @@ pub fn number_of(el: &Element) -> u32 {
     })
 }
 
+/// The element's number, if it has one (giving none).
+pub fn known(el: &Element) -> Option<u32> {
+    REGISTRY.with(|r| r.borrow().by_element.get(el).as_f64().map(|n| n as u32))
+}
+
 // ---- frames.rs: numbers for elements of cross-origin frames ----
 
 /// The next number, for an element that lives in a cross-origin frame

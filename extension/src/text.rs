@@ -54,6 +54,15 @@ pub struct Seen {
     pub invalid: bool,
     pub disabled: bool,
     pub required: bool,
+    /// A read-only field (`readonly`, `aria-readonly`): it cannot be filled.
+    #[serde(default)]
+    pub readonly: bool,
+    /// A `multiple` select, or a listbox that takes several options.
+    #[serde(default)]
+    pub multiple: bool,
+    /// A contenteditable element (a rich-text editor): written `<editor>`.
+    #[serde(default)]
+    pub editor: bool,
     /// Listed for the first time in this observation (not the first one).
     pub is_new: bool,
     /// For a scrollable region: how far it is scrolled and how much more there is.
@@ -184,6 +193,26 @@ fn push_attr(out: &mut String, key: &str, value: &str, max: usize, quote_always:
     }
 }
 
+/// The longest value written whole in an element's line (`extract` reads
+/// any field's whole value).
+const VALUE_MAX: usize = 200;
+
+/// Appends ` value="…"`: as typed (spaces at its ends kept, a line break
+/// written `\n`), cut only past [`VALUE_MAX`] characters, marked
+/// `(N characters)` when cut.
+fn push_value(out: &mut String, value: &str) {
+    let chars = value.chars().count();
+    let shown: String = value.chars().take(VALUE_MAX).collect();
+    let shown = shown.replace('\r', "").replace('\n', "\\n").replace('"', "'");
+    out.push_str(" value=\"");
+    out.push_str(&shown);
+    if chars > VALUE_MAX {
+        out.push_str(&format!("…\" ({chars} characters; extract reads it whole)"));
+    } else {
+        out.push('"');
+    }
+}
+
 /// Appends `=name` right after the kind: the element's name, quoted only
 /// when it is more than one word (`<button=Close>`, `<checkbox="Keep me
 /// signed in">`). Written against the kind, it cannot be taken for a flag
@@ -257,6 +286,10 @@ fn kind_of(seen: &Seen) -> (&str, Option<&str>) {
     match role {
         // `<link>` is another thing in HTML.
         Some("link") if !field => ("a", None),
+        // A contenteditable box is an editor whatever its tag (a role
+        // such as `textbox` says no more).
+        Some("textbox") | None if seen.editor && !field => ("editor", None),
+        Some(r) if seen.editor && !field && !is_widget_role(r) => ("editor", Some(r)),
         Some(r) if !field && is_widget_role(r) => (r, None),
         _ => (seen.tag.as_str(), role),
     }
@@ -336,7 +369,7 @@ pub fn element_line(seen: &Seen) -> String {
         }
     }
     if let Some(v) = seen.value.as_ref().filter(|v| !v.is_empty() && !input_button) {
-        push_attr(&mut out, "value", v, ATTR_MAX, true);
+        push_value(&mut out, v);
     }
     if let Some(e) = seen.expanded {
         out.push_str(if e { " expanded" } else { " collapsed" });
@@ -345,6 +378,8 @@ pub fn element_line(seen: &Seen) -> String {
         (seen.checked, "checked"),
         (seen.selected, "selected"),
         (seen.disabled, "disabled"),
+        (seen.readonly, "readonly"),
+        (seen.multiple, "multiple"),
         (seen.required, "required"),
         (seen.invalid, "invalid"),
     ] {
@@ -603,9 +638,6 @@ struct Placed {
 fn place(out: &[&Written]) -> Vec<Placed> {
     let mut placed: Vec<Placed> =
         out.iter().map(|w| Placed { redundant: false, screen: w.screen }).collect();
-    // (FxHash: this runs over every text line of the page on each
-    // observation, and std's SipHash was most of it.)
-    let mut seen_text = rustc_hash::FxHashSet::default();
     for i in 0..out.len() {
         if out[i].kind != Kind::Text {
             continue;
@@ -621,8 +653,11 @@ fn place(out: &[&Written]) -> Vec<Placed> {
         let heading =
             |j: usize| out.get(j).is_some_and(|w| w.kind == Kind::Heading && w.keys[0] == k);
         let repeats_heading = heading(i + 1) || i.checked_sub(1).is_some_and(heading);
-        // Off-screen text already seen (a product grid's "Add to cart").
-        let repeats_text = !seen_text.insert(k) && !out[i].in_viewport;
+        // Off-screen text that repeats the line right before it (the same
+        // line twice in one place). The same text elsewhere says something
+        // of its own place: a post's author, a row's label.
+        let repeats_text = !out[i].in_viewport
+            && i.checked_sub(1).is_some_and(|j| out[j].kind == Kind::Text && out[j].keys[0] == k);
         placed[i].redundant = repeats_name || repeats_heading || repeats_text;
     }
     // Off-screen text takes the screen of the elements around it.

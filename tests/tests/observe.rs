@@ -240,9 +240,10 @@ fn aria_widgets_and_script_clickables() {
     );
     assert!(line_of(&o, "role-checkbox").contains("checked"), "{}", o.text);
     // A visible checkbox is listed, named by its label; a hidden one's
-    // label is listed instead.
+    // label is listed instead, saying it is a checkbox.
     assert!(line_of(&o, "label-toggle").contains("<checkbox"), "{}", o.text);
-    assert!(line_of(&o, "styled-toggle").contains("<label"), "{}", o.text);
+    let styled = line_of(&o, "styled-toggle");
+    assert!(styled.contains("<checkbox") && !styled.contains("<input"), "{}", o.text);
     assert!(line_of(&o, "tab-one").contains("selected"), "{}", o.text);
     assert!(!line_of(&o, "tab-two").contains("selected"), "{}", o.text);
     assert!(line_of(&o, "role-combobox").contains("collapsed"), "{}", o.text);
@@ -813,6 +814,9 @@ fn re_observation_after_a_change_equals_a_full_one() {
         ("icon_link", true, false),
         ("icon_link_shows", false, true),
         ("icon_link_breaks", false, true),
+        ("ancestor_class", true, true),
+        ("ancestor_style", true, true),
+        ("fade_end", true, true),
     ];
     check_changes(&rig, "/observe/incremental.html", &cases, |first| {
         // The items of a flex row read as one line, broken by the button.
@@ -891,4 +895,117 @@ fn re_observation_under_an_aria_hidden_background_equals_a_full_one() {
     check_changes(&rig, "/observe/incremental-hidden.html", &cases, |first| {
         assert!(names(first).contains("Continue"), "{}", first.text);
     });
+}
+
+// ---- Issue 18: what a person can see and use ----
+
+/// The numbers of the elements named `name`, in order.
+fn indices(o: &Observation, name: &str) -> Vec<u32> {
+    o.elements.iter().filter(|e| e.name == name).map(|e| e.index).collect()
+}
+
+#[test]
+fn elements_with_click_listeners_are_listed_and_nested_controls_are_their_own() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/listeners.html");
+    let o = observe(&cs, false);
+    let n = names(&o);
+    // A board of cells with only `addEventListener('click')`.
+    for cell in 1..=9 {
+        assert!(n.contains(&format!("c{cell}")), "c{cell}: {}", o.text);
+    }
+    // Mail rows that open the mail, each with a star and a bin of its own.
+    assert!(n.contains("Lunch on Friday") && n.contains("Quarterly report"), "{}", o.text);
+    assert_eq!(indices(&o, "☆").len(), 2, "{}", o.text);
+    assert_eq!(indices(&o, "Delete").len(), 2, "{}", o.text);
+    // An `onclick` property.
+    assert!(n.contains("Property handler"), "{}", o.text);
+    // A framework root delegating every kind of event is no control; what
+    // is in it is listed as usual.
+    assert!(n.contains("Inner button"), "{}", o.text);
+    assert!(!o.elements.iter().any(|e| e.name.contains("Framework")), "{}", o.text);
+    // A list whose listener delegates to its items: the items are listed,
+    // not the list.
+    assert!(n.contains("First choice") && n.contains("Second choice"), "{}", o.text);
+    assert!(!o.elements.iter().any(|e| e.tag == "ul"), "{}", o.text);
+    assert!(!n.contains("Listens later"), "{}", o.text);
+
+    let by = |name: &str, i: usize| indices(&o, name)[i];
+    for (name, i) in [("c5", 0), ("☆", 1), ("Delete", 0), ("Lunch on Friday", 0)] {
+        let r = cs.act(json!({"click": {"index": by(name, i)}})).unwrap();
+        assert_eq!(r["kind"], "action_done", "clicking {name}: {r}");
+    }
+    assert_eq!(tab.eval("document.getElementById('moves').textContent").unwrap(), "moves: c5");
+    assert_eq!(
+        tab.eval("document.getElementById('mail-log').textContent").unwrap(),
+        "mail: star-2 bin-1 open-1"
+    );
+    // A listener given later to an element already seen: the next
+    // observation (a re-observation) lists it.
+    tab.eval("document.getElementById('later').addEventListener('click', () => log.push('later'))")
+        .unwrap();
+    let again = observe(&cs, false);
+    assert!(names(&again).contains("Listens later"), "{}", again.text);
+    assert!(names(&again).contains("X"), "{}", again.text);
+    assert_eq!(names(&observe_full(&cs)), names(&again));
+}
+
+#[test]
+fn observations_wait_until_the_page_has_settled() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/settle.html");
+    tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
+    // Content that comes 300 ms after `load`.
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("Late button"), "{}", o.text);
+    // A click that reveals fields 300 ms later, fading in.
+    let show = o.elements.iter().find(|e| e.name == "Show fields").unwrap().index;
+    assert!(!names(&o).contains("Email address"), "{}", o.text);
+    let r = cs.act(json!({"click": {"index": show}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("Email address"), "{}", o.text);
+    assert!(!o.text.starts_with("(The page was still changing"), "{}", o.text);
+    // A fade longer than the wait: said, then seen once it ended.
+    tab.eval("startSlow()").unwrap();
+    let o = observe(&cs, false);
+    assert!(o.text.starts_with("(The page was still changing"), "{}", o.text);
+    tab.wait_for("window.slowDone", std::time::Duration::from_secs(10)).unwrap();
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("Slow field"), "{}", o.text);
+    assert_eq!(names(&observe_full(&cs)), names(&o));
+}
+
+#[test]
+fn names_states_whole_values_and_repeated_text() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/names.html");
+    let o = observe(&cs, false);
+    // An autocomplete named by its row, not by its list or live status.
+    let city = o.elements.iter().find(|e| e.tag == "input" && e.role.as_deref() == Some("combobox"));
+    let city = city.unwrap_or_else(|| panic!("{}", o.text));
+    assert_eq!(city.name, "City", "{}", o.text);
+    assert!(line_of(&o, "Message body").contains("<editor"), "{}", o.text);
+    assert!(line_of(&o, "Toppings").contains("multiple"), "{}", o.text);
+    assert!(line_of(&o, "Small").contains("checked"), "{}", o.text);
+    assert!(!line_of(&o, "Large").contains("checked"), "{}", o.text);
+    let thin = line_of(&o, "Thin crust");
+    assert!(thin.contains("<radio") && thin.contains("checked"), "{}", o.text);
+    let thick = line_of(&o, "Thick crust");
+    assert!(thick.contains("<radio") && !thick.contains("checked"), "{}", o.text);
+    assert!(line_of(&o, "Order number").contains("readonly"), "{}", o.text);
+    // A long value is shortened in the list, and read whole by `extract`.
+    let notes = line_of(&o, "Notes");
+    assert!(notes.contains("characters; extract reads it whole"), "{}", o.text);
+    let whole = tab.eval("document.getElementById('notes').value").unwrap();
+    let whole = whole.as_str().unwrap().to_owned();
+    assert!(whole.ends_with("end "));
+    let r = cs.act(json!({"extract": {}})).unwrap();
+    let summary = r["effect"]["summary"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let quoted = serde_json::to_string(&whole).unwrap();
+    assert!(summary.contains(&quoted), "{summary}");
+    // The author of each post is kept; a line printed twice in one place
+    // is said once.
+    assert_eq!(o.text.lines().filter(|l| *l == "Nadia").count(), 2, "{}", o.text);
+    assert_eq!(o.text.lines().filter(|l| *l == "Sponsored").count(), 1, "{}", o.text);
 }

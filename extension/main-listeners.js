@@ -1,0 +1,149 @@
+// Errand, in the page's own world (manifest `content_scripts`: "world":
+// "MAIN", document_start, every frame). It holds no page logic: it notes
+// which timers are due a moment from now (below), and which elements are
+// given listeners that a person's click, tap or key reaches (`addEventListener`, and `onclick`-style properties) — which the
+// content script cannot see from its isolated world — and hands over only
+// those elements. Asked with an `errand-listeners-ask` event on the
+// document, it dispatches an `errand-listener` event on each element noted
+// since the last ask that is in the page (the content script,
+// extension/src/listeners.rs, takes the events' targets). Nothing comes
+// back in: it reads nothing from the events it gets and runs nothing it is
+// given. A page forging either event can only make more elements
+// candidates for the list.
+(() => {
+  const ASK = 'errand-listeners-ask';
+  const MARK = 'errand-listener';
+  // The kinds of listener a person's use of an element reaches.
+  const KINDS = new Set([
+    'click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup',
+    'touchstart', 'touchend', 'keydown', 'keyup', 'keypress',
+  ]);
+  // A framework's root (React's container) is given listeners of dozens of
+  // kinds to delegate them: it is not itself a control.
+  const DELEGATE_KINDS = 12;
+
+  // Taken before any page script runs.
+  const { apply } = Reflect;
+  const add = EventTarget.prototype.addEventListener;
+  const dispatch = EventTarget.prototype.dispatchEvent;
+  const nodeType = Object.getOwnPropertyDescriptor(Node.prototype, 'nodeType').get;
+  const isConnected = Object.getOwnPropertyDescriptor(Node.prototype, 'isConnected').get;
+  const NewEvent = Event;
+  const NewWeakRef = WeakRef;
+
+  const kinds = new WeakMap(); // element → the kinds of listener it was given
+  const noted = new WeakSet(); // elements given a listener of KINDS
+  let pending = []; // WeakRefs of noted elements not handed over yet
+
+  const note = (target, kind) => {
+    try {
+      if (target === null || typeof target !== 'object' || apply(nodeType, target, []) !== 1) {
+        return;
+      }
+    } catch {
+      return; // not a node
+    }
+    let seen = kinds.get(target);
+    if (!seen) kinds.set(target, (seen = new Set()));
+    if (seen.size <= DELEGATE_KINDS) seen.add(kind);
+    if (KINDS.has(kind) && !noted.has(target)) {
+      noted.add(target);
+      pending.push(new NewWeakRef(target));
+    }
+  };
+
+  // A Proxy of the native function: it reads as native to the page.
+  EventTarget.prototype.addEventListener = new Proxy(add, {
+    apply(target, self, args) {
+      try {
+        if (args[1]) note(self, String(args[0]));
+      } catch {}
+      return apply(target, self, args);
+    },
+  });
+  for (const kind of KINDS) {
+    const d = Object.getOwnPropertyDescriptor(HTMLElement.prototype, `on${kind}`);
+    if (!d?.set || !d.configurable) continue;
+    const set = new Proxy(d.set, {
+      apply(target, self, args) {
+        try {
+          if (typeof args[0] === 'function') note(self, kind);
+        } catch {}
+        return apply(target, self, args);
+      },
+    });
+    Object.defineProperty(HTMLElement.prototype, `on${kind}`, { ...d, set });
+  }
+
+  // Timers set for a moment later by anything but another timer (a submenu
+  // a hover opens 300 ms later, suggestions after a typing debounce): an
+  // observation waits for them (extension/src/ready.rs). Asked with an
+  // `errand-timers-ask` event, it answers with an `errand-timers-pending`
+  // event on the document while one is due. Timers set by timers (polls,
+  // carousels) and intervals are not waited for.
+  const SOON_MS = 1500;
+  const TIMERS_ASK = 'errand-timers-ask';
+  const TIMERS_PENDING = 'errand-timers-pending';
+  const setTimer = window.setTimeout;
+  const clearTimer = window.clearTimeout;
+  const perf = performance;
+  const perfNow = Performance.prototype.now;
+  const time = () => apply(perfNow, perf, []);
+  const due = new Map(); // timer id → when it is due
+  let inTimer = 0;
+  window.setTimeout = new Proxy(setTimer, {
+    apply(target, self, args) {
+      const callback = args[0];
+      if (typeof callback !== 'function') return apply(target, self, args);
+      let ms = 0;
+      try {
+        ms = Number(args[1]) || 0;
+      } catch {}
+      const tracked = inTimer === 0 && ms > 0 && ms <= SOON_MS;
+      let id;
+      args[0] = function () {
+        due.delete(id);
+        inTimer += 1;
+        try {
+          return apply(callback, this, arguments);
+        } finally {
+          inTimer -= 1;
+        }
+      };
+      id = apply(target, self, args);
+      if (tracked) due.set(id, time() + ms);
+      return id;
+    },
+  });
+  window.clearTimeout = new Proxy(clearTimer, {
+    apply(target, self, args) {
+      due.delete(args[0]);
+      return apply(target, self, args);
+    },
+  });
+  apply(add, document, [TIMERS_ASK, () => {
+    const t = time();
+    let pending = false;
+    for (const [id, at] of due) {
+      // Long overdue: a throttled or dropped timer, not waited for.
+      if (at < t - 1000) due.delete(id);
+      else pending = true;
+    }
+    if (pending) apply(dispatch, document, [new NewEvent(TIMERS_PENDING)]);
+  }, true]);
+
+  apply(add, document, [ASK, () => {
+    const later = [];
+    for (const ref of pending) {
+      const el = ref.deref();
+      if (!el || kinds.get(el).size > DELEGATE_KINDS) continue;
+      // Not in the page yet: handed over once it is.
+      if (!apply(isConnected, el, [])) {
+        later.push(ref);
+        continue;
+      }
+      apply(dispatch, el, [new NewEvent(MARK, { composed: true })]);
+    }
+    pending = later;
+  }, true]);
+})();

@@ -1,0 +1,233 @@
+//! Ready before seen: an observation waits until the page has settled.
+//!
+//! Content often arrives after `load` (a fetch, a timer), and a hover or
+//! typed text opens a submenu or suggestions a moment later. Before each
+//! observation of the top document, [`settle`] waits until the page is
+//! still: no mutation for [`QUIET_MS`] ([`FIRST_QUIET_MS`] after `load`
+//! for a document observed for the first time), no request in flight that
+//! started since the last observation (since the document began, the
+//! first time; counted by the service worker, `net.rs`), and no finite CSS
+//! transition or animation running (`document.getAnimations()`; endless
+//! ones, spinners, never end and are not waited for). The wait is bounded
+//! by [`MAX_MS`]; when it runs out the observation says the page was still
+//! changing. A page already still costs one look: the mutations are
+//! watched between observations, so no quiet window has to be sat out.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{Document, MutationObserver, MutationObserverInit};
+
+use crate::net::{Probe, Verdict};
+
+/// How long the page must have been still.
+pub const QUIET_MS: f64 = 100.0;
+/// The same for a document observed for the first time, counted from its
+/// `load` event (content that a script adds a moment after it).
+pub const FIRST_QUIET_MS: f64 = 400.0;
+/// The longest wait.
+pub const MAX_MS: f64 = 3000.0;
+/// How often it looks.
+const POLL_MS: u32 = 15;
+/// How long a still page waits for the service worker's word on the
+/// network before settling without it.
+const NET_ANSWER_MS: f64 = 250.0;
+
+thread_local! {
+    /// Set by the page-world script's `errand-timers-pending` answer.
+    static TIMERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static ON_TIMERS: Closure<dyn FnMut(web_sys::Event)> =
+        Closure::new(|e: web_sys::Event| {
+            e.stop_immediate_propagation();
+            TIMERS.with(|t| t.set(true));
+        });
+}
+
+/// Whether a timer set by something other than a timer is due a moment
+/// from now (`extension/main-listeners.js`): asked of the page-world
+/// script, which answers before the ask returns.
+fn timers_pending(document: &Document) -> bool {
+    TIMERS.with(|t| t.set(false));
+    if let Ok(ask) = web_sys::Event::new("errand-timers-ask") {
+        let _ = document.dispatch_event(&ask);
+    }
+    TIMERS.with(|t| t.get())
+}
+
+struct State {
+    document: Document,
+    observer: MutationObserver,
+    _callback: Closure<dyn FnMut(js_sys::Array)>,
+    /// When the last mutation came (`performance.now()`).
+    last: Rc<RefCell<f64>>,
+    /// When the last observation ended (`Date.now()`): the requests that
+    /// started since count.
+    since: f64,
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+fn now() -> f64 {
+    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+}
+
+/// The document's `loadEventEnd` (`performance.now()` time), or `None`
+/// while it is loading.
+fn loaded_at(document: &Document) -> Option<f64> {
+    if document.ready_state() != "complete" {
+        return None;
+    }
+    let perf = web_sys::window()?.performance()?;
+    let entries = perf.get_entries_by_type("navigation");
+    let nav = entries.get(0);
+    let end = js_sys::Reflect::get(&nav, &"loadEventEnd".into()).ok()?.as_f64();
+    Some(end.filter(|e| *e > 0.0).unwrap_or(0.0))
+}
+
+/// Whether a finite transition or animation is running in the document
+/// (through shadow roots: `getAnimations` on the document includes them).
+fn animating(document: &Document) -> bool {
+    let Ok(get) = js_sys::Reflect::get(document, &"getAnimations".into()) else {
+        return false;
+    };
+    let Some(get) = get.dyn_ref::<js_sys::Function>() else {
+        return false;
+    };
+    let Ok(list) = get.call0(document) else {
+        return false;
+    };
+    let list: js_sys::Array = list.unchecked_into();
+    let key = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &k.into()).unwrap_or_default();
+    list.iter().any(|a| {
+        if key(&a, "playState").as_string().as_deref() != Some("running") {
+            return false;
+        }
+        let effect = key(&a, "effect");
+        let timing = js_sys::Reflect::get(&effect, &"getComputedTiming".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .and_then(|f| f.call0(&effect).ok());
+        // `endTime` is infinite for an endless animation.
+        timing.and_then(|t| key(&t, "endTime").as_f64()).is_some_and(f64::is_finite)
+    })
+}
+
+/// Sets the watch up for `document`; whether it is observed for the first
+/// time.
+fn begin(document: &Document) -> bool {
+    let fresh = STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.document != *document));
+    if !fresh {
+        return false;
+    }
+    // Nothing seen yet: as if still since long ago.
+    let last = Rc::new(RefCell::new(f64::NEG_INFINITY));
+    let sink = last.clone();
+    let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |_: js_sys::Array| {
+        *sink.borrow_mut() = now();
+    });
+    let Ok(observer) = MutationObserver::new(callback.as_ref().unchecked_ref()) else {
+        return true;
+    };
+    let init = MutationObserverInit::new();
+    init.set_subtree(true);
+    init.set_child_list(true);
+    init.set_attributes(true);
+    init.set_character_data(true);
+    let _ = observer.observe_with_options(document, &init);
+    ON_TIMERS.with(|f| {
+        let _ = document.add_event_listener_with_callback_and_bool(
+            "errand-timers-pending",
+            f.as_ref().unchecked_ref(),
+            true,
+        );
+    });
+    // The first time, requests of the last second count (content fetched
+    // at `load`; not a long poll from when the page began).
+    let origin = js_sys::Date::now() - 1000.0;
+    STATE.with(|s| {
+        if let Some(old) = s.borrow_mut().replace(State {
+            document: document.clone(),
+            observer,
+            _callback: callback,
+            last,
+            since: origin,
+        }) {
+            old.observer.disconnect();
+        }
+    });
+    true
+}
+
+/// The last mutation's time, records delivered first.
+fn last_change() -> f64 {
+    STATE.with(|s| {
+        let s = s.borrow();
+        let Some(s) = s.as_ref() else { return 0.0 };
+        if s.observer.take_records().length() > 0 {
+            *s.last.borrow_mut() = now();
+        }
+        *s.last.borrow()
+    })
+}
+
+/// Waits until the page has settled (see the module's doc); `false` when
+/// the wait ran out while the page was still changing.
+pub async fn settle(document: &Document) -> bool {
+    let first = begin(document);
+    let start = now();
+    let since = STATE.with(|s| s.borrow().as_ref().map_or_else(js_sys::Date::now, |s| s.since));
+    let net = Probe::start_at(since);
+    let mut net_asked_at: Option<f64> = None;
+    let settled = loop {
+        let t = now();
+        // A document observed for the first time: loaded, and a moment
+        // past `load` (mutations from before this script came are not
+        // known; they are in the page already).
+        let loaded = !first || loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS);
+        let still = loaded
+            && t - last_change() >= QUIET_MS
+            && !animating(document)
+            && !timers_pending(document);
+        if still {
+            // The network, asked once the rest is still.
+            net.ask();
+            let asked = *net_asked_at.get_or_insert(t);
+            match net.verdict(asked) {
+                Verdict::Unknown => break true,
+                Verdict::Idle(ended) if ended.is_none_or(|e| t - e >= QUIET_MS) => break true,
+                Verdict::Waiting if t - asked >= NET_ANSWER_MS => break true,
+                _ => {}
+            }
+        } else {
+            net_asked_at = None;
+        }
+        if t - start >= MAX_MS {
+            break false;
+        }
+        gloo_timers::future::TimeoutFuture::new(if still { 2 } else { POLL_MS }).await;
+    };
+    STATE.with(|s| {
+        if let Some(s) = s.borrow_mut().as_mut() {
+            s.since = js_sys::Date::now();
+        }
+    });
+    settled
+}
+
+/// Runs `write` (Errand's own DOM writes) unseen by the watch.
+pub fn own_writes<T>(write: impl FnOnce() -> T) -> T {
+    let observer = STATE.with(|s| s.borrow().as_ref().map(|s| s.observer.clone()));
+    let last = STATE.with(|s| s.borrow().as_ref().map(|s| s.last.clone()));
+    let record = move |records: js_sys::Array| {
+        if records.length() > 0 {
+            if let Some(l) = &last {
+                *l.borrow_mut() = now();
+            }
+        }
+    };
+    crate::dom::writes_unseen(observer.as_ref(), record, write)
+}
