@@ -70,6 +70,7 @@ names! {
     Multiple = "multiple",
     AriaReadOnly = "aria-readonly",
     AriaMultiSelectable = "aria-multiselectable",
+    Class = "class",
     Invalid = ":invalid",
     Disabled = ":disabled",
 }

@@ -748,7 +748,10 @@ impl Walk {
             }
             aria_hidden =
                 dom::get(el, Name::AriaHidden).is_some_and(|v| v.eq_ignore_ascii_case("true"));
-            if aria_hidden && !self.ignore_aria_hidden {
+            // A control hidden from screen readers but shown and given
+            // listeners of its own (a spinner's arrows) is used by a
+            // person all the same.
+            if aria_hidden && !self.ignore_aria_hidden && !crate::listeners::has(el) {
                 self.aria_hidden_skipped += 1;
                 return;
             }
@@ -812,6 +815,9 @@ impl Walk {
             // The items of a clickable list or tree (menu entries, tree
             // nodes) are targets of their own inside it.
             || (pointer && tag == "li" && self.open_elements > 0)
+            // So are those of a list listed only for its listeners (a
+            // sortable list, a suggestion menu that delegates to them).
+            || (tag == "li" && self.open_elements > 0 && self.inside_listener_only())
             || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el))
             // An icon of its own inside a plain clickable box.
             || (plain_outer && pointer && self.own_icon(el, &tag, st));
@@ -995,6 +1001,9 @@ impl Walk {
                 self.listener_only.pop();
                 self.demote_delegate(i, el);
             }
+            if let Some(i) = closed {
+                self.name_by_class(i, el);
+            }
         }
         self.hidden_depth -= usize::from(aria_hidden);
     }
@@ -1083,6 +1092,62 @@ impl Walk {
         r.width() > 0.0
             && r.width() < outer.rect.width * 0.5
             && proto::text_content(&el).is_some_and(|t| !t.trim().is_empty())
+    }
+
+    /// Names the element of line `i` by its class when nothing else names
+    /// it (an icon-only control drawn from a sprite or an icon font).
+    fn name_by_class(&mut self, i: usize, el: &Element) {
+        let Line::Element(seen) = &self.lines[i] else { return };
+        let unnamed = seen.text.trim().is_empty()
+            && seen.icon.is_none()
+            && seen.aria_label.is_none()
+            && seen.title.is_none()
+            && seen.label.is_none()
+            && seen.placeholder.is_none()
+            && !matches!(seen.tag.as_str(), "input" | "select" | "textarea");
+        if !unnamed {
+            return;
+        }
+        let hint = Self::class_hint(el);
+        if let Line::Element(seen) = &mut self.lines[i] {
+            seen.icon = hint;
+        }
+    }
+
+    /// A name for a listed element that has none (no text, label, title or
+    /// image): the class of it or of what it holds that says what it does
+    /// (`ui-spinner-up` → `spinner-up`, `fa-trash` → `trash`).
+    fn class_hint(el: &Element) -> Option<String> {
+        const SAYS: &[&str] = &[
+            "up", "down", "prev", "previous", "next", "plus", "minus", "add", "remove", "close",
+            "delete", "trash", "star", "edit", "search", "menu", "left", "right", "increment",
+            "decrement", "more", "less", "expand", "collapse", "play", "pause", "like", "share",
+            "settings", "cart", "heart",
+        ];
+        let mut todo = vec![el.clone()];
+        let mut looked = 0;
+        while let Some(e) = todo.pop() {
+            looked += 1;
+            if looked > 12 {
+                break;
+            }
+            let class = dom::get(&e, Name::Class).unwrap_or_default();
+            for token in class.split_whitespace() {
+                let words: Vec<&str> = token.split(['-', '_']).collect();
+                if words.iter().any(|w| SAYS.contains(&w.to_ascii_lowercase().as_str())) {
+                    let bare = ["ui-", "fa-", "icon-", "glyphicon-", "bi-", "mdi-", "material-"]
+                        .iter()
+                        .fold(token, |t, p| t.strip_prefix(p).unwrap_or(t));
+                    return Some(bare.chars().take(40).collect());
+                }
+            }
+            let mut child = e.last_element_child();
+            while let Some(c) = child {
+                todo.push(c.clone());
+                child = c.previous_element_sibling();
+            }
+        }
+        None
     }
 
     /// Names the innermost listed element after the icon `el` when nothing

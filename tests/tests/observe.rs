@@ -476,8 +476,11 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
         names(&o),
         set(&[
             // The icon with a hand only under the mouse, named by its image;
-            // the unnamed wrapper of the menu icon (a sprite: no name).
-            "like", "", "Mute @nadia", "Block @nadia", "send",
+            // the wrapper of the menu icon (a sprite: named by the class of
+            // its menu).
+            "like", "menu", "Mute @nadia", "Block @nadia", "send",
+            // The bar of two parts (below) says nothing itself.
+            "",
             // A tree: every node a target, the folder named by its icon too.
             "Documents", "notes.txt", "todo.txt",
             // A clickable bar of two parts, and the scroll box's item.
@@ -497,7 +500,8 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
     assert!(line_of(&o, "like").contains("icon=like"), "{}", o.text);
     assert!(line_of(&o, "send").contains("icon=send"), "{}", o.text);
     assert!(line_of(&o, "Documents").contains("icon=folder-closed"), "{}", o.text);
-    assert_eq!(o.text.matches("icon=").count(), 3, "a sprite is no icon: {}", o.text);
+    assert_eq!(o.text.matches("icon=").count(), 4, "a sprite is no icon: {}", o.text);
+    assert!(line_of(&o, "menu").contains("icon=menu"), "named by its class: {}", o.text);
     // The other origin's sheet refuses its rules: left unread by this walk
     // and the next (the hands under the mouse are found all the same).
     let again = observe_full(&cs);

@@ -47,3 +47,36 @@ fn the_agent_clicks_controls_made_only_by_listeners() {
     assert!(click["ok"] == true, "{click}");
     rig.done("listeners");
 }
+
+fn jqueryui_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // Suggestions come 300 ms after typing: each its own element.
+        0 => answer(json!([{"type": {"index": el(req, "City"), "text": "Pra"}}])),
+        1 => answer(json!([{"click": {"index": el(req, "Prague")}}])),
+        // The spinner's up arrow (an aria-hidden anchor, named by its class).
+        2 => answer(json!([{"click": {"index": el(req, "spinner-up")}}])),
+        // The date picker's Next.
+        3 => answer(json!([{"click": {"index": el(req, "Next")}}])),
+        // A sortable list's items, without a pointer cursor.
+        4 => answer(json!([{"drag_and_drop": {"from": el(req, "Charlie"), "to": el(req, "Alpha")}}])),
+        5 => {
+            sees(req, "state: city=Prague guests=3 month=July order=charlie,alpha,bravo");
+            answer(json!([{"done": {"text": "set", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// The small parts of real jQuery UI widgets are elements the agent uses:
+/// autocomplete suggestions, a spinner's arrow, a date picker's Next, the
+/// items of a sortable list.
+#[test]
+fn the_agent_uses_the_small_parts_of_jquery_ui_widgets() {
+    let rig = Rig::start(jqueryui_script);
+    let (tab, run) =
+        rig.run("/observe/jqueryui.html", "Prague, 3 guests, next month, Charlie first").unwrap();
+    let page = tab.eval("document.getElementById('state').textContent").unwrap();
+    assert_eq!(page, "state: city=Prague guests=3 month=July order=charlie,alpha,bravo");
+    assert!(record(&run, "drag_and_drop", "").unwrap()["ok"] == true);
+    rig.done("jqueryui");
+}
