@@ -22,8 +22,9 @@ use web_sys::{Document, MutationObserver, MutationObserverInit};
 
 use crate::net::{Probe, Verdict};
 
-/// How long the page must have been still.
-pub const QUIET_MS: f64 = 100.0;
+/// How long the page must have been still (as after an action,
+/// `watch::QUIET_MS`: a page an action left still is not waited for again).
+pub const QUIET_MS: f64 = 60.0;
 /// The same for a document observed for the first time, counted from its
 /// `load` event (content that a script adds a moment after it).
 pub const FIRST_QUIET_MS: f64 = 400.0;
@@ -181,29 +182,35 @@ pub async fn settle(document: &Document) -> bool {
     let start = now();
     let since = STATE.with(|s| s.borrow().as_ref().map_or_else(js_sys::Date::now, |s| s.since));
     let net = Probe::start_at(since);
-    let mut net_asked_at: Option<f64> = None;
+    // Asked at once, so that a still page has its answer by the time it
+    // is found still (one round trip through the service worker).
+    net.ask();
+    let asked = now();
+    let mut still_since: Option<f64> = None;
     let settled = loop {
         let t = now();
         // A document observed for the first time: loaded, and a moment
         // past `load` (mutations from before this script came are not
         // known; they are in the page already).
         let loaded = !first || loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS);
+        let last = last_change();
         let still = loaded
-            && t - last_change() >= QUIET_MS
+            && t - last >= QUIET_MS
             && !animating(document)
             && !timers_pending(document);
+        net.ask(); // (none while one is on its way)
         if still {
-            // The network, asked once the rest is still.
-            net.ask();
-            let asked = *net_asked_at.get_or_insert(t);
-            match net.verdict(asked) {
+            let since = *still_since.get_or_insert(t);
+            // An answer asked after the last change (a request started
+            // with it is known then).
+            match net.verdict(last.max(asked)) {
                 Verdict::Unknown => break true,
                 Verdict::Idle(ended) if ended.is_none_or(|e| t - e >= QUIET_MS) => break true,
-                Verdict::Waiting if t - asked >= NET_ANSWER_MS => break true,
+                Verdict::Waiting if t - since >= NET_ANSWER_MS => break true,
                 _ => {}
             }
         } else {
-            net_asked_at = None;
+            still_since = None;
         }
         if t - start >= MAX_MS {
             break false;
