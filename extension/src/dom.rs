@@ -260,12 +260,12 @@ fn label_text(node: &Node, out: &mut String) {
 /// autocomplete's list or live status ("0 results"), or something not
 /// shown at all.
 fn not_a_name(el: &Element) -> bool {
-    let role = el.get_attribute("role").unwrap_or_default();
+    let role = proto::get_attribute(el, "role").unwrap_or_default();
     let role = role.trim();
     matches!(role, "listbox" | "option" | "status" | "alert" | "log" | "menu" | "tooltip")
-        || el.has_attribute("aria-live")
-        || el.has_attribute("hidden")
-        || el.get_attribute("aria-hidden").is_some_and(|v| v.trim() == "true")
+        || proto::has_attribute(el, "aria-live")
+        || proto::has_attribute(el, "hidden")
+        || proto::get_attribute(el, "aria-hidden").is_some_and(|v| v.trim() == "true")
         || el.get_client_rects().length() == 0
 }
 

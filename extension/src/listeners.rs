@@ -87,7 +87,7 @@ pub fn refresh(document: &Document) {
         let _ = document.add_event_listener_with_callback_and_bool(MARK, f.unchecked_ref(), true);
     }
     if let Ok(ask) = Event::new(ASK) {
-        let _ = document.dispatch_event(&ask);
+        let _ = crate::proto::dispatch_event(document.as_ref(), &ask);
     }
 }
 

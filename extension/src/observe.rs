@@ -1030,7 +1030,7 @@ impl Walk {
         let Some(Line::Element(outer)) = self.open.last().map(|&i| &self.lines[i]) else {
             return false;
         };
-        let r = el.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(el);
         r.width() * r.height() < outer.rect.width * outer.rect.height * 0.5
     }
 
@@ -1053,7 +1053,7 @@ impl Walk {
         if !icon || !named() {
             return false;
         }
-        let r = el.get_bounding_client_rect();
+        let r = proto::get_bounding_client_rect(el);
         r.width() > 0.0 && r.width() <= 48.0 && r.height() <= 48.0
     }
 
@@ -1374,7 +1374,7 @@ impl Walk {
             // Listed for a hidden checkbox or radio (a styled one): it says
             // what it is and whether it is checked.
             let control = el.unchecked_ref::<web_sys::HtmlLabelElement>().control();
-            if let Some(c) = control.filter(|c| c.local_name() == "input") {
+            if let Some(c) = control.filter(|c| proto::local_name(c) == "input") {
                 let input = c.unchecked_ref::<HtmlInputElement>();
                 let kind = input.type_();
                 if matches!(kind.as_str(), "checkbox" | "radio") {

@@ -52,7 +52,7 @@ thread_local! {
 fn timers_pending(document: &Document) -> bool {
     TIMERS.with(|t| t.set(false));
     if let Ok(ask) = web_sys::Event::new("errand-timers-ask") {
-        let _ = document.dispatch_event(&ask);
+        let _ = crate::proto::dispatch_event(document.as_ref(), &ask);
     }
     TIMERS.with(|t| t.get())
 }

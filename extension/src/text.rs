@@ -193,23 +193,14 @@ fn push_attr(out: &mut String, key: &str, value: &str, max: usize, quote_always:
     }
 }
 
-/// The longest value written whole in an element's line (`extract` reads
-/// any field's whole value).
-const VALUE_MAX: usize = 200;
-
-/// Appends ` value="…"`: as typed (spaces at its ends kept, a line break
-/// written `\n`), cut only past [`VALUE_MAX`] characters, marked
-/// `(N characters)` when cut.
+/// Appends ` value="…"` as [`push_attr`] writes it (whitespace collapsed,
+/// cut at [`ATTR_MAX`] characters: the host's scrubber knows this shape),
+/// and when it was cut, how long it is: `extract` reads it whole.
 fn push_value(out: &mut String, value: &str) {
-    let chars = value.chars().count();
-    let shown: String = value.chars().take(VALUE_MAX).collect();
-    let shown = shown.replace('\r', "").replace('\n', "\\n").replace('"', "'");
-    out.push_str(" value=\"");
-    out.push_str(&shown);
-    if chars > VALUE_MAX {
-        out.push_str(&format!("…\" ({chars} characters; extract reads it whole)"));
-    } else {
-        out.push('"');
+    push_attr(out, "value", value, ATTR_MAX, true);
+    let chars = collapse(value).chars().count();
+    if chars > ATTR_MAX {
+        out.push_str(&format!(" ({chars} characters; extract reads it whole)"));
     }
 }
 

@@ -16,7 +16,8 @@ pub fn fields_text() -> String {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return String::new();
     };
-    let Ok(list) = doc.query_selector_all(
+    let Ok(list) = crate::proto::query_selector_all(
+        doc.as_ref(),
         "input, textarea, select, [contenteditable]:not([contenteditable=false i])",
     ) else {
         return String::new();
@@ -47,13 +48,13 @@ pub fn fields_text() -> String {
 
 /// A field's value, or `None` for what holds none or a secret.
 fn value_of(el: &Element) -> Option<String> {
-    match el.local_name().as_str() {
+    match crate::proto::local_name(el).as_str() {
         "input" => {
             let input = el.unchecked_ref::<HtmlInputElement>();
             let kind = input.type_().to_ascii_lowercase();
             let secret = crate::marks::is_secret_field(
                 Some(&kind),
-                el.get_attribute("autocomplete").as_deref(),
+                crate::proto::get_attribute(el, "autocomplete").as_deref(),
             );
             let valueless = matches!(
                 kind.as_str(),
@@ -67,20 +68,20 @@ fn value_of(el: &Element) -> Option<String> {
             let options = select.selected_options();
             let chosen: Vec<String> = (0..options.length())
                 .filter_map(|i| options.item(i))
-                .filter_map(|o| o.text_content())
+                .filter_map(|o| crate::proto::text_content(&o))
                 .map(|t| crate::text::collapse(&t))
                 .collect();
             Some(chosen.join(", "))
         }
         // A contenteditable editor: its text (the outermost only).
         _ => {
-            let parent_editable = el.parent_element().is_some_and(|p| {
-                p.closest("[contenteditable]:not([contenteditable=false i])")
+            let parent_editable = crate::proto::parent_element(el).is_some_and(|p| {
+                crate::proto::closest(&p, "[contenteditable]:not([contenteditable=false i])")
                     .ok()
                     .flatten()
                     .is_some()
             });
-            (!parent_editable).then(|| el.unchecked_ref::<web_sys::HtmlElement>().inner_text())
+            (!parent_editable).then(|| crate::proto::inner_text(el))
         }
     }
 }

@@ -245,11 +245,12 @@ fn layout_script(req: &Value, call: usize) -> Reply {
             {"click": {"index": el(req, "Seat")}},
         ])),
         7 => {
-            // The list box shows all its chosen options; labels wrapping a
-            // select are named without its options.
+            // The list box shows all its chosen options and says it takes
+            // several; labels wrapping a select are named without its
+            // options.
             let page = errand_e2e::model::last_user_message(req).unwrap_or_default();
             for want in [
-                r#"<select=Extras value="Wifi, Late checkout">"#,
+                r#"<select=Extras value="Wifi, Late checkout" multiple>"#,
                 r#"<select=Departure value="Lisbon">"#,
             ] {
                 assert!(page.contains(want), "no {want} in:\n{page}");
