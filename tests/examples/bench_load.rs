@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! bash scripts/build-extension.sh && cargo build -p errand-host
-//! cargo run --release -p errand-e2e --example bench_load [-- ROUNDS]
+//! cargo run -p errand-e2e --example bench_load [-- ROUNDS]
 //! ```
 //!
 //! Every round opens a fresh tab of a generated 1k-element page (each
