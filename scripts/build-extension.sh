@@ -90,7 +90,9 @@ wasm-bindgen --target web --no-typescript --out-dir "$PKG/wasm" \
 # ---- JS build ----------------------------------------------------------------
 
 log "JS build (MVP wasm with build-std, then wasm2js)"
-RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js" \
+# -Zlocation-detail=none: panics carry no file/line/column strings (22 KB less
+# JavaScript); a panic still aborts the same way.
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js -Zlocation-detail=none" \
   cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm \
   -Zbuild-std=std,panic_abort --target-dir target/js
 rm -rf "$PKG/js"
