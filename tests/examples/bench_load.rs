@@ -47,7 +47,10 @@ fn page_1k() -> String {
 
 fn open(browser: &TestBrowser, url: &str) -> Result<Page> {
     let tab = browser.cdp().new_page(url)?;
-    tab.wait_for("document.readyState === 'complete'", Duration::from_secs(60))?;
+    tab.wait_for(
+        "document.readyState === 'complete' && location.href !== 'about:blank'",
+        Duration::from_secs(60),
+    )?;
     Ok(tab)
 }
 
