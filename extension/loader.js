@@ -8,16 +8,24 @@
   globalThis.__errandLoader = true;
 
   const url = (path) => chrome.runtime.getURL(`extension/pkg/${path}`);
+  // When each loading step ended (performance.now()), for the load benchmark
+  // (tests/examples/bench_load.rs); in the isolated world, unseen by the page.
+  const times = (globalThis.__errandLoadTimes = { start: performance.now() });
+  const mark = (step) => { times[step] = performance.now(); };
 
   const crate = (async () => {
     try {
       const wasm = await import(url('wasm/errand_page.js'));
+      mark('wasm_glue');
       await wasm.default({ module_or_path: url('wasm/errand_page_bg.wasm') });
+      mark('wasm_ready');
       return wasm;
     } catch (refused) {
+      mark('wasm_refused');
       // A CSP without 'wasm-unsafe-eval' makes every WebAssembly compile
       // path throw here; the JS build runs the same Rust code.
       const js = await import(url('js/errand_page.js'));
+      mark('js_ready');
       return js;
     }
   })();

@@ -32,7 +32,7 @@ cat <<MSG
 Errand is installed. Load the extension once:
   1. open chrome://extensions (or edge://extensions, brave://extensions)
   2. turn on Developer mode
-  3. "Load unpacked" and choose this folder: $(pwd)
+  3. "Load unpacked" and choose this folder: $(pwd)/dist/extension
 Then click Errand's toolbar button to open the side panel.
 
 Configure a model in the config file `errand doctor` names below, or pass it on the command line:

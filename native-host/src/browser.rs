@@ -66,11 +66,13 @@ pub fn register_in_profile(profile: &Path, host_exe: &Path) -> io::Result<PathBu
 }
 
 /// The folder holding `manifest.json`: the unpacked extension. Taken from
-/// `$ERRAND_EXTENSION_DIR`, else the source tree this binary was built from.
+/// `$ERRAND_EXTENSION_DIR`, else `dist/extension/` of the source tree this
+/// binary was built from (what `scripts/build-extension.sh` assembles; never
+/// the repository root, whose `target/` and sources the browser must not see).
 pub fn extension_dir() -> io::Result<PathBuf> {
     let dir = match std::env::var_os("ERRAND_EXTENSION_DIR") {
         Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist/extension"),
     };
     let dir = dir.canonicalize().unwrap_or(dir);
     if dir.join("manifest.json").is_file() && dir.join("extension/pkg/wasm").is_dir() {
@@ -79,8 +81,9 @@ pub fn extension_dir() -> io::Result<PathBuf> {
         Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!(
-                "the built extension is not at {}: run the install command from the README, \
-                 or set ERRAND_EXTENSION_DIR to the repository root",
+                "the built extension is not at {}: run scripts/build-extension.sh (or the \
+                 install command from the README), or set ERRAND_EXTENSION_DIR to a built \
+                 dist/extension folder",
                 dir.display()
             ),
         ))

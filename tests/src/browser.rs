@@ -48,7 +48,7 @@ pub struct LaunchOptions {
     pub args: Vec<String>,
     /// How long to wait for the extension's service worker.
     pub startup_timeout: Duration,
-    /// The unpacked extension to load; the repository root when `None`.
+    /// The unpacked extension to load; `dist/extension/` when `None`.
     pub extension_dir: Option<PathBuf>,
     /// How the host learns about the model (the environment by default).
     pub model_setup: ModelSetup,
@@ -143,10 +143,65 @@ pub struct TestBrowser {
     _turn: MutexGuard<'static, ()>,
 }
 
-/// The repository root: the unpacked extension.
+/// The repository root.
 pub fn repo_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     root.canonicalize().unwrap_or(root)
+}
+
+/// The unpacked extension the tests load, as a user does: `dist/extension/`,
+/// assembled by `scripts/build-extension.sh`.
+pub fn dist_dir() -> PathBuf {
+    repo_root().join("dist/extension")
+}
+
+/// The files of the extension as the source tree has them, each with its
+/// path relative to the extension folder: what `dist/extension/` must hold.
+fn extension_sources(repo: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, repo: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path, repo, out);
+            } else if let Ok(rel) = path.strip_prefix(repo) {
+                out.push(rel.to_owned());
+            }
+        }
+    }
+    let mut out = vec![PathBuf::from("manifest.json")];
+    if let Ok(entries) = std::fs::read_dir(repo.join("extension")) {
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "js") && path.is_file() {
+                out.push(Path::new("extension").join(e.file_name()));
+            }
+        }
+    }
+    for dir in ["extension/panel", "extension/pkg/wasm", "extension/pkg/js"] {
+        walk(&repo.join(dir), repo, &mut out);
+    }
+    out
+}
+
+/// Fails unless `dist` holds the same files as the source tree (a JS or
+/// manifest edit not yet copied there would go untested).
+fn check_dist_current(repo: &Path, dist: &Path) -> Result<()> {
+    for rel in extension_sources(repo) {
+        let same = match (std::fs::read(repo.join(&rel)), std::fs::read(dist.join(&rel))) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            bail!(
+                "{} differs from {}: run scripts/build-extension.sh (or, after editing only \
+                 the JS or the manifest, scripts/build-extension.sh --dist)",
+                dist.join(&rel).display(),
+                rel.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The `errand` binary of this workspace: tests run from
@@ -186,7 +241,22 @@ impl TestBrowser {
         let started = Instant::now();
         let chromium = chromium()?;
         let host = host_exe()?;
-        let root = opts.extension_dir.clone().unwrap_or_else(repo_root);
+        let repo = repo_root();
+        let root = match &opts.extension_dir {
+            Some(dir) => dir.clone(),
+            None => {
+                let dist = dist_dir();
+                if !dist.join("manifest.json").is_file() {
+                    bail!(
+                        "the extension is not assembled ({} is missing): run \
+                         scripts/build-extension.sh",
+                        dist.join("manifest.json").display()
+                    );
+                }
+                check_dist_current(&repo, &dist)?;
+                dist
+            }
+        };
         for build in ["wasm", "js"] {
             let dir = root.join("extension/pkg").join(build);
             if !dir.is_dir() {
@@ -206,15 +276,15 @@ impl TestBrowser {
         warn_if_stale(
             &host,
             &[
-                &root.join("native-host/src"),
-                &root.join("native-host/prompts"),
-                &root.join("shared/src"),
+                &repo.join("native-host/src"),
+                &repo.join("native-host/prompts"),
+                &repo.join("shared/src"),
             ],
             "cargo build -p errand-host",
         );
         warn_if_stale(
-            &root.join("extension/pkg/wasm"),
-            &[&root.join("extension/src"), &root.join("shared/src")],
+            &repo.join("extension/pkg/wasm"),
+            &[&repo.join("extension/src"), &repo.join("shared/src")],
             "bash scripts/build-extension.sh",
         );
 
@@ -364,7 +434,8 @@ impl TestBrowser {
         }
     }
 
-    /// The repository root the extension was loaded from.
+    /// The folder the extension was loaded from (`dist/extension/` unless
+    /// the options named another).
     pub fn extension_dir(&self) -> &Path {
         &self.root
     }
