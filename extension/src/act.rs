@@ -669,14 +669,7 @@ async fn hold(index: u32, ms: u32) -> Result<String, Fail> {
     let (x, y) = centre_in_view(&el, &window);
     let target = click_target(&el, x, y);
     let m = Mouse { window, x, y, keys: Keys::default() };
-    m.pointer(&target, "pointerover", true, -1, 0);
-    m.mouse(&target, "mouseover", true, 0, 0, 0);
-    m.pointer(&target, "pointermove", true, -1, 0);
-    m.mouse(&target, "mousemove", true, 0, 0, 0);
-    m.pointer(&target, "pointerdown", true, 0, 1);
-    if m.mouse(&target, "mousedown", true, 0, 1, 1) {
-        focus_from(&target);
-    }
+    m.press(&target);
     let mut held = 0;
     while held < ms {
         let step = (ms - held).min(100);
@@ -725,14 +718,7 @@ async fn drag_path(index: u32, points: &[[f64; 2]]) -> Result<String, Fail> {
     let (x0, y0) = at(&points[0]);
     let mut m = Mouse { window: window.clone(), x: x0, y: y0, keys: Keys::default() };
     let start = under(x0, y0);
-    m.pointer(&start, "pointerover", true, -1, 0);
-    m.mouse(&start, "mouseover", true, 0, 0, 0);
-    m.pointer(&start, "pointermove", true, -1, 0);
-    m.mouse(&start, "mousemove", true, 0, 0, 0);
-    m.pointer(&start, "pointerdown", true, 0, 1);
-    if m.mouse(&start, "mousedown", true, 0, 1, 1) {
-        focus_from(&start);
-    }
+    m.press(&start);
     // Pointer capture, as the browser gives a pressed mouse: the moves go
     // to what was pressed, wherever they are.
     let mut moves = 0;
@@ -1052,6 +1038,20 @@ impl Mouse {
         MouseEvent::new_with_mouse_event_init_dict(kind, &init)
             .and_then(|e| proto::dispatch_event(&target, &e))
             .unwrap_or(true)
+    }
+
+    /// The pointer comes over `target` and presses the left button there
+    /// (the focus moving as a real press moves it), as the start of a hold
+    /// or a drawn path.
+    fn press(&self, target: &Element) {
+        self.pointer(target, "pointerover", true, -1, 0);
+        self.mouse(target, "mouseover", true, 0, 0, 0);
+        self.pointer(target, "pointermove", true, -1, 0);
+        self.mouse(target, "mousemove", true, 0, 0, 0);
+        self.pointer(target, "pointerdown", true, 0, 1);
+        if self.mouse(target, "mousedown", true, 0, 1, 1) {
+            focus_from(target);
+        }
     }
 
     /// Dispatches a pointer event (a primary mouse pointer).
