@@ -194,10 +194,8 @@ pub async fn settle(document: &Document) -> bool {
         // known; they are in the page already).
         let loaded = !first || loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS);
         let last = last_change();
-        let still = loaded
-            && t - last >= QUIET_MS
-            && !animating(document)
-            && !timers_pending(document);
+        let still =
+            loaded && t - last >= QUIET_MS && !animating(document) && !timers_pending(document);
         net.ask(); // (none while one is on its way)
         if still {
             let since = *still_since.get_or_insert(t);

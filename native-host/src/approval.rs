@@ -229,7 +229,12 @@ mod tests {
     }
 
     fn click(index: u32) -> Action {
-        Action::Click { index, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() }
+        Action::Click {
+            index,
+            button: ClickButton::Left,
+            modifiers: vec![],
+            dialog: Default::default(),
+        }
     }
 
     #[test]

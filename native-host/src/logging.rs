@@ -31,7 +31,10 @@ pub fn init(data_dir: Option<&Path>, stderr_default: &str) {
         .with_target(false)
         .with_filter(filter(stderr_default));
     let file = data_dir.and_then(open_log).map(|f| {
-        fmt::layer().with_writer(Scrubbed(Mutex::new(f))).with_ansi(false).with_filter(filter("info"))
+        fmt::layer()
+            .with_writer(Scrubbed(Mutex::new(f)))
+            .with_ansi(false)
+            .with_filter(filter("info"))
     });
     let _ = tracing_subscriber::registry().with(stderr).with(file).try_init();
 }

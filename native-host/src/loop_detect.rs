@@ -91,7 +91,8 @@ mod tests {
         let click = actions_hash(&[Action::Click {
             index: 1,
             button: Default::default(),
-            modifiers: vec![], dialog: Default::default(),
+            modifiers: vec![],
+            dialog: Default::default(),
         }]);
         let other = actions_hash(&[Action::Scroll {
             direction: errand_protocol::ScrollDirection::Down,
@@ -105,10 +106,8 @@ mod tests {
         assert_eq!(d.record(page, click), Verdict::Warn(3));
         assert_eq!(d.record(page, click), Verdict::Warn(4));
         // The same click on a changed page is not a repeat.
-        let changed = page_fingerprint(&Observation {
-            text: "[1]<button>Go\nTwo".into(),
-            ..obs.clone()
-        });
+        let changed =
+            page_fingerprint(&Observation { text: "[1]<button>Go\nTwo".into(), ..obs.clone() });
         assert_eq!(d.record(changed, click), Verdict::Fine);
         assert_eq!(d.record(page, click), Verdict::Stop(5));
         assert!(warning(3).contains("3 times"));

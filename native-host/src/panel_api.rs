@@ -129,15 +129,8 @@ fn handle_blocking(host: &Host, body: Body) -> Result<Body, PanelError> {
         Body::SetSecret { name, value, origins, any_field } => {
             let store = host.settings().secrets_store;
             let dir = data_dir();
-            let name = profile::set_secret(
-                host.store(),
-                &dir,
-                store,
-                &name,
-                &value,
-                &origins,
-                any_field,
-            )?;
+            let name =
+                profile::set_secret(host.store(), &dir, store, &name, &value, &origins, any_field)?;
             tracing::info!(%name, "the side panel set a secret");
             profile_reply()
         }
@@ -641,7 +634,12 @@ mod tests {
         let store = host.store();
         store.create_task("t1", "Order a blue mug", Some("https://shop.example/"), None).unwrap();
         let click = ActionRecord {
-            action: Action::Click { index: 3, button: Default::default(), modifiers: vec![], dialog: Default::default() },
+            action: Action::Click {
+                index: 3,
+                button: Default::default(),
+                modifiers: vec![],
+                dialog: Default::default(),
+            },
             ok: true,
             detail: "clicked".into(),
         };
@@ -737,7 +735,10 @@ mod tests {
         };
         let reply = handle_blocking(&host, secret).unwrap();
         let wire = serde_json::to_string(&reply).unwrap();
-        assert!(wire.contains("\"origins\":[\"https://bank.example\"],\"any_field\":true"), "{wire}");
+        assert!(
+            wire.contains("\"origins\":[\"https://bank.example\"],\"any_field\":true"),
+            "{wire}"
+        );
         assert!(wire.contains("ada@example.com") && !wire.contains("hunter2"), "{wire}");
         let err = handle_blocking(&host, Body::Forget { name: "nobody".into() }).unwrap_err();
         assert_eq!(

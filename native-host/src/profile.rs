@@ -317,8 +317,15 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
                     "no value on standard input: `echo VALUE | errand memory secret NAME --origin URL`"
                 );
             }
-            let name =
-                set_secret(&store, data_dir, settings.secrets_store, &name, value, &origins, any_field)?;
+            let name = set_secret(
+                &store,
+                data_dir,
+                settings.secrets_store,
+                &name,
+                value,
+                &origins,
+                any_field,
+            )?;
             let fields = if any_field { "any field" } else { "secret fields only" };
             out.push(format!("remembered the secret `{name}` ({fields})"));
         }
@@ -388,7 +395,8 @@ mod tests {
                 "https://Bank.example:443/login",
                 "https://bank.example",
                 "http://127.0.0.1:8080",
-            ]), false,
+            ]),
+            false,
         )
         .unwrap();
         let p = view(&store, dir.path()).unwrap();
@@ -413,8 +421,9 @@ mod tests {
             (vec!["ftp://bank.example"], "only http and https"),
             (vec!["https://u:p@bank.example"], "user name"),
         ] {
-            let e = set_secret(&store, dir.path(), SecretsStore::File, "x", "v", &origins(&bad), false)
-                .unwrap_err();
+            let e =
+                set_secret(&store, dir.path(), SecretsStore::File, "x", "v", &origins(&bad), false)
+                    .unwrap_err();
             assert!(e.to_string().contains(what), "{bad:?}: {e}");
             assert!(e.is_bad_request());
         }
@@ -424,7 +433,8 @@ mod tests {
             SecretsStore::File,
             "x",
             "",
-            &origins(&["https://a.example"]), false,
+            &origins(&["https://a.example"]),
+            false,
         )
         .unwrap_err();
         assert!(matches!(e, ProfileError::EmptySecret(_)), "{e}");
@@ -434,7 +444,8 @@ mod tests {
             SecretsStore::File,
             "a}}b",
             "v",
-            &origins(&["https://a.example"]), false,
+            &origins(&["https://a.example"]),
+            false,
         )
         .unwrap_err();
         assert!(matches!(e, ProfileError::BadName { .. }), "{e}");
@@ -444,7 +455,8 @@ mod tests {
             SecretsStore::File,
             "big",
             &"v".repeat(5000),
-            &origins(&["https://a.example"]), false,
+            &origins(&["https://a.example"]),
+            false,
         )
         .unwrap_err();
         assert!(!e.to_string().contains("vvvv"), "{e}");
@@ -460,7 +472,8 @@ mod tests {
             SecretsStore::File,
             "pw",
             "hunter2",
-            &["https://a.example".into()], false,
+            &["https://a.example".into()],
+            false,
         )
         .unwrap();
         let e = set_secret(
@@ -469,7 +482,8 @@ mod tests {
             SecretsStore::File,
             "email",
             "x",
-            &["https://a.example".into()], false,
+            &["https://a.example".into()],
+            false,
         )
         .unwrap_err();
         assert!(matches!(e, ProfileError::NameTaken { other: "fact", .. }), "{e}");

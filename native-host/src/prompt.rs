@@ -455,7 +455,12 @@ mod tests {
 
     #[test]
     fn history_shows_goals_actions_and_results() {
-        let click = Action::Click { index: 2, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() };
+        let click = Action::Click {
+            index: 2,
+            button: ClickButton::Left,
+            modifiers: vec![],
+            dialog: Default::default(),
+        };
         let history = vec![
             PastStep {
                 step: 1,
@@ -523,7 +528,12 @@ mod tests {
     fn describes_actions() {
         let o = obs();
         assert_eq!(label_in(&o, 2).unwrap(), "<button> Submit");
-        let click = Action::Click { index: 2, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() };
+        let click = Action::Click {
+            index: 2,
+            button: ClickButton::Left,
+            modifiers: vec![],
+            dialog: Default::default(),
+        };
         assert_eq!(describe_action(&click, "<button> Submit"), "click [2] <button> Submit");
         assert_eq!(describe_action(&Action::Wait { ms: 500 }, ""), "wait 500 ms");
         assert_eq!(

@@ -79,7 +79,8 @@ pub fn forms(value: &str) -> Vec<String> {
     };
     add(&mut out, value.to_owned());
     // URL-encoded, as each part of a URL encodes it, with `%20` and `+`.
-    for set in [CONTROLS, FRAGMENT, QUERY, SPECIAL_QUERY, PATH, USERINFO, COMPONENT, URI_COMPONENT, FORM]
+    for set in
+        [CONTROLS, FRAGMENT, QUERY, SPECIAL_QUERY, PATH, USERINFO, COMPONENT, URI_COMPONENT, FORM]
     {
         let encoded = utf8_percent_encode(value, set).to_string();
         let plus = encoded.replace("%20", "+");
@@ -102,7 +103,8 @@ pub fn forms(value: &str) -> Vec<String> {
     // HTML-escaped: text content, and attribute values with each usual
     // spelling of the quotes.
     let text = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    for (dq, sq) in [("&quot;", "&#39;"), ("&#34;", "&#39;"), ("&quot;", "&#x27;"), ("&#x22;", "&#x27;")]
+    for (dq, sq) in
+        [("&quot;", "&#39;"), ("&#34;", "&#39;"), ("&quot;", "&#x27;"), ("&#x22;", "&#x27;")]
     {
         add(&mut out, text.replace('"', dq).replace('\'', sq));
     }
@@ -127,9 +129,7 @@ const MIN_CUT_CHARS: usize = 3;
 
 /// `text` as `text::collapse` writes it.
 fn written(text: &str) -> String {
-    let invisible = |c: char| {
-        matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
+    let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
     let cleaned: String = text.chars().filter(|c| !invisible(*c)).collect();
     cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -268,7 +268,9 @@ impl Scrubber {
         let longest_cut = cuts.keys().map(String::len).max().unwrap_or(0);
         let mut cut_heads: Vec<[u8; MIN_CUT_CHARS]> = cuts
             .keys()
-            .filter_map(|k| Some([*k.as_bytes().first()?, *k.as_bytes().get(1)?, *k.as_bytes().get(2)?]))
+            .filter_map(|k| {
+                Some([*k.as_bytes().first()?, *k.as_bytes().get(1)?, *k.as_bytes().get(2)?])
+            })
             .collect();
         cut_heads.sort_unstable();
         cut_heads.dedup();
@@ -370,7 +372,8 @@ impl Scrubber {
             hits.push(begin);
             from = end;
         }
-        let mut touched: Vec<usize> = hits.iter().map(|h| ends.partition_point(|e| e <= h)).collect();
+        let mut touched: Vec<usize> =
+            hits.iter().map(|h| ends.partition_point(|e| e <= h)).collect();
         touched.sort_unstable();
         touched.dedup();
         for i in touched {

@@ -333,7 +333,10 @@ impl Secrets {
 
     /// `(name, value)` of every secret allowed on one of `origins` (for
     /// the scrubber: a page of those origins may show them).
-    pub fn allowed_on<'a>(&'a self, origins: &'a [String]) -> impl Iterator<Item = (&'a str, &'a str)> {
+    pub fn allowed_on<'a>(
+        &'a self,
+        origins: &'a [String],
+    ) -> impl Iterator<Item = (&'a str, &'a str)> {
         self.entries.iter().filter_map(move |(name, s)| {
             let value = s.value.as_deref()?;
             s.origins.iter().any(|o| origins.contains(o)).then_some((name.as_str(), value))
@@ -408,7 +411,10 @@ pub struct Filled {
 
 impl std::fmt::Debug for Filled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Filled").field("name", &self.name).field("any_field", &self.any_field).finish()
+        f.debug_struct("Filled")
+            .field("name", &self.name)
+            .field("any_field", &self.any_field)
+            .finish()
     }
 }
 

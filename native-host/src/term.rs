@@ -122,7 +122,8 @@ mod tests {
                     action: Action::Click {
                         index: 3,
                         button: ClickButton::Left,
-                        modifiers: vec![], dialog: Default::default(),
+                        modifiers: vec![],
+                        dialog: Default::default(),
                     },
                     ok: true,
                     detail: "clicked".into(),

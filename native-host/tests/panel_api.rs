@@ -195,7 +195,8 @@ fn profile_changes_never_reveal_a_secret() {
         Body::SetSecret {
             name: "bank_pw".into(),
             value: SECRET.into(),
-            origins: vec!["https://Bank.example/login".into(), "http://127.0.0.1:8080".into()], any_field: false,
+            origins: vec!["https://Bank.example/login".into(), "http://127.0.0.1:8080".into()],
+            any_field: false,
         },
     ));
     assert_eq!(p.secrets.len(), 1);
@@ -206,7 +207,8 @@ fn profile_changes_never_reveal_a_secret() {
         Body::SetSecret {
             name: "kept".into(),
             value: KEPT.into(),
-            origins: vec!["https://kept.example".into()], any_field: false,
+            origins: vec!["https://kept.example".into()],
+            any_field: false,
         },
     ));
     assert_eq!(p.secrets.len(), 2);
@@ -214,14 +216,20 @@ fn profile_changes_never_reveal_a_secret() {
 
     for (body, says) in [
         (
-            Body::SetSecret { name: "x".into(), value: SECRET.into(), origins: vec![], any_field: false },
+            Body::SetSecret {
+                name: "x".into(),
+                value: SECRET.into(),
+                origins: vec![],
+                any_field: false,
+            },
             "needs at least one site",
         ),
         (
             Body::SetSecret {
                 name: "x".into(),
                 value: SECRET.into(),
-                origins: vec!["bank.example".into()], any_field: false,
+                origins: vec!["bank.example".into()],
+                any_field: false,
             },
             "`bank.example` is not a site a secret can be filled on",
         ),
@@ -229,7 +237,8 @@ fn profile_changes_never_reveal_a_secret() {
             Body::SetSecret {
                 name: "x".into(),
                 value: String::new(),
-                origins: vec!["https://a.example".into()], any_field: false,
+                origins: vec!["https://a.example".into()],
+                any_field: false,
             },
             "has no value",
         ),
@@ -237,7 +246,8 @@ fn profile_changes_never_reveal_a_secret() {
             Body::SetSecret {
                 name: "email".into(),
                 value: SECRET.into(),
-                origins: vec!["https://a.example".into()], any_field: false,
+                origins: vec!["https://a.example".into()],
+                any_field: false,
             },
             "already the name of a fact",
         ),

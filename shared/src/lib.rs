@@ -30,8 +30,8 @@ pub use action::{
 pub use diff::{DiffError, ObservationDiff, Splice, apply, splice_ends, splices};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 pub use panel::{
-    CheckLevel, CheckLine, Fact, ProfileView, SecretInfo, SettingsUpdate, SettingsView,
-    TaskDetail, TaskSummary,
+    CheckLevel, CheckLine, Fact, ProfileView, SecretInfo, SettingsUpdate, SettingsView, TaskDetail,
+    TaskSummary,
 };
 
 /// The version carried in every envelope's `v`.
@@ -574,7 +574,8 @@ impl Dialog {
         match self.kind.as_str() {
             "alert" => format!("an alert said \"{msg}\" (acknowledged)"),
             "beforeunload" => {
-                "the page asked to confirm leaving it (left anyway: the agent chose to go)".to_owned()
+                "the page asked to confirm leaving it (left anyway: the agent chose to go)"
+                    .to_owned()
             }
             kind => {
                 let answer = match (self.accepted, &self.text) {
@@ -751,7 +752,13 @@ mod tests {
 
     #[test]
     fn round_trips_a_request_and_its_reply() {
-        let req = Envelope::new(3, Body::Page { tab_id: 9, command: PageCommand::Observe { marks: true, full: false, since: None } });
+        let req = Envelope::new(
+            3,
+            Body::Page {
+                tab_id: 9,
+                command: PageCommand::Observe { marks: true, full: false, since: None },
+            },
+        );
         let text = req.encode();
         assert!(text.contains(r#""kind":"page""#), "{text}");
         assert!(text.contains(r#""op":"observe""#), "{text}");
@@ -769,8 +776,27 @@ mod tests {
     #[test]
     fn actions_use_the_model_facing_shape() {
         let a: Action = serde_json::from_str(r#"{"click":{"index":12}}"#).unwrap();
-        assert_eq!(a, Action::Click { index: 12, button: ClickButton::Left, modifiers: vec![], dialog: Default::default() });
-        let cmd = Envelope::new(1, Body::Page { tab_id: 1, command: PageCommand::Act { action: a, only_on: None, secret_field: false, secrets: vec![] } });
+        assert_eq!(
+            a,
+            Action::Click {
+                index: 12,
+                button: ClickButton::Left,
+                modifiers: vec![],
+                dialog: Default::default()
+            }
+        );
+        let cmd = Envelope::new(
+            1,
+            Body::Page {
+                tab_id: 1,
+                command: PageCommand::Act {
+                    action: a,
+                    only_on: None,
+                    secret_field: false,
+                    secrets: vec![],
+                },
+            },
+        );
         // Without the secret fields (an older host), it still reads.
         let old = r#"{"v":1,"id":2,"kind":"page","tab_id":1,"command":{"op":"act","action":{"click":{"index":3}},"only_on":"https://a.example"}}"#;
         let Body::Page { command: PageCommand::Act { secret_field, secrets, .. }, .. } =
@@ -806,7 +832,8 @@ mod tests {
 
     #[test]
     fn outcomes_carry_their_status() {
-        let e = TaskEvent::Finished { outcome: Outcome::Done { answer: "ok".into(), success: true } };
+        let e =
+            TaskEvent::Finished { outcome: Outcome::Done { answer: "ok".into(), success: true } };
         let text = serde_json::to_string(&e).unwrap();
         assert!(text.contains(r#""status":"done""#), "{text}");
         assert_eq!(Outcome::Stopped {}.status(), "stopped");

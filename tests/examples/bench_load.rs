@@ -55,11 +55,7 @@ fn open(browser: &TestBrowser, url: &str) -> Result<Page> {
 }
 
 fn close(browser: &TestBrowser, tab: &Page) {
-    let _ = browser.cdp().call(
-        "Target.closeTarget",
-        json!({"targetId": tab.target_id}),
-        None,
-    );
+    let _ = browser.cdp().call("Target.closeTarget", json!({"targetId": tab.target_id}), None);
 }
 
 /// One first observation of a fresh tab, timed in the service worker, with
@@ -96,10 +92,7 @@ fn errand_first(sw: &Page, tab_id: i64) -> Result<Value> {
 }
 
 fn main() -> Result<()> {
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(15);
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(15);
     let root = repo_root();
     let out_dir = root.join("target/bench");
     let pages = out_dir.join("load-pages");
@@ -148,10 +141,7 @@ fn main() -> Result<()> {
             push(&format!("{build}.inject"), inject);
             push(&format!("{build}.glue"), span("start", "wasm_glue"));
             if build == "wasm" {
-                push(
-                    "wasm.fetch_compile_instantiate",
-                    span("wasm_glue", "wasm_ready"),
-                );
+                push("wasm.fetch_compile_instantiate", span("wasm_glue", "wasm_ready"));
                 push("wasm.refetch", at("refetch_wasm"));
                 push("wasm.recompile", at("recompile_wasm"));
                 push("wasm.ready", span("start", "wasm_ready"));
@@ -192,9 +182,6 @@ fn main() -> Result<()> {
         json_out.insert(k.clone(), s.to_json());
     }
     std::fs::create_dir_all(&out_dir)?;
-    std::fs::write(
-        out_dir.join("load.json"),
-        serde_json::to_string_pretty(&json_out)?,
-    )?;
+    std::fs::write(out_dir.join("load.json"), serde_json::to_string_pretty(&json_out)?)?;
     Ok(())
 }

@@ -97,9 +97,8 @@ fn main() -> Result<()> {
     // `ERRAND_BENCH_TEXTS=1` writes both model-facing texts of every page
     // into `target/bench/texts/` (`PAGE.errand.txt`, `PAGE.ref-page.txt`,
     // `PAGE.ref-viewport.txt`) to compare them side by side.
-    let texts_dir = std::env::var("ERRAND_BENCH_TEXTS")
-        .is_ok_and(|v| v == "1")
-        .then(|| out_dir.join("texts"));
+    let texts_dir =
+        std::env::var("ERRAND_BENCH_TEXTS").is_ok_and(|v| v == "1").then(|| out_dir.join("texts"));
     if let Some(dir) = &texts_dir {
         std::fs::create_dir_all(dir)?;
     }
@@ -124,177 +123,193 @@ fn main() -> Result<()> {
         eprintln!("== {id}");
         let mut row = json!({"page": id});
         let mut one_page = || -> Result<()> {
-        // Errand, both builds (the JS build on the same page under a CSP
-        // that refuses WebAssembly).
-        let builds: &[(&str, bool)] =
-            if tokens_only || wasm_only { &[("wasm", false)] } else { &[("wasm", false), ("js", true)] };
-        for &(build, csp) in builds {
-            let tab = open(&browser, &url(path, csp))?;
-            let cs = ContentScript::of(&browser, &tab)?;
-            let t = Instant::now();
-            let first = cs.observe(false)?;
-            let first_ms = t.elapsed().as_secs_f64() * 1000.0;
-            // A saved page may carry its own CSP (a `<meta>`): then the JS
-            // build runs in both columns, and the JSON says so.
-            row[&format!("errand_{build}_ran")] = json!(build_name(&first));
-            let elements = tab.eval("document.getElementsByTagName('*').length")?;
-            row["elements"] = elements;
-            let (marks_modes, reps): (&[bool], usize) =
-                if tokens_only { (&[false], 1) } else { (&[false, true], REPS) };
-            for &marks in marks_modes {
+            // Errand, both builds (the JS build on the same page under a CSP
+            // that refuses WebAssembly).
+            let builds: &[(&str, bool)] = if tokens_only || wasm_only {
+                &[("wasm", false)]
+            } else {
+                &[("wasm", false), ("js", true)]
+            };
+            for &(build, csp) in builds {
+                let tab = open(&browser, &url(path, csp))?;
+                let cs = ContentScript::of(&browser, &tab)?;
+                let t = Instant::now();
+                let first = cs.observe(false)?;
+                let first_ms = t.elapsed().as_secs_f64() * 1000.0;
+                // A saved page may carry its own CSP (a `<meta>`): then the JS
+                // build runs in both columns, and the JSON says so.
+                row[&format!("errand_{build}_ran")] = json!(build_name(&first));
+                let elements = tab.eval("document.getElementsByTagName('*').length")?;
+                row["elements"] = elements;
+                let (marks_modes, reps): (&[bool], usize) =
+                    if tokens_only { (&[false], 1) } else { (&[false, true], REPS) };
+                for &marks in marks_modes {
+                    let mut times = Vec::new();
+                    let mut last = None;
+                    for _ in 0..reps {
+                        let o = cs.observe_full(marks)?;
+                        times.push(o.elapsed_ms);
+                        last = Some(o);
+                    }
+                    let o = last.unwrap();
+                    let key = format!("errand_{build}_{}", if marks { "marks" } else { "plain" });
+                    record(&mut row, &key, &times);
+                    if !marks && build == "wasm" {
+                        row["errand_listed"] = json!(o.elements.len());
+                        row["errand_tokens"] = json!(tokens(&o.text));
+                        row["errand_chars"] = json!(o.text.len());
+                        if let Some(dir) = &texts_dir {
+                            std::fs::write(dir.join(format!("{id}.errand.txt")), &o.text)?;
+                        }
+                        if let Some(want) = want {
+                            let found: BTreeSet<String> =
+                                o.elements.iter().map(|e| e.name.clone()).collect();
+                            let (r, p) = recall_precision(want, &found);
+                            row["errand_recall"] = json!(r);
+                            row["errand_precision"] = json!(p);
+                        }
+                    }
+                }
+                if tokens_only {
+                    close(&browser, &tab);
+                    continue;
+                }
+                // Re-observation after one element changed (incremental when the
+                // change moved nothing), checked against a whole-page one. Asked as
+                // the host asks (`since` the observation it holds), the reply is a
+                // diff; the same re-observations asked without it come whole. Both
+                // timed from the driver too (messaging included).
                 let mut times = Vec::new();
-                let mut last = None;
-                for _ in 0..reps {
-                    let o = cs.observe_full(marks)?;
-                    times.push(o.elapsed_ms);
-                    last = Some(o);
-                }
-                let o = last.unwrap();
-                let key = format!("errand_{build}_{}", if marks { "marks" } else { "plain" });
-                record(&mut row, &key, &times);
-                if !marks && build == "wasm" {
-                    row["errand_listed"] = json!(o.elements.len());
-                    row["errand_tokens"] = json!(tokens(&o.text));
-                    row["errand_chars"] = json!(o.text.len());
-                    if let Some(dir) = &texts_dir {
-                        std::fs::write(dir.join(format!("{id}.errand.txt")), &o.text)?;
-                    }
-                    if let Some(want) = want {
-                        let found: BTreeSet<String> = o.elements.iter().map(|e| e.name.clone()).collect();
-                        let (r, p) = recall_precision(want, &found);
-                        row["errand_recall"] = json!(r);
-                        row["errand_precision"] = json!(p);
-                    }
-                }
-            }
-            if tokens_only {
-                close(&browser, &tab);
-                continue;
-            }
-            // Re-observation after one element changed (incremental when the
-            // change moved nothing), checked against a whole-page one. Asked as
-            // the host asks (`since` the observation it holds), the reply is a
-            // diff; the same re-observations asked without it come whole. Both
-            // timed from the driver too (messaging included).
-            let mut times = Vec::new();
-            let mut reread = 0;
-            let (mut trips_diff, mut trips_whole) = (Vec::new(), Vec::new());
-            let (mut bytes_diff, mut bytes_whole) = (Vec::new(), Vec::new());
-            let change = |label: String| {
-                tab.eval(&format!(
+                let mut reread = 0;
+                let (mut trips_diff, mut trips_whole) = (Vec::new(), Vec::new());
+                let (mut bytes_diff, mut bytes_whole) = (Vec::new(), Vec::new());
+                let change = |label: String| {
+                    tab.eval(&format!(
                     "(() => {{ const b = document.querySelector('button, a, input'); if (b) b.setAttribute('aria-label', '{label}'); return 0; }})()"
                 ))
-            };
-            // Why re-observations walked the whole page, each reason once.
-            let mut fallbacks: BTreeSet<String> = BTreeSet::new();
-            let mut held = cs.observe(false)?;
-            for i in 0..REPS {
-                change(format!("changed {i}"))?;
-                let t = Instant::now();
-                let sent = cs.observe_since(false, held.seq)?;
-                trips_diff.push(t.elapsed().as_secs_f64() * 1000.0);
-                bytes_diff.push(serde_json::to_string(&sent)?.len() as f64);
-                times.push(sent.elapsed_ms);
-                reread += usize::from(sent.reobserved.is_some());
-                fallbacks.extend(sent.fallback.clone());
-                held = sent.resolve(Some(&held)).context("the diff does not fit")?;
+                };
+                // Why re-observations walked the whole page, each reason once.
+                let mut fallbacks: BTreeSet<String> = BTreeSet::new();
+                let mut held = cs.observe(false)?;
+                for i in 0..REPS {
+                    change(format!("changed {i}"))?;
+                    let t = Instant::now();
+                    let sent = cs.observe_since(false, held.seq)?;
+                    trips_diff.push(t.elapsed().as_secs_f64() * 1000.0);
+                    bytes_diff.push(serde_json::to_string(&sent)?.len() as f64);
+                    times.push(sent.elapsed_ms);
+                    reread += usize::from(sent.reobserved.is_some());
+                    fallbacks.extend(sent.fallback.clone());
+                    held = sent.resolve(Some(&held)).context("the diff does not fit")?;
+                }
+                let full = cs.observe_full(false)?;
+                let last = held;
+                let unstarred = |t: &str| {
+                    t.lines()
+                        .map(|l| l.strip_prefix('*').unwrap_or(l))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                let same = last.elements == full.elements
+                    && unstarred(&last.text) == unstarred(&full.text);
+                if !same {
+                    eprintln!("   {id} ({build}): the re-observation differs from a full one");
+                }
+                for i in 0..REPS {
+                    change(format!("again {i}"))?;
+                    let t = Instant::now();
+                    let whole = cs.observe(false)?;
+                    trips_whole.push(t.elapsed().as_secs_f64() * 1000.0);
+                    bytes_whole.push(serde_json::to_string(&whole)?.len() as f64);
+                }
+                record(&mut row, &format!("errand_{build}_after_change"), &times);
+                record(&mut row, &format!("errand_{build}_change_trip_diff"), &trips_diff);
+                record(&mut row, &format!("errand_{build}_change_trip_whole"), &trips_whole);
+                record(&mut row, &format!("errand_{build}_change_bytes_diff"), &bytes_diff);
+                record(&mut row, &format!("errand_{build}_change_bytes_whole"), &bytes_whole);
+                row[&format!("errand_{build}_incremental_runs")] = json!(reread);
+                row[&format!("errand_{build}_fallbacks")] = json!(fallbacks);
+                if !fallbacks.is_empty() {
+                    eprintln!("   {id} ({build}): walked whole: {fallbacks:?}");
+                }
+                row[&format!("errand_{build}_incremental_equal")] = json!(same);
+                row[&format!("errand_{build}_first_roundtrip")] = json!(first_ms);
+                cs.command(json!({"op": "cleanup"}))?;
+                close(&browser, &tab);
             }
-            let full = cs.observe_full(false)?;
-            let last = held;
-            let unstarred = |t: &str| {
-                t.lines().map(|l| l.strip_prefix('*').unwrap_or(l)).collect::<Vec<_>>().join("\n")
-            };
-            let same = last.elements == full.elements && unstarred(&last.text) == unstarred(&full.text);
-            if !same {
-                eprintln!("   {id} ({build}): the re-observation differs from a full one");
-            }
-            for i in 0..REPS {
-                change(format!("again {i}"))?;
-                let t = Instant::now();
-                let whole = cs.observe(false)?;
-                trips_whole.push(t.elapsed().as_secs_f64() * 1000.0);
-                bytes_whole.push(serde_json::to_string(&whole)?.len() as f64);
-            }
-            record(&mut row, &format!("errand_{build}_after_change"), &times);
-            record(&mut row, &format!("errand_{build}_change_trip_diff"), &trips_diff);
-            record(&mut row, &format!("errand_{build}_change_trip_whole"), &trips_whole);
-            record(&mut row, &format!("errand_{build}_change_bytes_diff"), &bytes_diff);
-            record(&mut row, &format!("errand_{build}_change_bytes_whole"), &bytes_whole);
-            row[&format!("errand_{build}_incremental_runs")] = json!(reread);
-            row[&format!("errand_{build}_fallbacks")] = json!(fallbacks);
-            if !fallbacks.is_empty() {
-                eprintln!("   {id} ({build}): walked whole: {fallbacks:?}");
-            }
-            row[&format!("errand_{build}_incremental_equal")] = json!(same);
-            row[&format!("errand_{build}_first_roundtrip")] = json!(first_ms);
-            cs.command(json!({"op": "cleanup"}))?;
-            close(&browser, &tab);
-        }
 
-        // The reference: viewport (500) and whole page (-1), overlays on and off.
-        if no_reference {
-            return Ok(());
-        }
-        let tab = open(&browser, &url(path, false))?;
-        let size = row["elements"].as_u64().unwrap_or(0);
-        install_reference(&tab, &reference)?;
-        for (k, (expansion, overlays)) in [(500, false), (500, true), (-1, false), (-1, true)].into_iter().enumerate() {
-            let key = format!(
-                "ref_{}_{}",
-                if expansion < 0 { "page" } else { "viewport" },
-                if overlays { "marks" } else { "plain" }
-            );
-            if tokens_only && overlays {
-                continue;
+            // The reference: viewport (500) and whole page (-1), overlays on and off.
+            if no_reference {
+                return Ok(());
             }
-            if ref_gave_up[k].is_some_and(|n| size > n) {
-                // It took over a minute on a smaller page already.
-                row[&key] = Value::Null;
-                continue;
-            }
-            let mut times = Vec::new();
-            let first = run_reference(&tab, expansion, overlays, true)?;
-            let first_ms = first["ms"].as_f64().unwrap_or(0.0);
-            let mut reps = 0;
-            if tokens_only {
-                times.push(first_ms);
-                reps = 1;
-            } else if first_ms < SLOW_MS {
-                for _ in 0..REPS {
-                    times.push(run_reference(&tab, expansion, overlays, false)?["ms"].as_f64().unwrap_or(0.0));
-                    reps += 1;
+            let tab = open(&browser, &url(path, false))?;
+            let size = row["elements"].as_u64().unwrap_or(0);
+            install_reference(&tab, &reference)?;
+            for (k, (expansion, overlays)) in
+                [(500, false), (500, true), (-1, false), (-1, true)].into_iter().enumerate()
+            {
+                let key = format!(
+                    "ref_{}_{}",
+                    if expansion < 0 { "page" } else { "viewport" },
+                    if overlays { "marks" } else { "plain" }
+                );
+                if tokens_only && overlays {
+                    continue;
                 }
-            } else {
-                times.push(first_ms);
-                reps = 1;
-            }
-            if first_ms > GIVE_UP_MS && ref_gave_up[k].is_none_or(|n| size < n) {
-                ref_gave_up[k] = Some(size);
-            }
-            record(&mut row, &key, &times);
-            row[&format!("{key}_runs")] = json!(reps);
-            if !overlays {
-                let text = first["text"].as_str().unwrap_or_default();
-                let which = if expansion < 0 { "page" } else { "viewport" };
-                row[&format!("ref_{which}_tokens")] = json!(tokens(text));
-                if let Some(dir) = &texts_dir {
-                    std::fs::write(dir.join(format!("{id}.ref-{which}.txt")), text)?;
+                if ref_gave_up[k].is_some_and(|n| size > n) {
+                    // It took over a minute on a smaller page already.
+                    row[&key] = Value::Null;
+                    continue;
                 }
-                row[&format!("ref_{which}_listed")] = first["count"].clone();
-                if let Some(want) = want {
-                    let found: BTreeSet<String> = first["labels"]
-                        .as_array()
-                        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-                        .unwrap_or_default();
-                    let (r, p) = recall_precision(want, &found);
-                    row[&format!("ref_{which}_recall")] = json!(r);
-                    row[&format!("ref_{which}_precision")] = json!(p);
+                let mut times = Vec::new();
+                let first = run_reference(&tab, expansion, overlays, true)?;
+                let first_ms = first["ms"].as_f64().unwrap_or(0.0);
+                let mut reps = 0;
+                if tokens_only {
+                    times.push(first_ms);
+                    reps = 1;
+                } else if first_ms < SLOW_MS {
+                    for _ in 0..REPS {
+                        times.push(
+                            run_reference(&tab, expansion, overlays, false)?["ms"]
+                                .as_f64()
+                                .unwrap_or(0.0),
+                        );
+                        reps += 1;
+                    }
+                } else {
+                    times.push(first_ms);
+                    reps = 1;
                 }
+                if first_ms > GIVE_UP_MS && ref_gave_up[k].is_none_or(|n| size < n) {
+                    ref_gave_up[k] = Some(size);
+                }
+                record(&mut row, &key, &times);
+                row[&format!("{key}_runs")] = json!(reps);
+                if !overlays {
+                    let text = first["text"].as_str().unwrap_or_default();
+                    let which = if expansion < 0 { "page" } else { "viewport" };
+                    row[&format!("ref_{which}_tokens")] = json!(tokens(text));
+                    if let Some(dir) = &texts_dir {
+                        std::fs::write(dir.join(format!("{id}.ref-{which}.txt")), text)?;
+                    }
+                    row[&format!("ref_{which}_listed")] = first["count"].clone();
+                    if let Some(want) = want {
+                        let found: BTreeSet<String> = first["labels"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+                            })
+                            .unwrap_or_default();
+                        let (r, p) = recall_precision(want, &found);
+                        row[&format!("ref_{which}_recall")] = json!(r);
+                        row[&format!("ref_{which}_precision")] = json!(p);
+                    }
+                }
+                eprintln!("   {key}: {:.1} ms ({reps} runs)", row[&key].as_f64().unwrap_or(0.0));
             }
-            eprintln!("   {key}: {:.1} ms ({reps} runs)", row[&key].as_f64().unwrap_or(0.0));
-        }
-        close(&browser, &tab);
-        Ok(())
+            close(&browser, &tab);
+            Ok(())
         };
         if let Err(e) = one_page() {
             eprintln!("   {id}: {e:#}");
@@ -302,7 +317,10 @@ fn main() -> Result<()> {
         }
         eprintln!("   {row}");
         results.push(row);
-        std::fs::write(out_dir.join("observe.partial.json"), serde_json::to_string_pretty(&results)?)?;
+        std::fs::write(
+            out_dir.join("observe.partial.json"),
+            serde_json::to_string_pretty(&results)?,
+        )?;
     }
 
     let report = json!({
@@ -312,8 +330,7 @@ fn main() -> Result<()> {
         "pages": results,
     });
     // A tokens-only run does not overwrite the full run's figures.
-    let json_path =
-        out_dir.join(if tokens_only { "observe.tokens.json" } else { "observe.json" });
+    let json_path = out_dir.join(if tokens_only { "observe.tokens.json" } else { "observe.json" });
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
     drop(browser);
     // The table is the command's output (stdout), for BENCHMARKS.md.

@@ -51,7 +51,11 @@ fn main() -> Result<()> {
     let strings: usize = obs
         .elements
         .iter()
-        .map(|e| e.name.len() + e.value.as_ref().map_or(0, String::len) + e.target.as_ref().map_or(0, String::len))
+        .map(|e| {
+            e.name.len()
+                + e.value.as_ref().map_or(0, String::len)
+                + e.target.as_ref().map_or(0, String::len)
+        })
         .sum();
     eprintln!(
         "observation: {} bytes of text, {} elements ({strings} bytes of element strings)",

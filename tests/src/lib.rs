@@ -28,5 +28,5 @@ pub mod side_panel;
 pub mod stats;
 pub mod store;
 
-mod server;
 pub mod miniwob;
+mod server;

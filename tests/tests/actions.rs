@@ -640,5 +640,7 @@ fn a_secret_is_filled_into_a_cross_origin_frame_only_when_allowed_on_the_frame_s
         let text = req.to_string();
         assert!(!text.contains("frame-pin-4821") && !text.contains("top-pin-1111"), "{text}");
     }
-    rig.done("a_secret_is_filled_into_a_cross_origin_frame_only_when_allowed_on_the_frame_s_origin");
+    rig.done(
+        "a_secret_is_filled_into_a_cross_origin_frame_only_when_allowed_on_the_frame_s_origin",
+    );
 }

@@ -124,9 +124,12 @@ fn a_deletion_behind_a_confirm_follows_the_user_s_approval() {
     let steps = view["steps_text"].as_str().unwrap_or_default();
     assert!(steps.contains("a confirm asked"), "the panel's steps: {steps}");
     let last = rig.model.requests().pop().unwrap();
-    assert!(all_text(&last).contains("a confirm asked \\\"Delete 3 items?\\\" — accepted")
-        || all_text(&last).contains("a confirm asked \"Delete 3 items?\" — accepted"),
-        "{}", all_text(&last));
+    assert!(
+        all_text(&last).contains("a confirm asked \\\"Delete 3 items?\\\" — accepted")
+            || all_text(&last).contains("a confirm asked \"Delete 3 items?\" — accepted"),
+        "{}",
+        all_text(&last)
+    );
     quick(&rig);
     rig.done("a_deletion_behind_a_confirm_follows_the_user_s_approval (approved)");
 }

@@ -12,12 +12,7 @@ use serde_json::json;
 fn files(dir: &Path, base: &Path, out: &mut Vec<String>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let path = e.path();
-        out.push(
-            path.strip_prefix(base)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned(),
-        );
+        out.push(path.strip_prefix(base).unwrap().to_string_lossy().into_owned());
         if path.is_dir() {
             files(&path, base, out);
         }
@@ -36,10 +31,8 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
     for f in &all {
         let name = Path::new(f).file_name().unwrap().to_string_lossy();
         assert!(
-            !matches!(
-                &*name,
-                "target" | "node_modules" | "src" | "Cargo.toml" | "Cargo.lock"
-            ) && !name.ends_with(".rs")
+            !matches!(&*name, "target" | "node_modules" | "src" | "Cargo.toml" | "Cargo.lock")
+                && !name.ends_with(".rs")
                 && !f.starts_with('.'),
             "{f} is in the extension the browser loads"
         );
@@ -52,10 +45,7 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         "extension/pkg/wasm/errand_page_bg.wasm",
         "extension/pkg/js/errand_page_bg.wasm.js",
     ] {
-        assert!(
-            all.iter().any(|f| f == needed),
-            "{needed} is missing from {all:?}"
-        );
+        assert!(all.iter().any(|f| f == needed), "{needed} is missing from {all:?}");
     }
 
     // As the browser sees it: the extension's own origin serves what ships
@@ -65,9 +55,7 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
     let sw = (0..40)
         .find_map(|_| {
             let sw = browser.service_worker().ok()?;
-            if sw
-                .eval("typeof chrome !== 'undefined' && !!chrome.runtime")
-                .ok()
+            if sw.eval("typeof chrome !== 'undefined' && !!chrome.runtime").ok()
                 == Some(json!(true))
             {
                 return Some(sw);
@@ -84,22 +72,11 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         .unwrap()
     };
     assert_eq!(status("extension/loader.js"), json!(200));
-    for absent in [
-        "Cargo.toml",
-        "extension/src/lib.rs",
-        "extension/Cargo.toml",
-        "target/",
-        "README.md",
-    ] {
-        assert_ne!(
-            status(absent),
-            json!(200),
-            "the extension's origin serves {absent}"
-        );
+    for absent in
+        ["Cargo.toml", "extension/src/lib.rs", "extension/Cargo.toml", "target/", "README.md"]
+    {
+        assert_ne!(status(absent), json!(200), "the extension's origin serves {absent}");
     }
     // The fixed key is kept: the same id the host's registration allows.
-    assert_eq!(
-        sw.eval("chrome.runtime.id").unwrap(),
-        json!(browser.extension_id())
-    );
+    assert_eq!(sw.eval("chrome.runtime.id").unwrap(), json!(browser.extension_id()));
 }

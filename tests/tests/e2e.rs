@@ -57,22 +57,12 @@ fn submit_task_on(rig: &Rig, path: &str) -> Result<Vec<Option<String>>> {
     panel.start_task(TASK)?;
     let view = panel.wait_finished(Duration::from_secs(60))?;
     rig.model.check()?;
-    ensure!(
-        view["status"] == "done",
-        "the task ended as {}, not done: {view:#}",
-        view["status"]
-    );
+    ensure!(view["status"] == "done", "the task ended as {}, not done: {view:#}", view["status"]);
 
     let result = tab.eval("document.querySelector('#result').textContent")?;
-    ensure!(
-        result == THANKS,
-        "the page's #result says {result}, not {THANKS:?}"
-    );
+    ensure!(result == THANKS, "the page's #result says {result}, not {THANKS:?}");
 
-    ensure!(
-        view["steps"].as_u64() >= Some(1),
-        "the panel shows no step: {view:#}"
-    );
+    ensure!(view["steps"].as_u64() >= Some(1), "the panel shows no step: {view:#}");
     let steps_text = view["steps_text"].as_str().unwrap_or_default();
     ensure!(
         steps_text.contains("click"),
@@ -91,11 +81,7 @@ fn submit_task_on(rig: &Rig, path: &str) -> Result<Vec<Option<String>>> {
 
     let task = rig.stored_task("done")?;
     ensure!(task.task == TASK, "stored task text {:?}", task.task);
-    ensure!(
-        task.answer.as_deref() == Some(ANSWER),
-        "stored answer {:?}",
-        task.answer
-    );
+    ensure!(task.answer.as_deref() == Some(ANSWER), "stored answer {:?}", task.answer);
     let steps = store::steps(&rig.browser.db_path(), &task.id)?;
     ensure!(
         steps.len() >= 2,
@@ -156,11 +142,7 @@ fn stop_during_model_call(rig: &Rig) -> Result<()> {
     )?;
     let outside = t.elapsed();
     let Some(ms) = r["ms"].as_f64() else {
-        bail!(
-            "{}: {r}\npanel: {:#}",
-            r["why"].as_str().unwrap_or("?"),
-            panel.view()?
-        );
+        bail!("{}: {r}\npanel: {:#}", r["why"].as_str().unwrap_or("?"), panel.view()?);
     };
     eprintln!("stop → stopped: {ms:.0} ms in the panel ({outside:?} seen from the test)");
     ensure!(ms < 1000.0, "stopping took {ms:.0} ms, expected under 1 s");

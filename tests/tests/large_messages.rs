@@ -69,16 +69,9 @@ fn run() -> Result<()> {
         }))()",
     )?;
     let kinds = heard["kinds"].as_array().cloned().unwrap_or_default();
-    ensure!(
-        !kinds.contains(&json!("chunk")),
-        "a chunk reached the panel: {kinds:?}"
-    );
+    ensure!(!kinds.contains(&json!("chunk")), "a chunk reached the panel: {kinds:?}");
     let outcome = &heard["outcome"];
-    ensure!(
-        outcome["status"] == "done",
-        "the task ended as {}",
-        outcome["status"]
-    );
+    ensure!(outcome["status"] == "done", "the task ended as {}", outcome["status"]);
     let got = outcome["answer"].as_str().unwrap_or_default();
     ensure!(
         got == answer,
@@ -96,20 +89,11 @@ fn run() -> Result<()> {
     );
     // The step event really was over the limit, and went in chunks.
     let size = serde_json::to_string(step).map_or(0, |s| s.len());
-    ensure!(
-        size > errand_protocol::MAX_TO_EXTENSION,
-        "the step event is only {size} bytes"
-    );
+    ensure!(size > errand_protocol::MAX_TO_EXTENSION, "the step event is only {size} bytes");
     let log = rig.browser.host_log_path();
-    rig.browser.wait_until(
-        "the host's log to tell of chunks",
-        Duration::from_secs(5),
-        || {
-            Ok(std::fs::read_to_string(&log)
-                .unwrap_or_default()
-                .contains("in chunks"))
-        },
-    )?;
+    rig.browser.wait_until("the host's log to tell of chunks", Duration::from_secs(5), || {
+        Ok(std::fs::read_to_string(&log).unwrap_or_default().contains("in chunks"))
+    })?;
 
     rig.done("an_answer_over_a_mebibyte_reaches_the_panels_whole");
     Ok(())

@@ -26,9 +26,7 @@ fn miniwob_subset_earns_a_reward_on_every_episode() {
     let rig = Miniwob::start(ModelChoice::Scripted).unwrap_or_else(|e| panic!("{e:#}"));
     let mut episodes = Vec::new();
     for task in SUBSET {
-        let episode = rig
-            .episode(task, 1)
-            .unwrap_or_else(|e| panic!("{task}: {e:#}"));
+        let episode = rig.episode(task, 1).unwrap_or_else(|e| panic!("{task}: {e:#}"));
         episodes.push(episode);
     }
     let approvals: u32 = episodes.iter().map(|e| e.approvals).sum();
@@ -44,10 +42,7 @@ fn miniwob_subset_earns_a_reward_on_every_episode() {
             )
         })
         .collect();
-    assert!(
-        failed.is_empty(),
-        "episodes without reward: {failed:#?}\n{table}"
-    );
+    assert!(failed.is_empty(), "episodes without reward: {failed:#?}\n{table}");
     // Forwarding the email asks approval for its Send, once.
     assert_eq!(approvals, 1, "approvals given: {approvals}\n{table}");
 }

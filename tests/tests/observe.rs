@@ -77,9 +77,30 @@ fn lists_every_input_type_but_hidden() {
     let o = observe(&cs, false);
     assert_eq!(o.build, Some(Build::Wasm));
     let want: Vec<&str> = [
-        "text", "default", "email", "password", "number", "search", "tel", "url", "date", "time",
-        "datetime-local", "month", "week", "color", "range", "file", "checkbox", "radio",
-        "submit", "reset", "button", "image", "textarea", "select",
+        "text",
+        "default",
+        "email",
+        "password",
+        "number",
+        "search",
+        "tel",
+        "url",
+        "date",
+        "time",
+        "datetime-local",
+        "month",
+        "week",
+        "color",
+        "range",
+        "file",
+        "checkbox",
+        "radio",
+        "submit",
+        "reset",
+        "button",
+        "image",
+        "textarea",
+        "select",
     ]
     .to_vec();
     let want: Vec<String> = want.iter().map(|t| format!("t-{t}")).collect();
@@ -102,10 +123,7 @@ fn walks_nested_open_shadow_roots() {
     let (_tab, cs) = rig.open("/observe/shadow.html");
     let o = observe(&cs, false);
     // A closed shadow root is out of the content script's reach.
-    assert_eq!(
-        names(&o),
-        set(&["light-button", "shadow-1", "shadow-2-link", "shadow-3-input"])
-    );
+    assert_eq!(names(&o), set(&["light-button", "shadow-1", "shadow-2-link", "shadow-3-input"]));
     // The numbers act: click the button three roots down is reachable.
     let n = o.elements.iter().find(|e| e.name == "shadow-3-input").unwrap().index;
     let r = cs.act(json!({"fill": {"index": n, "text": "deep"}})).unwrap();
@@ -117,10 +135,7 @@ fn walks_same_origin_iframes_with_top_window_positions() {
     let rig = Rig::start();
     let (_tab, cs) = rig.open("/observe/iframes.html");
     let o = observe(&cs, true);
-    assert_eq!(
-        names(&o),
-        set(&["top-button", "frame-button", "frame-input", "srcdoc-button"])
-    );
+    assert_eq!(names(&o), set(&["top-button", "frame-button", "frame-input", "srcdoc-button"]));
     let b = o.elements.iter().find(|e| e.name == "frame-button").unwrap();
     // The iframe sits at (100, 200); the button is below a paragraph in it.
     assert!(b.rect.x >= 100.0 && b.rect.x < 120.0, "{:?}", b.rect);
@@ -170,7 +185,14 @@ fn off_screen_elements_say_where_and_scroll_regions_are_listed() {
     let o = observe(&cs, false);
     assert_eq!(
         names(&o),
-        set(&["top-button", "results", "in-list-visible", "in-list-hidden", "far-below", "far-right"])
+        set(&[
+            "top-button",
+            "results",
+            "in-list-visible",
+            "in-list-hidden",
+            "far-below",
+            "far-right"
+        ])
     );
     // A marker line says how many screens down what follows it is.
     let far = line_of(&o, "far-below");
@@ -231,10 +253,26 @@ fn aria_widgets_and_script_clickables() {
     assert_eq!(
         names(&o),
         set(&[
-            "role-button", "role-link", "role-checkbox", "role-radio", "tab-one", "tab-two",
-            "role-switch", "role-slider", "role-combobox", "menu-item", "the-listbox",
-            "list-option", "role-textbox", "tabindex-div", "pointer-div inner-span",
-            "onclick-div", "closed-summary", "open-summary", "shown-in-details", "label-toggle",
+            "role-button",
+            "role-link",
+            "role-checkbox",
+            "role-radio",
+            "tab-one",
+            "tab-two",
+            "role-switch",
+            "role-slider",
+            "role-combobox",
+            "menu-item",
+            "the-listbox",
+            "list-option",
+            "role-textbox",
+            "tabindex-div",
+            "pointer-div inner-span",
+            "onclick-div",
+            "closed-summary",
+            "open-summary",
+            "shown-in-details",
+            "label-toggle",
             "styled-toggle",
         ])
     );
@@ -304,7 +342,10 @@ fn marks_follow_scrolling_and_leave_no_trace() {
     // through DevTools, which sees into the closed shadow root.
     let tops_before = mark_tops(&tab);
     assert_eq!(tops_before.len(), marked, "{tops_before:?}");
-    tab.eval("scrollTo(0, 40); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))").unwrap();
+    tab.eval(
+        "scrollTo(0, 40); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
+    )
+    .unwrap();
     let tops_after = mark_tops(&tab);
     for (b, a) in tops_before.iter().zip(&tops_after) {
         assert!((b - a - 40.0).abs() < 1.0, "before {tops_before:?} after {tops_after:?}");
@@ -315,7 +356,10 @@ fn marks_follow_scrolling_and_leave_no_trace() {
     let cleaned = tab.eval("document.documentElement.children.length").unwrap();
     assert_eq!(cleaned, before);
     // After cleanup, scrolling does not bring anything back.
-    tab.eval("scrollTo(0, 500); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))").unwrap();
+    tab.eval(
+        "scrollTo(0, 500); new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
+    )
+    .unwrap();
     assert_eq!(tab.eval("document.documentElement.children.length").unwrap(), before);
 }
 
@@ -455,7 +499,10 @@ fn a_value_meant_for_one_origin_is_never_filled_on_another() {
         .command(json!({"op": "act", "action": fill, "only_on": "https://bank.example"}))
         .unwrap();
     assert_eq!(refused["kind"], "error", "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("not on https://bank.example"), "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("not on https://bank.example"),
+        "{refused}"
+    );
     let value = tab.eval("document.querySelector('[aria-label=form-field]').value").unwrap();
     assert_eq!(value, "", "the value landed on the wrong origin");
     let origin = rig.fixtures.url("/");
@@ -478,17 +525,28 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
             // The icon with a hand only under the mouse, named by its image;
             // the wrapper of the menu icon (a sprite: named by the class of
             // its menu).
-            "like", "menu", "Mute @nadia", "Block @nadia", "send",
+            "like",
+            "menu",
+            "Mute @nadia",
+            "Block @nadia",
+            "send",
             // The bar of two parts (below) says nothing itself.
             "",
             // A tree: every node a target, the folder named by its icon too.
-            "Documents", "notes.txt", "todo.txt",
+            "Documents",
+            "notes.txt",
+            "todo.txt",
             // A clickable bar of two parts, and the scroll box's item.
-            "Reply", "Forward", "Deep item",
+            "Reply",
+            "Forward",
+            "Deep item",
             // Fields named by the text of their row; a row with a link in
             // it is no label (its text names the link, not the field:
             // neither "Code Get another" nor "Get another" for the field).
-            "Genre:", "Year", "Director", "Get another",
+            "Genre:",
+            "Year",
+            "Director",
+            "Get another",
         ]),
         "{}",
         o.text
@@ -675,10 +733,7 @@ fn cross_origin_frames_in_same_origin_frames_and_shadow_roots_and_one_that_navig
     // (done, with the frame's new page reported, or the frame gone mid-way).
     let r = cs.act(json!({"click": {"index": index_of(&o, "nav-button")}})).unwrap();
     let said = r.to_string();
-    assert!(
-        said.contains("the frame loaded") || said.contains("navigated or was removed"),
-        "{r}"
-    );
+    assert!(said.contains("the frame loaded") || said.contains("navigated or was removed"), "{r}");
     let after = observe_until(&cs, "after-button");
     assert!(names(&after).contains("after-button"), "{}", after.text);
     assert!(line_of(&after, "shadow-input").contains(r#"value="in shadow""#), "{}", after.text);
@@ -986,7 +1041,8 @@ fn names_states_whole_values_and_repeated_text() {
     let (tab, cs) = rig.open("/observe/names.html");
     let o = observe(&cs, false);
     // An autocomplete named by its row, not by its list or live status.
-    let city = o.elements.iter().find(|e| e.tag == "input" && e.role.as_deref() == Some("combobox"));
+    let city =
+        o.elements.iter().find(|e| e.tag == "input" && e.role.as_deref() == Some("combobox"));
     let city = city.unwrap_or_else(|| panic!("{}", o.text));
     assert_eq!(city.name, "City", "{}", o.text);
     assert!(line_of(&o, "Message body").contains("<editor"), "{}", o.text);

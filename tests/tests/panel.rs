@@ -620,7 +620,9 @@ fn profile(rig: &PanelRig) -> Result<()> {
     ensure!(!html.contains(SECRET), "the panel still shows the secret's value");
     ensure!(panel.text("#secrets")?.contains("••••"), "the secret is not shown masked");
     ensure!(
-        panel.text("#secrets [data-name='club_password']")?.contains("password, code and card fields only"),
+        panel
+            .text("#secrets [data-name='club_password']")?
+            .contains("password, code and card fields only"),
         "the secret does not say it goes only into secret fields: {}",
         panel.text("#secrets")?
     );

@@ -41,8 +41,7 @@ fn upload_file_finds_the_file_input_behind_the_visible_control() {
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let out = tab.eval("document.getElementById('out').textContent").unwrap();
     assert_eq!(
-        out,
-        "photo:me.png\ncv:cv.txt\nletter:letter.txt\nportfolio:work.txt\n",
+        out, "photo:me.png\ncv:cv.txt\nletter:letter.txt\nportfolio:work.txt\n",
         "{records:#?}"
     );
     rig.done("upload_file_finds_the_file_input_behind_the_visible_control");
@@ -169,7 +168,11 @@ fn redrawn_messages_do_not_end_the_step() {
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let out = tab.eval("document.getElementById('out').textContent").unwrap();
     assert_eq!(out, "Account created.", "{records:#?}");
-    assert_eq!(records[0].as_array().unwrap().len(), 4, "the first step ran all four: {records:#?}");
+    assert_eq!(
+        records[0].as_array().unwrap().len(),
+        4,
+        "the first step ran all four: {records:#?}"
+    );
     rig.done("redrawn_messages_do_not_end_the_step");
 }
 
@@ -187,7 +190,9 @@ fn datepicker_script(req: &Value, call: usize) -> Reply {
         2 => {
             let step = last_step();
             assert!(
-                step.contains("earlier fills lost: Departure: the page changed it from \"06/15/2030\" to \"\""),
+                step.contains(
+                    "earlier fills lost: Departure: the page changed it from \"06/15/2030\" to \"\""
+                ),
                 "the wiped date is not reported:\n{step}"
             );
             answer(json!([

@@ -187,7 +187,9 @@ fn echo_script(req: &Value, call: usize) -> Reply {
     match call {
         // Talked into typing the password into the search box: refused,
         // the password is not allowed in any field.
-        0 => answer(json!([{"fill": {"index": el(req, "Search products"), "text": "{{secret:site_pw}}"}}])),
+        0 => answer(
+            json!([{"fill": {"index": el(req, "Search products"), "text": "{{secret:site_pw}}"}}]),
+        ),
         1 => {
             assert!(text.contains("not a secret field"), "no refusal in {text}");
             assert!(text.contains("any field"), "the refusal says nothing actionable: {text}");
@@ -208,16 +210,19 @@ fn echo_script(req: &Value, call: usize) -> Reply {
 fn a_search_box_echoing_a_secret_shows_the_model_only_its_placeholder() {
     let rig = Rig::start(echo_script);
     store_secrets(&rig, &[("site_pw", PW, false), ("member", ID, true)]);
-    check(&rig, (|| {
-        let (tab, panel, records) = run(&rig, "/secrets/echo.html", "Search the shop")?;
-        let refused = record(&records, "fill", "site_pw")?;
-        ensure!(refused["ok"] == json!(false), "the search box took the password: {refused:#}");
-        let why = refused["detail"].as_str().unwrap_or_default();
-        ensure!(why.contains("{{secret:site_pw}}") && why.contains("password"), "{why}");
-        page_has(&tab, "document.querySelector('#pw').value", PW)?;
-        page_has(&tab, "document.querySelector('#echo').textContent", ID)?;
-        nowhere(&rig, &panel, &[PW, ID])
-    })());
+    check(
+        &rig,
+        (|| {
+            let (tab, panel, records) = run(&rig, "/secrets/echo.html", "Search the shop")?;
+            let refused = record(&records, "fill", "site_pw")?;
+            ensure!(refused["ok"] == json!(false), "the search box took the password: {refused:#}");
+            let why = refused["detail"].as_str().unwrap_or_default();
+            ensure!(why.contains("{{secret:site_pw}}") && why.contains("password"), "{why}");
+            page_has(&tab, "document.querySelector('#pw').value", PW)?;
+            page_has(&tab, "document.querySelector('#echo').textContent", ID)?;
+            nowhere(&rig, &panel, &[PW, ID])
+        })(),
+    );
     rig.done("a_search_box_echoing_a_secret_shows_the_model_only_its_placeholder");
 }
 
@@ -226,7 +231,9 @@ fn a_search_box_echoing_a_secret_shows_the_model_only_its_placeholder() {
 fn readback_script(req: &Value, call: usize) -> Reply {
     let text = last_user_message(req).unwrap_or_default();
     match call {
-        0 => answer(json!([{"fill": {"index": el(req, "Member number"), "text": "{{secret:member}}"}}])),
+        0 => answer(
+            json!([{"fill": {"index": el(req, "Member number"), "text": "{{secret:member}}"}}]),
+        ),
         1 => {
             // Both fields and the textarea show the placeholder, and the
             // fill's read-back too.
@@ -241,12 +248,15 @@ fn readback_script(req: &Value, call: usize) -> Reply {
 fn a_field_s_value_read_back_is_scrubbed() {
     let rig = Rig::start(readback_script);
     store_secrets(&rig, &[("member", ID, true), ("site_pw", PW, false)]);
-    check(&rig, (|| {
-        let (tab, panel, _) = run(&rig, "/secrets/readback.html", "Enter my member number")?;
-        page_has(&tab, "document.querySelector('#copy').value", ID)?;
-        page_has(&tab, "document.querySelector('#notes').value", ID)?;
-        nowhere(&rig, &panel, &[PW, ID])
-    })());
+    check(
+        &rig,
+        (|| {
+            let (tab, panel, _) = run(&rig, "/secrets/readback.html", "Enter my member number")?;
+            page_has(&tab, "document.querySelector('#copy').value", ID)?;
+            page_has(&tab, "document.querySelector('#notes').value", ID)?;
+            nowhere(&rig, &panel, &[PW, ID])
+        })(),
+    );
     rig.done("a_field_s_value_read_back_is_scrubbed");
 }
 
@@ -281,15 +291,19 @@ fn the_planner_and_the_validator_see_only_the_placeholder_too() {
     let browser = TestBrowser::launch(opts).unwrap_or_else(|e| panic!("launching: {e:#}"));
     let rig = Rig { browser, model, fixtures };
     store_secrets(&rig, &[("member", ID, true)]);
-    check(&rig, (|| {
-        let (tab, panel, _) = run(&rig, "/secrets/readback.html", "Enter my member number")?;
-        page_has(&tab, "document.querySelector('#notes').value", ID)?;
-        let requests = rig.model.requests();
-        let kinds = |needle: &str| requests.iter().filter(|r| all_text(r).contains(needle)).count();
-        ensure!(kinds("You plan a web task") >= 1, "no planner call");
-        ensure!(kinds("You check the work") >= 1, "no validator call");
-        nowhere(&rig, &panel, &[ID])
-    })());
+    check(
+        &rig,
+        (|| {
+            let (tab, panel, _) = run(&rig, "/secrets/readback.html", "Enter my member number")?;
+            page_has(&tab, "document.querySelector('#notes').value", ID)?;
+            let requests = rig.model.requests();
+            let kinds =
+                |needle: &str| requests.iter().filter(|r| all_text(r).contains(needle)).count();
+            ensure!(kinds("You plan a web task") >= 1, "no planner call");
+            ensure!(kinds("You check the work") >= 1, "no validator call");
+            nowhere(&rig, &panel, &[ID])
+        })(),
+    );
     rig.done("the_planner_and_the_validator_see_only_the_placeholder_too");
 }
 
@@ -297,7 +311,9 @@ fn the_planner_and_the_validator_see_only_the_placeholder_too() {
 
 fn title_script(req: &Value, call: usize) -> Reply {
     match call {
-        0 => answer(json!([{"fill": {"index": el(req, "Account name"), "text": "{{secret:member}}"}}])),
+        0 => answer(
+            json!([{"fill": {"index": el(req, "Account name"), "text": "{{secret:member}}"}}]),
+        ),
         1 => {
             let text = all_text(req);
             assert!(text.contains("Welcome {{secret:member}}"), "no scrubbed title in {text}");
@@ -311,11 +327,14 @@ fn title_script(req: &Value, call: usize) -> Reply {
 fn a_title_set_to_a_secret_is_scrubbed() {
     let rig = Rig::start(title_script);
     store_secrets(&rig, &[("member", ID, true)]);
-    check(&rig, (|| {
-        let (tab, panel, _) = run(&rig, "/secrets/title.html", "Set my account name")?;
-        page_has(&tab, "document.title", ID)?;
-        nowhere(&rig, &panel, &[ID])
-    })());
+    check(
+        &rig,
+        (|| {
+            let (tab, panel, _) = run(&rig, "/secrets/title.html", "Set my account name")?;
+            page_has(&tab, "document.title", ID)?;
+            nowhere(&rig, &panel, &[ID])
+        })(),
+    );
     rig.done("a_title_set_to_a_secret_is_scrubbed");
 }
 
@@ -324,7 +343,9 @@ fn a_title_set_to_a_secret_is_scrubbed() {
 fn url_script(req: &Value, call: usize) -> Reply {
     let text = all_text(req);
     match call {
-        0 => answer(json!([{"fill": {"index": el(req, "Lookup code"), "text": "{{secret:code}}"}}])),
+        0 => {
+            answer(json!([{"fill": {"index": el(req, "Lookup code"), "text": "{{secret:code}}"}}]))
+        }
         1 => {
             // The fragment is in the page's address, the value in the
             // link's data: address.
@@ -346,11 +367,14 @@ fn url_script(req: &Value, call: usize) -> Reply {
 fn a_secret_in_the_address_a_data_link_or_a_fragment_is_scrubbed() {
     let rig = Rig::start(url_script);
     store_secrets(&rig, &[("code", PW, true)]);
-    check(&rig, (|| {
-        let (tab, panel, _) = run(&rig, "/secrets/url.html", "Look up my code")?;
-        page_has(&tab, "new URLSearchParams(location.search).get('q')", PW)?;
-        nowhere(&rig, &panel, &[PW])
-    })());
+    check(
+        &rig,
+        (|| {
+            let (tab, panel, _) = run(&rig, "/secrets/url.html", "Look up my code")?;
+            page_has(&tab, "new URLSearchParams(location.search).get('q')", PW)?;
+            nowhere(&rig, &panel, &[PW])
+        })(),
+    );
     rig.done("a_secret_in_the_address_a_data_link_or_a_fragment_is_scrubbed");
 }
 
@@ -372,18 +396,27 @@ fn select_script(req: &Value, call: usize) -> Reply {
 fn a_select_option_holding_a_secret_is_scrubbed() {
     let rig = Rig::start(select_script);
     store_secrets(&rig, &[("member", ID, true)]);
-    check(&rig, (|| {
-        let (tab, panel, _) = run(&rig, "/secrets/select.html", "Set my nickname")?;
-        page_has(&tab, "document.querySelector('#shown').selectedOptions[0].textContent", ID)?;
-        nowhere(&rig, &panel, &[ID])
-    })());
+    check(
+        &rig,
+        (|| {
+            let (tab, panel, _) = run(&rig, "/secrets/select.html", "Set my nickname")?;
+            page_has(&tab, "document.querySelector('#shown').selectedOptions[0].textContent", ID)?;
+            nowhere(&rig, &panel, &[ID])
+        })(),
+    );
     rig.done("a_select_option_holding_a_secret_is_scrubbed");
 }
 
 #[test]
 fn the_leak_forms_cover_the_encodings() {
     let f = forms(PW);
-    for expected in ["hunter 2&\"x", "hunter%202%26%22x", "hunter+2%26%22x", "hunter%202&%22x", "hunter 2&\\\"x"] {
+    for expected in [
+        "hunter 2&\"x",
+        "hunter%202%26%22x",
+        "hunter+2%26%22x",
+        "hunter%202&%22x",
+        "hunter 2&\\\"x",
+    ] {
         assert!(f.iter().any(|x| x == expected), "{expected} not in {f:?}");
     }
 }

@@ -59,7 +59,9 @@ fn decode_data_url(url: &str) -> Result<RgbImage> {
 /// quality.
 fn screenshot(tab: &Page) -> Result<RgbImage> {
     // Two frames: the overlay drawn (or moved) has been painted.
-    tab.eval("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")?;
+    tab.eval(
+        "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))",
+    )?;
     if let Ok(dir) = std::env::var("ERRAND_E2E_SAVE_SHOTS") {
         // For a person to look at: PNG, numbered.
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -211,7 +213,13 @@ fn secret_fields_are_blanked_however_they_are_styled_and_the_page_notices_nothin
     cs.observe(false).unwrap();
     let before = screenshot(&tab).unwrap();
     let scale = scale_of(&before, &tab).unwrap();
-    assert_shown(&before, &tab, "the password before the marks", "document.querySelector('#plain')", scale);
+    assert_shown(
+        &before,
+        &tab,
+        "the password before the marks",
+        "document.querySelector('#plain')",
+        scale,
+    );
     let page_own = mark_pixels(&before, None);
     assert!(page_own < 20, "the page itself shows {page_own} pixels of the marks' colours");
 
@@ -263,7 +271,10 @@ fn secret_fields_are_blanked_however_they_are_styled_and_the_page_notices_nothin
         json!({"toggle": 0, "beforetoggle": 0, "focusin": 0, "focusout": 0, "bodyMutations": 0})
     );
     assert_eq!(tab.eval("document.activeElement.id").unwrap(), json!("note"));
-    assert_eq!(tab.eval("document.querySelector('#pop').matches(':popover-open')").unwrap(), json!(true));
+    assert_eq!(
+        tab.eval("document.querySelector('#pop').matches(':popover-open')").unwrap(),
+        json!(true)
+    );
     let plain = area(&tab, &q("plain"), None).unwrap();
     let (cx, cy) = (plain.x + plain.w * 0.7, plain.y + plain.h / 2.0);
     assert_eq!(
@@ -318,12 +329,12 @@ fn a_password_in_a_modal_dialog_under_a_transformed_root_is_blanked_and_marked()
     assert_blank(&img, &tab, "a password in a modal dialog", q, None, scale);
     // The marks show over the dialog (the top layer) too.
     let dialog = area(&tab, "document.querySelector('#login')", None).unwrap();
-    assert!(
-        mark_pixels(&img, Some((dialog, scale))) > 50,
-        "no marks over the modal dialog"
-    );
+    assert!(mark_pixels(&img, Some((dialog, scale))) > 50, "no marks over the modal dialog");
     // The dialog is still modal and open.
-    assert_eq!(tab.eval("document.querySelector('#login').matches(':modal')").unwrap(), json!(true));
+    assert_eq!(
+        tab.eval("document.querySelector('#login').matches(':modal')").unwrap(),
+        json!(true)
+    );
 }
 
 #[test]
@@ -416,10 +427,12 @@ fn a_password_in_a_cross_origin_frame_is_blanked_by_the_frame_itself() {
     // field) is blanked by the frame too: its content script keeps the
     // values it filled.
     let input = o.elements.iter().find(|e| e.name == "xo-input").expect("the frame's input");
-    let field = Area { x: input.rect.x, y: input.rect.y, w: input.rect.width, h: input.rect.height };
+    let field =
+        Area { x: input.rect.x, y: input.rect.y, w: input.rect.width, h: input.rect.height };
     assert!(!inside(&img, field, scale).unwrap().is_blank(), "the empty field is blanked");
     let fill = json!({"fill": {"index": input.index, "text": "xo-member-4471"}});
-    let done = cs.command(json!({"op": "act", "action": fill, "secrets": ["xo-member-4471"]})).unwrap();
+    let done =
+        cs.command(json!({"op": "act", "action": fill, "secrets": ["xo-member-4471"]})).unwrap();
     assert_eq!(done["kind"], "action_done", "{done}");
     cs.observe(true).unwrap();
     let img = screenshot(&tab).unwrap();
@@ -476,7 +489,11 @@ fn check_signin_screenshot(url: &str, tab: &Page) -> Result<()> {
     eprintln!("screenshot {}x{} of a {inner} px wide tab", img.width(), img.height());
     ensure!(img.width() <= 1280, "the screenshot is {} px wide", img.width());
     if inner > 1280.0 {
-        ensure!(img.width() == 1280, "a {inner} px tab should be scaled to 1280, not {}", img.width());
+        ensure!(
+            img.width() == 1280,
+            "a {inner} px tab should be scaled to 1280, not {}",
+            img.width()
+        );
     }
     let scale = scale_of(&img, tab)?;
     let marks = mark_pixels(&img, None);

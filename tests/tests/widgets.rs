@@ -58,7 +58,9 @@ fn jqueryui_script(req: &Value, call: usize) -> Reply {
         // The date picker's Next.
         3 => answer(json!([{"click": {"index": el(req, "Next")}}])),
         // A sortable list's items, without a pointer cursor.
-        4 => answer(json!([{"drag_and_drop": {"from": el(req, "Charlie"), "to": el(req, "Alpha")}}])),
+        4 => {
+            answer(json!([{"drag_and_drop": {"from": el(req, "Charlie"), "to": el(req, "Alpha")}}]))
+        }
         5 => {
             sees(req, "state: city=Prague guests=3 month=July order=charlie,alpha,bravo");
             answer(json!([{"done": {"text": "set", "success": true}}]))

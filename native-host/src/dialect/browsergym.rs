@@ -355,7 +355,11 @@ fn to_action(
         }
         "check" => Action::Check { index: bid(0, "bid")? },
         "uncheck" => Action::Uncheck { index: bid(0, "bid")? },
-        "press" => Action::Press { index: Some(bid(0, "bid")?), key: text(1, "key_comb")?, dialog: Default::default() },
+        "press" => Action::Press {
+            index: Some(bid(0, "bid")?),
+            key: text(1, "key_comb")?,
+            dialog: Default::default(),
+        },
         "focus" => Action::Focus { index: bid(0, "bid")? },
         "clear" => Action::Clear { index: bid(0, "bid")? },
         "scroll" => {
@@ -433,7 +437,8 @@ mod tests {
                 Action::Click {
                     index: 12,
                     button: ClickButton::Left,
-                    modifiers: vec![Modifier::Shift], dialog: Default::default()
+                    modifiers: vec![Modifier::Shift],
+                    dialog: Default::default()
                 },
             ]
         );
@@ -463,7 +468,11 @@ mod tests {
             ),
             (
                 "press('6', 'ControlOrMeta+a')",
-                Action::Press { key: "ControlOrMeta+a".into(), index: Some(6), dialog: Default::default() },
+                Action::Press {
+                    key: "ControlOrMeta+a".into(),
+                    index: Some(6),
+                    dialog: Default::default(),
+                },
             ),
             ("clear(bid='7')", Action::Clear { index: 7 }),
             (

@@ -122,7 +122,12 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
     match word.to_ascii_lowercase().as_str() {
         "click" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Click")?;
-            Ok(vec![Action::Click { index: i, button: Default::default(), modifiers: vec![], dialog: Default::default() }])
+            Ok(vec![Action::Click {
+                index: i,
+                button: Default::default(),
+                modifiers: vec![],
+                dialog: Default::default(),
+            }])
         }
         "type" => {
             let i = index(parts.first().map(String::as_str).unwrap_or(""), "Type")?;
@@ -131,7 +136,11 @@ fn parse_action(text: &str) -> Result<Vec<Action>, ParseError> {
             })?;
             Ok(vec![
                 Action::Fill { index: i, text: typed },
-                Action::Press { key: "Enter".to_owned(), index: Some(i), dialog: Default::default() },
+                Action::Press {
+                    key: "Enter".to_owned(),
+                    index: Some(i),
+                    dialog: Default::default(),
+                },
             ])
         }
         "scroll" => {
@@ -192,7 +201,12 @@ mod tests {
     fn reads_each_action() {
         assert_eq!(
             one("Thought: press it\nAction: Click [12]\nMemory_Updated: {}"),
-            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![], dialog: Default::default() }]
+            vec![Action::Click {
+                index: 12,
+                button: Default::default(),
+                modifiers: vec![],
+                dialog: Default::default()
+            }]
         );
         assert_eq!(
             one("Action: Type [2]; [5$ [or less]]"),
@@ -212,7 +226,12 @@ mod tests {
         // The number as the page writes it, without brackets.
         assert_eq!(
             one("Thought: press it\nAction: Click 12\nMemory_Updated: {}"),
-            vec![Action::Click { index: 12, button: Default::default(), modifiers: vec![], dialog: Default::default() }]
+            vec![Action::Click {
+                index: 12,
+                button: Default::default(),
+                modifiers: vec![],
+                dialog: Default::default()
+            }]
         );
         assert_eq!(one("Type 2; [Ada]")[0], Action::Fill { index: 2, text: "Ada".into() });
         assert_eq!(one("Action: Wait"), vec![Action::Wait { ms: 5000 }]);
