@@ -96,7 +96,8 @@ props! {
 /// A property's getter and setter, taken from the prototype that defines
 /// it (or an ancestor of it).
 struct Accessor {
-    get: Getter,
+    /// `None` where this browser has no such property.
+    get: Option<Getter>,
     set: Option<Getter>,
 }
 
@@ -122,13 +123,15 @@ fn accessor(class: &str, name: &str) -> Accessor {
                     .map(JsCast::unchecked_into)
             };
             if let Some(get) = part("get") {
-                return Accessor { get, set: part("set") };
+                return Accessor { get: Some(get), set: part("set") };
             }
         }
         proto = Object::get_prototype_of(&proto).into();
     }
     // Not in this browser: reads answer `undefined` (treated as absent).
-    Accessor { get: Function::new_no_args("return undefined").unchecked_into(), set: None }
+    // (Not a stand-in function: `new Function` is eval, which the content
+    // script's CSP refuses.)
+    Accessor { get: None, set: None }
 }
 
 #[wasm_bindgen]
@@ -145,7 +148,10 @@ extern "C" {
 /// The property `prop` of `this`, read through its prototype's getter;
 /// `undefined` when `this` is not of its interface (the getter throws).
 fn read(this: &JsValue, prop: Prop) -> JsValue {
-    ACCESSORS.with(|a| a[prop as usize].get.call0(this).unwrap_or(JsValue::UNDEFINED))
+    ACCESSORS.with(|a| match &a[prop as usize].get {
+        Some(get) => get.call0(this).unwrap_or(JsValue::UNDEFINED),
+        None => JsValue::UNDEFINED,
+    })
 }
 
 /// Sets `prop` through its prototype's setter (ignored when refused).
