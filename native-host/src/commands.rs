@@ -10,8 +10,9 @@ use errand_protocol::{Observation, Outcome, TaskEvent};
 use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::agent::BrowserError;
 use crate::config::{ConfigError, Overrides, Settings};
-use crate::host::{Host, HostError, RequestError};
+use crate::host::{Host, HostError};
 use crate::session::{BrowserSession, SessionError};
 use crate::store::{Store, StoreError};
 use crate::term;
@@ -28,7 +29,7 @@ pub enum CommandError {
     #[error(transparent)]
     Host(#[from] HostError),
     #[error("{0}")]
-    Request(#[from] RequestError),
+    Request(#[from] BrowserError),
     #[error("cannot set up the connection: {0}")]
     Io(#[from] std::io::Error),
     #[error("the screenshot is not a base64 data URL")]
@@ -124,7 +125,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
                             let (id, approve) = (task_id.clone(), args.approve);
                             tokio::spawn(async move {
                                 let decision = if approve {
-                                    crate::host::Decision::Approved
+                                    crate::agent::Decision::Approved
                                 } else {
                                     ask_approval().await
                                 };
@@ -162,8 +163,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
 /// Asks on the terminal whether to approve an action (the event's lines
 /// were printed); with no terminal nobody can be asked, which is no
 /// rejection but not done either.
-async fn ask_approval() -> crate::host::Decision {
-    use crate::host::Decision;
+async fn ask_approval() -> crate::agent::Decision {
+    use crate::agent::Decision;
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
         eprintln!(

@@ -8,17 +8,20 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use errand_protocol::{
-    Action, Body, Effect, Envelope, ErrorCode, Observation, Outcome, PageCommand, TaskEvent,
+    Action, Body, Effect, Envelope, ErrorCode, FilePayload, Observation, Outcome, PageCommand,
+    TabSummary, TaskEvent,
 };
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::{self, TaskSpec};
+use crate::agent::{
+    self, Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Setup, Stopper,
+    TabInfo, TaskSpec,
+};
 use crate::config::Settings;
 use crate::llm::{self, Provider};
 use crate::store::{Store, StoreError};
@@ -29,9 +32,6 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The host's version, as `welcome` and `status` report it.
 pub const HOST_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The error recorded when the connection ends under a running task.
-pub const DISCONNECTED: &str = "the browser disconnected";
 
 const OUTBOX: usize = 256;
 const EVENTS: usize = 256;
@@ -85,58 +85,6 @@ impl HostError {
     }
 }
 
-/// Why a request to the extension failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RequestError {
-    #[error("{DISCONNECTED}")]
-    Disconnected,
-    #[error("{what} did not answer within {secs} s{hint}")]
-    Timeout { what: String, secs: u64, hint: &'static str },
-    /// The extension answered with an `error`.
-    #[error("{message}")]
-    Refused { code: ErrorCode, message: String },
-    #[error("the browser answered `{request}` with `{got}`")]
-    Unexpected { request: String, got: String },
-}
-
-/// A tab, loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TabInfo {
-    pub tab_id: i64,
-    pub url: String,
-    pub title: String,
-}
-
-/// Stops a task, remembering why.
-#[derive(Debug, Clone, Default)]
-pub struct Stopper {
-    token: CancellationToken,
-    reason: Arc<OnceLock<Outcome>>,
-}
-
-impl Stopper {
-    /// Stops the task; it will end with `outcome` (the first reason wins).
-    pub fn stop(&self, outcome: Outcome) {
-        let _ = self.reason.set(outcome);
-        self.token.cancel();
-    }
-
-    /// The token that fires on stop.
-    pub fn token(&self) -> &CancellationToken {
-        &self.token
-    }
-
-    /// Whether the task was stopped.
-    pub fn is_stopped(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
-    /// How a stopped task ends: `stopped`, unless another reason was given.
-    pub fn outcome(&self) -> Outcome {
-        self.reason.get().cloned().unwrap_or(Outcome::Stopped {})
-    }
-}
-
 struct Running {
     task_id: String,
     stop: Stopper,
@@ -149,16 +97,16 @@ struct Running {
 struct Prepared {
     spec: TaskSpec,
     stop: Stopper,
-    pause: tokio::sync::watch::Receiver<Option<bool>>,
+    pause: Pause,
 }
 
 /// Builds the model provider from the settings (rebuilt when they change).
 type ProviderFactory = fn(&Settings) -> Arc<dyn Provider>;
 
 struct Inner {
-    settings: RwLock<Arc<Settings>>,
+    /// The settings and the model they name; running tasks watch it.
+    setup: watch::Sender<Setup>,
     store: Store,
-    provider: RwLock<Arc<dyn Provider>>,
     /// `None` for a host given a fixed provider (tests).
     factory: Option<ProviderFactory>,
     out_tx: mpsc::Sender<Outgoing>,
@@ -181,39 +129,6 @@ struct Inner {
 /// Tabs whose last observation is held; past that all are dropped (their
 /// next observations come whole).
 const HELD_TABS: usize = 8;
-
-/// What the page must check before an action carrying secrets (see
-/// [`PageCommand::Act`]): the origin of the field's document, that the
-/// field is a secret field, and the values (kept by the content script to
-/// blank fields showing them in screenshots).
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Guard {
-    pub only_on: Option<String>,
-    pub secret_field: bool,
-    pub secrets: Vec<String>,
-}
-
-impl std::fmt::Debug for Guard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard")
-            .field("only_on", &self.only_on)
-            .field("secret_field", &self.secret_field)
-            .field("secrets", &self.secrets.len())
-            .finish()
-    }
-}
-
-/// What became of an action waiting for approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// The user approved it.
-    Approved,
-    /// The user rejected it.
-    Rejected,
-    /// Nobody could be asked (`errand run` without a terminal and without
-    /// `--approve`): not done, and not the user's choice.
-    Unasked,
-}
 
 /// The host core. Cheap to clone; every clone is the same host.
 #[derive(Clone)]
@@ -255,9 +170,8 @@ impl Host {
         let (events, _) = broadcast::channel(EVENTS);
         Host {
             inner: Arc::new(Inner {
-                settings: RwLock::new(Arc::new(settings)),
+                setup: watch::Sender::new(Setup { settings: Arc::new(settings), model: provider }),
                 store,
-                provider: RwLock::new(provider),
                 factory,
                 out_tx,
                 out_rx: Mutex::new(Some(out_rx)),
@@ -282,19 +196,17 @@ impl Host {
 
     /// The settings as they are now (the side panel can change them).
     pub fn settings(&self) -> Arc<Settings> {
-        self.inner.settings.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.inner.setup.borrow().settings.clone()
     }
 
     /// Uses `settings` from now on: the next model call goes to the model
     /// they name.
     pub fn replace_settings(&self, settings: Settings) {
-        if let Some(build) = self.inner.factory {
-            let provider = build(&settings);
-            *self.inner.provider.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                provider;
-        }
-        *self.inner.settings.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Arc::new(settings);
+        let model = match self.inner.factory {
+            Some(build) => build(&settings),
+            None => self.provider(),
+        };
+        self.inner.setup.send_replace(Setup { settings: Arc::new(settings), model });
     }
 
     pub fn store(&self) -> &Store {
@@ -302,7 +214,7 @@ impl Host {
     }
 
     pub(crate) fn provider(&self) -> Arc<dyn Provider> {
-        self.inner.provider.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.inner.setup.borrow().model.clone()
     }
 
     /// Task events, as they happen.
@@ -396,8 +308,13 @@ impl Host {
 
     fn launch(&self, prepared: Prepared) {
         let id = prepared.spec.id.clone();
-        let handle =
-            tokio::spawn(agent::run(self.clone(), prepared.spec, prepared.stop, prepared.pause));
+        let cx = agent::Context {
+            browser: self.clone(),
+            operator: self.clone(),
+            setup: self.inner.setup.subscribe(),
+            store: self.inner.store.clone(),
+        };
+        let handle = tokio::spawn(agent::run(cx, prepared.spec, prepared.stop, prepared.pause));
         let mut running = lock(&self.inner.running);
         match running.as_mut() {
             Some(r) if r.task_id == id => r.handle = Some(handle),
@@ -539,8 +456,8 @@ impl Host {
     // ---- Requests to the extension ----
 
     /// Sends a request to the extension and waits for its reply. An `error`
-    /// reply becomes [`RequestError::Refused`].
-    pub async fn request(&self, body: Body) -> Result<Body, RequestError> {
+    /// reply becomes [`BrowserError::Refused`].
+    pub async fn request(&self, body: Body) -> Result<Body, BrowserError> {
         let kind = kind_of(&body);
         let (what, hint) = match &body {
             Body::Page { tab_id, command } => {
@@ -562,33 +479,33 @@ impl Host {
         lock(&self.inner.pending).insert(id, tx);
         let _guard = PendingGuard { host: self, id };
         if self.inner.disconnected.load(Ordering::SeqCst) {
-            return Err(RequestError::Disconnected);
+            return Err(BrowserError::Disconnected);
         }
         let env = Box::new(Envelope::new(id, body));
         if self.inner.out_tx.send(Outgoing::Message(env)).await.is_err() {
-            return Err(RequestError::Disconnected);
+            return Err(BrowserError::Disconnected);
         }
         let timeout = Duration::from_millis(self.inner.request_timeout_ms.load(Ordering::Relaxed));
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Body::Error { code, message })) => Err(RequestError::Refused { code, message }),
+            Ok(Ok(Body::Error { code, message })) => Err(BrowserError::Refused { code, message }),
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(RequestError::Disconnected),
-            Err(_) => Err(RequestError::Timeout { what, secs: timeout.as_secs(), hint }),
+            Ok(Err(_)) => Err(BrowserError::Disconnected),
+            Err(_) => Err(BrowserError::Timeout { what, secs: timeout.as_secs(), hint }),
         }
     }
 
     /// `open_tab {url}` → the loaded tab.
-    pub async fn open_tab(&self, url: &str) -> Result<TabInfo, RequestError> {
+    pub async fn open_tab(&self, url: &str) -> Result<TabInfo, BrowserError> {
         tab_info("open_tab", self.request(Body::OpenTab { url: url.to_owned() }).await?)
     }
 
     /// `active_tab {}` → the focused window's active tab.
-    pub async fn active_tab(&self) -> Result<TabInfo, RequestError> {
+    pub async fn active_tab(&self) -> Result<TabInfo, BrowserError> {
         tab_info("active_tab", self.request(Body::ActiveTab {}).await?)
     }
 
     /// `navigate {tab_id, url}` → the loaded tab.
-    pub async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, RequestError> {
+    pub async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, BrowserError> {
         let body = Body::Navigate { tab_id, url: url.to_owned() };
         tab_info("navigate", self.request(body).await?)
     }
@@ -596,7 +513,7 @@ impl Host {
     /// `page {observe}` → the numbered element list. The page may answer
     /// with only what changed since the observation held for the tab; it is
     /// made whole here (or, when it does not fit, asked for again whole).
-    pub async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, RequestError> {
+    pub async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, BrowserError> {
         let since = lock(&self.inner.held).get(&tab_id).map(|o| o.seq).filter(|s| *s != 0);
         let mut obs = self.observe_since(tab_id, marks, since).await?;
         if obs.diff.is_some() {
@@ -606,7 +523,7 @@ impl Host {
                 Err(e) => {
                     tracing::warn!(tab_id, "{e}: observing the page whole");
                     let whole = self.observe_since(tab_id, marks, None).await?;
-                    whole.resolve(None).map_err(|_| RequestError::Unexpected {
+                    whole.resolve(None).map_err(|_| BrowserError::Unexpected {
                         request: "page observe".to_owned(),
                         got: "a diff against nothing".to_owned(),
                     })?
@@ -626,7 +543,7 @@ impl Host {
         tab_id: i64,
         marks: bool,
         since: Option<u64>,
-    ) -> Result<Observation, RequestError> {
+    ) -> Result<Observation, BrowserError> {
         let body =
             Body::Page { tab_id, command: PageCommand::Observe { marks, full: false, since } };
         match self.request(body).await? {
@@ -636,7 +553,7 @@ impl Host {
     }
 
     /// `page {act}` → what the action did.
-    pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, RequestError> {
+    pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, BrowserError> {
         self.act_guarded(tab_id, action, Guard::default()).await
     }
 
@@ -647,7 +564,7 @@ impl Host {
         tab_id: i64,
         action: Action,
         guard: Guard,
-    ) -> Result<Effect, RequestError> {
+    ) -> Result<Effect, BrowserError> {
         let Guard { only_on, secret_field, secrets } = guard;
         let command = PageCommand::Act { action, only_on, secret_field, secrets };
         let body = Body::Page { tab_id, command };
@@ -658,7 +575,7 @@ impl Host {
     }
 
     /// `capture {tab_id}` → a JPEG data URL of the visible part.
-    pub async fn capture(&self, tab_id: i64) -> Result<String, RequestError> {
+    pub async fn capture(&self, tab_id: i64) -> Result<String, BrowserError> {
         match self.request(Body::Capture { tab_id }).await? {
             Body::Captured { data_url } => Ok(data_url),
             other => Err(unexpected("capture", &other)),
@@ -865,14 +782,95 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-pub(crate) fn unexpected(request: &str, got: &Body) -> RequestError {
-    RequestError::Unexpected { request: request.to_owned(), got: kind_of(got) }
+pub(crate) fn unexpected(request: &str, got: &Body) -> BrowserError {
+    BrowserError::Unexpected { request: request.to_owned(), got: kind_of(got) }
 }
 
-pub(crate) fn tab_info(request: &str, body: Body) -> Result<TabInfo, RequestError> {
+pub(crate) fn tab_info(request: &str, body: Body) -> Result<TabInfo, BrowserError> {
     match body {
         Body::TabReady { tab_id, url, title } => Ok(TabInfo { tab_id, url, title }),
         other => Err(unexpected(request, &other)),
+    }
+}
+
+/// The host is the agent's browser: each call a request to the extension.
+impl Browser for Host {
+    async fn observe(&self, tab_id: i64, marks: bool) -> Result<Observation, BrowserError> {
+        Host::observe(self, tab_id, marks).await
+    }
+
+    async fn act(&self, tab_id: i64, action: Action, guard: Guard) -> Result<Effect, BrowserError> {
+        self.act_guarded(tab_id, action, guard).await
+    }
+
+    async fn set_files(
+        &self,
+        tab_id: i64,
+        index: u32,
+        files: Vec<FilePayload>,
+    ) -> Result<Effect, BrowserError> {
+        let body = Body::Page { tab_id, command: PageCommand::SetFiles { index, files } };
+        match self.request(body).await? {
+            Body::ActionDone { effect } => Ok(effect),
+            other => Err(unexpected("page set_files", &other)),
+        }
+    }
+
+    async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, BrowserError> {
+        Host::navigate(self, tab_id, url).await
+    }
+
+    async fn open_tab(&self, url: &str) -> Result<TabInfo, BrowserError> {
+        Host::open_tab(self, url).await
+    }
+
+    async fn active_tab(&self) -> Result<TabInfo, BrowserError> {
+        Host::active_tab(self).await
+    }
+
+    async fn activate_tab(&self, tab_id: i64) -> Result<TabInfo, BrowserError> {
+        tab_info("activate_tab", self.request(Body::ActivateTab { tab_id }).await?)
+    }
+
+    async fn close_tab(&self, tab_id: i64) -> Result<(), BrowserError> {
+        self.request(Body::CloseTab { tab_id }).await.map(drop)
+    }
+
+    async fn list_tabs(&self) -> Result<Vec<TabSummary>, BrowserError> {
+        match self.request(Body::ListTabs {}).await? {
+            Body::Tabs { tabs } => Ok(tabs),
+            other => Err(unexpected("list_tabs", &other)),
+        }
+    }
+
+    async fn capture(&self, tab_id: i64) -> Result<String, BrowserError> {
+        Host::capture(self, tab_id).await
+    }
+
+    async fn cleanup(&self, tab_id: i64) -> Result<(), BrowserError> {
+        let body = Body::Page { tab_id, command: PageCommand::Cleanup {} };
+        self.request(body).await.map(drop)
+    }
+}
+
+/// The host is the agent's operator: events go to the extension and the
+/// local subscribers, answers and approvals come from the side panel or
+/// the terminal.
+impl Operator for Host {
+    async fn emit(&self, task_id: &str, event: TaskEvent, labels: Vec<String>) {
+        Host::emit(self, task_id, event, labels).await
+    }
+
+    fn await_answer(&self, task_id: &str) -> oneshot::Receiver<String> {
+        Host::await_answer(self, task_id)
+    }
+
+    fn await_approval(&self, task_id: &str) -> oneshot::Receiver<Decision> {
+        Host::await_approval(self, task_id)
+    }
+
+    fn ended(&self, task_id: &str) {
+        self.task_ended(task_id)
     }
 }
 

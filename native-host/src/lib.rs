@@ -6,7 +6,6 @@
 pub mod agent;
 pub mod approval;
 pub mod browser;
-pub mod browser_actions;
 pub mod budget;
 pub mod cli;
 pub mod commands;

@@ -4,22 +4,33 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use errand_protocol::{
-    Action, ActionRecord, Body, Build, ErrorCode, Observation, Outcome, PageCommand, StepReport,
-    TaskEvent,
+    Action, ActionRecord, Build, ErrorCode, Observation, Outcome, StepReport, TaskEvent,
 };
+use tokio::sync::watch;
 
 use crate::approval;
 use crate::budget::{Budget, Prices};
+use crate::config::Settings;
 use crate::dialect::Dialect;
-use crate::host::{Host, RequestError, Stopper};
-use crate::llm::{ChatMessage, Completion, Expect, LlmError};
+use crate::llm::{ChatMessage, Completion, Expect, LlmError, Provider};
 use crate::loop_detect::{self, LoopDetector, Verdict};
 use crate::parse::AgentAnswer;
 use crate::prompt::{self, PastStep};
 use crate::scrub::Scrubber;
 use crate::sites::SitePolicy;
-use crate::store::{ModelCallRow, StepRow};
+use crate::store::{ModelCallRow, StepRow, Store};
+
+pub mod ports;
+pub mod tabs;
+#[cfg(test)]
+mod tests;
+
+pub use ports::{
+    Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Setup, Stopper, TabInfo,
+};
 
 /// The most actions run in one step; later ones are ignored. Ten: a whole
 /// form filled from one answer.
@@ -45,11 +56,25 @@ pub struct TaskSpec {
     pub allow_sites: Vec<String>,
 }
 
-/// Runs a task to its end: records the outcome, tells the host, and sends
-/// the `finished` event. Ends at once when `stop` fires.
-pub async fn run(host: Host, spec: TaskSpec, stop: Stopper, pause: Pause) {
+/// What a task runs with, given by whoever starts it: the ports, the
+/// settings and model (a change reaches the next step), the store.
+pub struct Context<B, O> {
+    pub browser: B,
+    pub operator: O,
+    pub setup: watch::Receiver<Setup>,
+    pub store: Store,
+}
+
+/// Runs a task to its end: records the outcome, tells the operator, and
+/// sends the `finished` event. Ends at once when `stop` fires.
+pub async fn run<B: Browser, O: Operator>(
+    cx: Context<B, O>,
+    spec: TaskSpec,
+    stop: Stopper,
+    pause: Pause,
+) {
     let agent = Agent {
-        host: &host,
+        cx: &cx,
         spec: &spec,
         stop: &stop,
         pause,
@@ -63,7 +88,7 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper, pause: Pause) {
     };
     let outcome = agent.scrubber().serde(outcome);
     tracing::info!(task_id = %spec.id, status = outcome.status(), "task ended");
-    if let Err(e) = host.store().finish_task(&spec.id, &outcome) {
+    if let Err(e) = cx.store.finish_task(&spec.id, &outcome) {
         tracing::error!(task_id = %spec.id, "cannot record the task's end: {e}");
     }
     // Undo what the content script added to the page (marks, dropdowns,
@@ -71,30 +96,27 @@ pub async fn run(host: Host, spec: TaskSpec, stop: Stopper, pause: Pause) {
     // the end of the task.
     let tab_id = agent.tab.load(Ordering::SeqCst);
     if tab_id != 0 {
-        let cleanup = host.request(Body::Page { tab_id, command: PageCommand::Cleanup {} });
+        let cleanup = cx.browser.cleanup(tab_id);
         match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
-            Ok(Ok(_)) => {}
+            Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(task_id = %spec.id, "page cleanup failed: {e}"),
             Err(_) => tracing::debug!(task_id = %spec.id, "page cleanup timed out"),
         }
     }
-    host.task_ended(&spec.id);
+    cx.operator.ended(&spec.id);
     agent.emit(TaskEvent::Finished { outcome }, Vec::new()).await;
 }
 
 /// How long the end of a task waits for the page to be cleaned up.
 const CLEANUP_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// The task's pause switch: `Some(take_over)` while paused.
-pub type Pause = tokio::sync::watch::Receiver<Option<bool>>;
-
 /// Told to the model after the user took over the page.
 const TOOK_OVER: &str = "The user took over: they paused you and acted in the page \
 themselves, so it may have changed, and the rest of your last answer was not run. The page below \
 is as it is now: check what they did before you go on.";
 
-struct Agent<'a> {
-    host: &'a Host,
+struct Agent<'a, B, O> {
+    cx: &'a Context<B, O>,
     spec: &'a TaskSpec,
     stop: &'a Stopper,
     pause: Pause,
@@ -129,6 +151,9 @@ struct Progress {
     /// What the model is told about the user's profile.
     profile: String,
     budget: Budget,
+    /// The price table, and the model whose price the budget charges.
+    prices: Prices,
+    priced: String,
     loops: LoopDetector,
     /// Said to the model in the next prompt.
     warning: Option<String>,
@@ -153,11 +178,25 @@ struct Asked {
     cost_usd: Option<f64>,
 }
 
-impl Agent<'_> {
+impl<B: Browser, O: Operator> Agent<'_, B, O> {
+    /// The settings in effect now.
+    fn settings(&self) -> Arc<Settings> {
+        self.cx.setup.borrow().settings.clone()
+    }
+
+    /// The model the settings name now.
+    fn model(&self) -> Arc<dyn Provider> {
+        self.cx.setup.borrow().model.clone()
+    }
+
+    fn store(&self) -> &Store {
+        &self.cx.store
+    }
+
     /// The configured dialect, else the model's own.
     fn dialect(&self) -> Dialect {
-        let settings = self.host.settings();
-        settings.dialect.unwrap_or_else(|| Dialect::for_model(self.host.provider().model()))
+        let settings = self.settings();
+        settings.dialect.unwrap_or_else(|| Dialect::for_model(self.model().model()))
     }
 
     /// The task as the model reads it: with the earlier task, for a follow-up.
@@ -186,7 +225,7 @@ impl Agent<'_> {
     /// before, told to the model.
     fn recall(&self, url: &str) {
         let site = crate::store::site_of(url);
-        let store = self.host.store();
+        let store = self.store();
         let hits = match store.recall(&self.spec.task, Some(&site), RECALLED) {
             Ok(h) => h,
             Err(e) => {
@@ -219,7 +258,7 @@ impl Agent<'_> {
 
     /// Why the planner should run before this step, if it should.
     fn plan_due(&self, step: u32, failures: u32) -> Option<&'static str> {
-        if !self.host.settings().planner {
+        if !self.settings().planner {
             return None;
         }
         let warned = self.progress().warning.is_some();
@@ -264,7 +303,7 @@ impl Agent<'_> {
         obs: &Observation,
         history: &[PastStep],
     ) -> Option<String> {
-        if !self.host.settings().validate {
+        if !self.settings().validate {
             return None;
         }
         let text = crate::planner::validate_prompt(&self.spec.task, answer, history, obs);
@@ -294,7 +333,7 @@ impl Agent<'_> {
         let mut messages = [ChatMessage::user(text)];
         self.scrubber().messages(&mut messages);
         let started = Instant::now();
-        let result = self.host.provider().complete(&messages, self.stop.token()).await;
+        let result = self.model().complete(&messages, self.stop.token()).await;
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match result {
             Ok(c) => {
@@ -341,7 +380,7 @@ impl Agent<'_> {
 
     /// The user's site lists, as the settings say now.
     fn sites(&self) -> SitePolicy {
-        SitePolicy::new(&self.host.settings().sites).only(&self.spec.allow_sites)
+        SitePolicy::new(&self.settings().sites).only(&self.spec.allow_sites)
     }
 
     /// The tab ended up on a page the site lists refuse (a link, a form, a
@@ -356,7 +395,7 @@ impl Agent<'_> {
     ) -> StepEnd {
         let refused = self.sites().check(&obs.url).err().map(|r| r.to_string()).unwrap_or_default();
         tracing::warn!(task_id = %self.spec.id, step, url = %obs.url, "on a refused page: {refused}");
-        let back = match self.host.act(tab_id, Action::GoBack {}).await {
+        let back = match self.cx.browser.act(tab_id, Action::GoBack {}, Guard::default()).await {
             Ok(effect) if effect.url_changed => format!("Errand went back to {}", effect.url),
             Ok(_) | Err(_) => "Errand could not go back".to_owned(),
         };
@@ -380,7 +419,7 @@ impl Agent<'_> {
     async fn approval(&self, action: &Action, obs: &Observation) -> Option<String> {
         let needed = approval::check(action, obs, &self.sites())?;
         tracing::info!(task_id = %self.spec.id, action = action.name(), reason = %needed.reason, "waiting for approval");
-        let decision = self.host.await_approval(&self.spec.id);
+        let decision = self.cx.operator.await_approval(&self.spec.id);
         let event = TaskEvent::Approval {
             step: self.step_now(),
             action: action.clone(),
@@ -392,9 +431,9 @@ impl Agent<'_> {
         tokio::select! {
             _ = self.stop.token().cancelled() => Some("stopped".to_owned()),
             decision = decision => match decision {
-                Ok(crate::host::Decision::Approved) => None,
-                Ok(crate::host::Decision::Rejected) => Some(prompt::REJECTED_BY_USER.to_owned()),
-                Ok(crate::host::Decision::Unasked) => Some(prompt::NOBODY_TO_ASK.to_owned()),
+                Ok(Decision::Approved) => None,
+                Ok(Decision::Rejected) => Some(prompt::REJECTED_BY_USER.to_owned()),
+                Ok(Decision::Unasked) => Some(prompt::NOBODY_TO_ASK.to_owned()),
                 Err(_) => Some("no approval came".to_owned()),
             },
         }
@@ -418,29 +457,48 @@ impl Agent<'_> {
         self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The settings named another model since the last step: from now on
+    /// its calls are charged at its price (what was spent stays).
+    fn follow_model(&self) {
+        let model = self.model();
+        let mut p = self.progress();
+        if p.priced != model.model() {
+            let price = p.prices.price(model.model());
+            tracing::info!(task_id = %self.spec.id, from = %p.priced, to = model.model(), "the model changed; the budget follows its price");
+            p.budget.price = price;
+            p.priced = model.model().to_owned();
+        }
+    }
+
     async fn drive(&self) -> Outcome {
-        let settings = self.host.settings();
+        let settings = self.settings();
         let prices = match Prices::load(&settings.config_dir) {
             Ok(p) => p,
             Err(e) => {
                 return Outcome::Failed { error: e.to_string() };
             }
         };
-        let price = prices.price(self.host.provider().model());
+        let model = self.model();
+        let price = prices.price(model.model());
         if settings.max_cost_usd.is_some() && price.is_none() {
             tracing::warn!(
-                model = self.host.provider().model(),
+                model = model.model(),
                 "max_cost_usd is set but the model has no price in prices.toml: only the token limit applies"
             );
         }
-        self.progress().budget = Budget::new(settings.max_tokens, settings.max_cost_usd, price);
+        {
+            let mut p = self.progress();
+            p.budget = Budget::new(settings.max_tokens, settings.max_cost_usd, price);
+            p.priced = model.model().to_owned();
+            p.prices = prices;
+        }
         let secrets = match crate::secrets::Secrets::load(&settings.data_dir) {
             Ok(s) => s,
             Err(e) => {
                 return Outcome::Failed { error: e.to_string() };
             }
         };
-        let facts = self.host.store().facts().unwrap_or_else(|e| {
+        let facts = self.store().facts().unwrap_or_else(|e| {
             tracing::error!("cannot read the profile: {e}");
             Vec::new()
         });
@@ -470,7 +528,7 @@ impl Agent<'_> {
         self.enter(&url, &[]);
         let url = self.scrubber().text(&url);
         let first_obs = first_obs.map(|o| self.seen(o));
-        if let Err(e) = self.host.store().set_tab(&self.spec.id, tab_id, &url) {
+        if let Err(e) = self.store().set_tab(&self.spec.id, tab_id, &url) {
             tracing::error!("cannot record the tab: {e}");
         }
         self.recall(&url);
@@ -482,6 +540,7 @@ impl Agent<'_> {
         let mut failures = 0;
         self.tab.store(tab_id, Ordering::SeqCst);
         for step in 1..=self.spec.max_steps {
+            self.follow_model();
             if let Some(why) = self.progress().budget.exceeded() {
                 return Outcome::Failed { error: why };
             }
@@ -493,8 +552,9 @@ impl Agent<'_> {
             let obs = match first_obs.take() {
                 Some(obs) => Ok(obs),
                 None => self
-                    .host
-                    .observe(tab_id, marks_wanted(&self.host.settings()))
+                    .cx
+                    .browser
+                    .observe(tab_id, marks_wanted(&self.settings()))
                     .await
                     .map(|obs| self.seen(obs)),
             };
@@ -510,7 +570,7 @@ impl Agent<'_> {
                 }
                 // The tab is gone (closed by the user) or became a page no
                 // extension may touch: nothing more can be done there.
-                Err(RequestError::Refused { code: ErrorCode::TabUnavailable, message }) => {
+                Err(BrowserError::Refused { code: ErrorCode::TabUnavailable, message }) => {
                     let error = format!("the task's tab is gone or unusable: {message}");
                     self.record_failed_step(step, None, &error, &mut history).await;
                     StepEnd::Finish(Outcome::Failed { error })
@@ -544,23 +604,23 @@ impl Agent<'_> {
 
     /// Finds the task's tab. Returns its id, URL, and an observation when
     /// one was needed to learn the URL.
-    async fn open(&self) -> Result<(i64, String, Option<Observation>), RequestError> {
-        let host = self.host;
+    async fn open(&self) -> Result<(i64, String, Option<Observation>), BrowserError> {
+        let browser = &self.cx.browser;
         match (&self.spec.url, self.spec.tab_id) {
             (Some(url), Some(tab_id)) => {
-                let tab = host.navigate(tab_id, url).await?;
+                let tab = browser.navigate(tab_id, url).await?;
                 Ok((tab.tab_id, tab.url, None))
             }
             (Some(url), None) => {
-                let tab = host.open_tab(url).await?;
+                let tab = browser.open_tab(url).await?;
                 Ok((tab.tab_id, tab.url, None))
             }
             (None, Some(tab_id)) => {
-                let obs = host.observe(tab_id, marks_wanted(&host.settings())).await?;
+                let obs = browser.observe(tab_id, marks_wanted(&self.settings())).await?;
                 Ok((tab_id, obs.url.clone(), Some(obs)))
             }
             (None, None) => {
-                let tab = host.active_tab().await?;
+                let tab = browser.active_tab().await?;
                 Ok((tab.tab_id, tab.url, None))
             }
         }
@@ -591,8 +651,8 @@ impl Agent<'_> {
         // Vision: the marked screenshot of what the model reads (the
         // observation drew the marks), with password fields blanked by the
         // content script.
-        let screenshot = if self.host.settings().vision {
-            match self.host.capture(tab_id).await {
+        let screenshot = if self.settings().vision {
+            match self.cx.browser.capture(tab_id).await {
                 Ok(shot) => Some(shot),
                 Err(e) => {
                     tracing::warn!(task_id = %self.spec.id, step, "no screenshot: {e}");
@@ -737,8 +797,7 @@ impl Agent<'_> {
         for attempt in 0..2 {
             let call_started = Instant::now();
             self.scrubber().messages(&mut messages);
-            let result =
-                self.host.provider().complete_as(&messages, expect, self.stop.token()).await;
+            let result = self.model().complete_as(&messages, expect, self.stop.token()).await;
             let ms = u64::try_from(call_started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let completion = match result {
                 Ok(c) => c,
@@ -781,8 +840,8 @@ impl Agent<'_> {
         let mut row = ModelCallRow {
             task_id: self.spec.id.clone(),
             step,
-            provider: self.host.settings().provider.name().to_owned(),
-            model: self.host.provider().model().to_owned(),
+            provider: self.settings().provider.name().to_owned(),
+            model: self.model().model().to_owned(),
             ms,
             tokens_in: usage.map(|u| u.prompt_tokens),
             tokens_out: usage.map(|u| u.completion_tokens),
@@ -790,7 +849,7 @@ impl Agent<'_> {
             error,
         };
         self.scrubber().call_row(&mut row);
-        if let Err(e) = self.host.store().record_model_call(&row) {
+        if let Err(e) = self.store().record_model_call(&row) {
             tracing::error!(task_id = %self.spec.id, step, "cannot record the model call: {e}");
             self.progress().unsaved.get_or_insert_with(|| unsaved(step, &e));
         }
@@ -885,7 +944,7 @@ impl Agent<'_> {
                 let refused = self.sites().check(url).err().map(|r| r.to_string());
                 (false, format!("not opened: {}", refused.unwrap_or_default()), true)
             }
-            Action::Goto { url } => match self.host.navigate(tab_id, url).await {
+            Action::Goto { url } => match self.cx.browser.navigate(tab_id, url).await {
                 Ok(tab) => (true, format!("opened {}", tab.url), true),
                 Err(e) => (false, format!("could not open {url}: {e}"), true),
             },
@@ -894,7 +953,7 @@ impl Agent<'_> {
                 (true, "reported the task infeasible".to_owned(), true)
             }
             Action::NewTab { .. } | Action::SwitchTab { .. } | Action::CloseTab { .. } => {
-                match crate::browser_actions::run(self.host, tab_id, action).await {
+                match tabs::run(&self.cx.browser, tab_id, action).await {
                     Some(o) => {
                         self.tab.store(o.tab_id, Ordering::SeqCst);
                         (o.ok, o.detail, true)
@@ -913,7 +972,7 @@ impl Agent<'_> {
                     let detail = format!("{}{value} (fact `{name}`)", prompt::PROFILE_ANSWERED);
                     return (true, detail, true);
                 }
-                let waiting = self.host.await_answer(&self.spec.id);
+                let waiting = self.cx.operator.await_answer(&self.spec.id);
                 let event =
                     TaskEvent::Question { step: self.step_now(), question: question.clone() };
                 self.emit(event, Vec::new()).await;
@@ -948,7 +1007,7 @@ impl Agent<'_> {
                 // A secret goes only into a field of the origin it was
                 // checked against (the frame's, for a field in a
                 // cross-origin frame), even if the page moved on since.
-                let guard = crate::host::Guard {
+                let guard = Guard {
                     only_on: if used.is_empty() {
                         None
                     } else {
@@ -957,12 +1016,13 @@ impl Agent<'_> {
                     secret_field: used.iter().any(|f| !f.any_field),
                     secrets: used.iter().map(|f| f.value.clone()).collect(),
                 };
-                match crate::browser_actions::act(self.host, tab_id, &to_send, guard).await {
+                let uploads = tabs::uploads_dir(&self.settings().data_dir);
+                match tabs::act(&self.cx.browser, &uploads, tab_id, &to_send, guard).await {
                     // Later actions of the answer were planned on the page as
                     // it was: stop when it changed in a way the model could
                     // not see.
                     Ok(effect) => (true, effect.detail(), effect.unforeseen()),
-                    Err(RequestError::Refused { message, .. })
+                    Err(BrowserError::Refused { message, .. })
                         if message.contains(NOT_A_SECRET_FIELD) =>
                     {
                         (false, not_a_secret_field(&message, &used), true)
@@ -1022,7 +1082,7 @@ impl Agent<'_> {
         let scrubber = self.scrubber();
         let event = scrubber.serde(event);
         let labels = labels.iter().map(|l| scrubber.text(l)).collect();
-        self.host.emit(&self.spec.id, event, labels).await;
+        self.cx.operator.emit(&self.spec.id, event, labels).await;
     }
 
     fn row(&self, step: u32, obs: Option<&Observation>) -> StepRow {
@@ -1043,7 +1103,7 @@ impl Agent<'_> {
     fn save(&self, row: &StepRow) {
         let mut row = row.clone();
         self.scrubber().step_row(&mut row);
-        if let Err(e) = self.host.store().record_step(&row) {
+        if let Err(e) = self.store().record_step(&row) {
             tracing::error!(task_id = %self.spec.id, step = row.step, "cannot record the step: {e}");
             self.progress().unsaved.get_or_insert_with(|| unsaved(row.step, &e));
         }

@@ -5,9 +5,9 @@
 use std::path::{Component, Path, PathBuf};
 
 use base64::Engine;
-use errand_protocol::{Action, Body, ErrorCode, FilePayload, PageCommand, TabSummary};
+use errand_protocol::{Action, ErrorCode, FilePayload, TabSummary};
 
-use crate::host::{Host, RequestError, tab_info, unexpected};
+use super::ports::{Browser, BrowserError, Guard};
 
 /// What a browser action did.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,14 +16,6 @@ pub struct TabOutcome {
     pub detail: String,
     /// The tab the agent works in from now on.
     pub tab_id: i64,
-}
-
-/// The open tabs.
-pub async fn list_tabs(host: &Host) -> Result<Vec<TabSummary>, RequestError> {
-    match host.request(Body::ListTabs {}).await? {
-        Body::Tabs { tabs } => Ok(tabs),
-        other => Err(unexpected("list_tabs", &other)),
-    }
 }
 
 /// `tab 12 "Title" https://…` lines for the model.
@@ -39,12 +31,12 @@ fn describe(tabs: &[TabSummary], current: i64) -> String {
 
 /// Runs a tab action from tab `current`. Other actions are not browser
 /// actions: `None`.
-pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcome> {
+pub async fn run<B: Browser>(browser: &B, current: i64, action: &Action) -> Option<TabOutcome> {
     let fail = |detail: String| TabOutcome { ok: false, detail, tab_id: current };
     Some(match action {
         Action::NewTab { url } => {
             let url = url.clone().unwrap_or_else(|| "about:blank".to_owned());
-            match host.open_tab(&url).await {
+            match browser.open_tab(&url).await {
                 Ok(tab) => TabOutcome {
                     ok: true,
                     detail: format!("opened tab {} at {}; working there now", tab.tab_id, tab.url),
@@ -53,27 +45,21 @@ pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcom
                 Err(e) => fail(format!("could not open a tab at {url}: {e}")),
             }
         }
-        Action::SwitchTab { tab_id } => {
-            match host
-                .request(Body::ActivateTab { tab_id: *tab_id })
-                .await
-                .and_then(|b| tab_info("activate_tab", b))
-            {
-                Ok(tab) => TabOutcome {
-                    ok: true,
-                    detail: format!("switched to tab {} ({})", tab.tab_id, tab.url),
-                    tab_id: tab.tab_id,
-                },
-                Err(e) => {
-                    let open =
-                        list_tabs(host).await.map(|t| describe(&t, current)).unwrap_or_default();
-                    fail(format!("could not switch to tab {tab_id}: {e}; open tabs: {open}"))
-                }
+        Action::SwitchTab { tab_id } => match browser.activate_tab(*tab_id).await {
+            Ok(tab) => TabOutcome {
+                ok: true,
+                detail: format!("switched to tab {} ({})", tab.tab_id, tab.url),
+                tab_id: tab.tab_id,
+            },
+            Err(e) => {
+                let open =
+                    browser.list_tabs().await.map(|t| describe(&t, current)).unwrap_or_default();
+                fail(format!("could not switch to tab {tab_id}: {e}; open tabs: {open}"))
             }
-        }
+        },
         Action::CloseTab { tab_id } => {
             let closing = tab_id.unwrap_or(current);
-            if let Err(e) = host.request(Body::CloseTab { tab_id: closing }).await {
+            if let Err(e) = browser.close_tab(closing).await {
                 return Some(fail(format!("could not close tab {closing}: {e}")));
             }
             if closing != current {
@@ -84,7 +70,7 @@ pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcom
                 });
             }
             // The current tab closed: go on in the active tab.
-            match host.active_tab().await {
+            match browser.active_tab().await {
                 Ok(tab) => TabOutcome {
                     ok: true,
                     detail: format!(
@@ -103,14 +89,15 @@ pub async fn run(host: &Host, current: i64, action: &Action) -> Option<TabOutcom
 /// Runs a page action, and for those that may open a tab (clicks, key
 /// presses) reports a tab that appeared meanwhile in the effect. Logs how
 /// long it took, from sending the action to having its effect.
-pub async fn act(
-    host: &Host,
+pub async fn act<B: Browser>(
+    browser: &B,
+    uploads: &Path,
     tab_id: i64,
     action: &Action,
-    guard: crate::host::Guard,
-) -> Result<errand_protocol::Effect, RequestError> {
+    guard: Guard,
+) -> Result<errand_protocol::Effect, BrowserError> {
     let started = std::time::Instant::now();
-    let effect = act_inner(host, tab_id, action, guard).await;
+    let effect = act_inner(browser, uploads, tab_id, action, guard).await;
     tracing::info!(
         action = action.name(),
         ok = effect.is_ok(),
@@ -120,26 +107,27 @@ pub async fn act(
     effect
 }
 
-async fn act_inner(
-    host: &Host,
+async fn act_inner<B: Browser>(
+    browser: &B,
+    uploads: &Path,
     tab_id: i64,
     action: &Action,
-    guard: crate::host::Guard,
-) -> Result<errand_protocol::Effect, RequestError> {
+    guard: Guard,
+) -> Result<errand_protocol::Effect, BrowserError> {
     if let Action::UploadFile { index, files } = action {
-        return upload(host, tab_id, *index, files).await;
+        return upload(browser, uploads, tab_id, *index, files).await;
     }
     let may_open =
         matches!(action, Action::Click { .. } | Action::DblClick { .. } | Action::Press { .. });
-    let before = if may_open { list_tabs(host).await.ok() } else { None };
-    let mut effect = host.act_guarded(tab_id, action.clone(), guard).await?;
+    let before = if may_open { browser.list_tabs().await.ok() } else { None };
+    let mut effect = browser.act(tab_id, action.clone(), guard).await?;
     if let Some(before) = before {
         // A tab opened by the page may still be starting: look twice.
         for attempt in 0..2 {
             if attempt > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(30)).await;
             }
-            let after = list_tabs(host).await.unwrap_or_default();
+            let after = browser.list_tabs().await.unwrap_or_default();
             if let Some(new) = after.iter().find(|t| !before.iter().any(|b| b.tab_id == t.tab_id)) {
                 effect.new_tab = Some(new.tab_id);
                 effect.page_changed = true;
@@ -153,16 +141,16 @@ async fn act_inner(
 /// The folder whose files `upload_file` may put into a page: `uploads/` in
 /// Errand's data folder. The user puts there (or the side panel copies
 /// there) the files they allow; the model names them by file name only.
-pub fn uploads_dir(host: &Host) -> PathBuf {
-    host.settings().data_dir.join("uploads")
+pub fn uploads_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("uploads")
 }
 
 /// The most bytes uploaded by one action: base64 of it stays under the
 /// browser's 1 MiB host → extension message limit.
 pub const MAX_UPLOAD_BYTES: u64 = 700 * 1024;
 
-fn refused(message: String) -> RequestError {
-    RequestError::Refused { code: ErrorCode::ActionFailed, message }
+fn refused(message: String) -> BrowserError {
+    BrowserError::Refused { code: ErrorCode::ActionFailed, message }
 }
 
 /// Reads one allowed file: a plain name inside the uploads folder (no
@@ -215,20 +203,20 @@ fn read_allowed(dir: &Path, name: &str) -> Result<FilePayload, String> {
 /// `upload_file`: the host reads the named files from the uploads folder
 /// and the content script puts them into the file input. The page never
 /// chooses a path, and the model only names files the user put there.
-async fn upload(
-    host: &Host,
+async fn upload<B: Browser>(
+    browser: &B,
+    dir: &Path,
     tab_id: i64,
     index: u32,
     names: &[String],
-) -> Result<errand_protocol::Effect, RequestError> {
+) -> Result<errand_protocol::Effect, BrowserError> {
     if names.is_empty() {
         return Err(refused("upload_file needs at least one file name".to_owned()));
     }
-    let dir = uploads_dir(host);
     let mut files = Vec::new();
     let mut total = 0u64;
     for name in names {
-        let f = read_allowed(&dir, name).map_err(refused)?;
+        let f = read_allowed(dir, name).map_err(refused)?;
         total += (f.base64.len() as u64) * 3 / 4;
         if total > MAX_UPLOAD_BYTES {
             return Err(refused(format!(
@@ -238,11 +226,7 @@ async fn upload(
         }
         files.push(f);
     }
-    let body = Body::Page { tab_id, command: PageCommand::SetFiles { index, files } };
-    match host.request(body).await? {
-        Body::ActionDone { effect } => Ok(effect),
-        other => Err(unexpected("page set_files", &other)),
-    }
+    browser.set_files(tab_id, index, files).await
 }
 
 #[cfg(test)]
