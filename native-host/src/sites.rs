@@ -173,7 +173,7 @@ fn never(url: &Url) -> Option<&'static str> {
 }
 
 fn cut(url: &str) -> String {
-    crate::prompt::cut(url, 120)
+    crate::text::cut(url, 120)
 }
 
 #[cfg(test)]

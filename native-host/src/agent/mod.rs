@@ -11,19 +11,23 @@ use errand_protocol::{
 };
 use tokio::sync::watch;
 
-use crate::approval;
-use crate::budget::{Budget, Prices};
+use crate::answer::dialect::Dialect;
+use crate::answer::parse::AgentAnswer;
 use crate::config::Settings;
-use crate::dialect::Dialect;
 use crate::llm::{ChatMessage, Completion, Expect, LlmError, Provider};
-use crate::loop_detect::{self, LoopDetector, Verdict};
-use crate::parse::AgentAnswer;
-use crate::prompt::{self, PastStep};
-use crate::scrub::Scrubber;
+use crate::memory::scrub::Scrubber;
+use crate::memory::store::{ModelCallRow, StepRow, Store};
 use crate::sites::SitePolicy;
-use crate::store::{ModelCallRow, StepRow, Store};
+use budget::{Budget, Prices};
+use loop_detect::{LoopDetector, Verdict};
+use prompt::PastStep;
 
+pub mod approval;
+pub mod budget;
+pub mod loop_detect;
+pub mod planner;
 pub mod ports;
+pub mod prompt;
 pub mod tabs;
 #[cfg(test)]
 mod tests;
@@ -32,9 +36,7 @@ pub use ports::{
     Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Setup, Stopper, TabInfo,
 };
 
-/// The most actions run in one step; later ones are ignored. Ten: a whole
-/// form filled from one answer.
-pub const MAX_ACTIONS_PER_STEP: usize = 10;
+pub use crate::answer::parse::MAX_ACTIONS_PER_STEP;
 /// Steps failing in a row that end the task.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// Past tasks recalled at the start of a task.
@@ -134,13 +136,13 @@ struct Progress {
     /// The planner's latest plan, shown in each prompt.
     plan: Option<String>,
     /// The plan's loop being run, item by item.
-    looping: Option<crate::planner::LoopRun>,
+    looping: Option<crate::agent::planner::LoopRun>,
     /// The profile's facts, to answer `ask_user` from.
     facts: Vec<(String, String)>,
     /// `done` answers the validator refused so far.
     rejections: u32,
     /// The user's secrets (values never leave the host but into a field).
-    secrets: crate::secrets::Secrets,
+    secrets: crate::memory::secrets::Secrets,
     /// The secrets filled in this task so far: name → value.
     filled: std::collections::BTreeMap<String, String>,
     /// The origins of the page the agent is on and of its frames.
@@ -224,7 +226,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     /// Past successful tasks on the same site like this one: what worked
     /// before, told to the model.
     fn recall(&self, url: &str) {
-        let site = crate::store::site_of(url);
+        let site = crate::memory::store::site_of(url);
         let store = self.store();
         let hits = match store.recall(&self.spec.task, Some(&site), RECALLED) {
             Ok(h) => h,
@@ -268,7 +270,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             Some(
                 "The agent is stalling: its last steps failed or repeated themselves. Plan another way.",
             )
-        } else if (step - 1) % crate::planner::PLAN_EVERY == 0 {
+        } else if (step - 1) % crate::agent::planner::PLAN_EVERY == 0 {
             Some("A regular review of the plan.")
         } else {
             None
@@ -277,16 +279,16 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
 
     /// Asks the planner; a plan that cannot be had keeps the old one.
     async fn plan(&self, step: u32, why: &str, obs: &Observation, history: &[PastStep]) {
-        let text = crate::planner::plan_prompt(&self.spec.task, why, history, obs);
+        let text = crate::agent::planner::plan_prompt(&self.spec.task, why, history, obs);
         let Some(answer) = self.side_call(step, text).await else {
             return;
         };
-        match crate::planner::parse_plan(&answer) {
+        match crate::agent::planner::parse_plan(&answer) {
             Ok(plan) => {
                 tracing::info!(task_id = %self.spec.id, step, tasks = plan.tasks.len(), "new plan");
                 let mut p = self.progress();
-                p.plan = Some(crate::planner::plan_text(&plan));
-                p.looping = crate::planner::LoopRun::from_plan(&plan, p.looping.as_ref());
+                p.plan = Some(crate::agent::planner::plan_text(&plan));
+                p.looping = crate::agent::planner::LoopRun::from_plan(&plan, p.looping.as_ref());
                 if let Some(l) = &p.looping {
                     tracing::info!(task_id = %self.spec.id, step, items = l.items.len(), goal = %l.goal, "loop over the plan's items");
                 }
@@ -306,13 +308,13 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         if !self.settings().validate {
             return None;
         }
-        let text = crate::planner::validate_prompt(&self.spec.task, answer, history, obs);
+        let text = crate::agent::planner::validate_prompt(&self.spec.task, answer, history, obs);
         let reply = self.side_call(step, text).await?;
-        match crate::planner::parse_verdict(&reply) {
+        match crate::agent::planner::parse_verdict(&reply) {
             Ok((true, _)) => None,
             Ok((false, reason)) => {
                 let mut p = self.progress();
-                if p.rejections >= crate::planner::MAX_REJECTIONS {
+                if p.rejections >= crate::agent::planner::MAX_REJECTIONS {
                     tracing::warn!(task_id = %self.spec.id, "the check still doubts the answer ({reason}); accepted after {} refusals", p.rejections);
                     return None;
                 }
@@ -492,7 +494,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             p.priced = model.model().to_owned();
             p.prices = prices;
         }
-        let secrets = match crate::secrets::Secrets::load(&settings.data_dir) {
+        let secrets = match crate::memory::secrets::Secrets::load(&settings.data_dir) {
             Ok(s) => s,
             Err(e) => {
                 return Outcome::Failed { error: e.to_string() };
@@ -502,7 +504,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             tracing::error!("cannot read the profile: {e}");
             Vec::new()
         });
-        crate::scrub::scrub_log_too(secrets.values());
+        crate::memory::scrub::scrub_log_too(secrets.values());
         {
             let mut p = self.progress();
             p.profile = prompt::profile_section(&facts, &secrets.prompt_lines());
@@ -899,7 +901,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                             let approved = approval::check(action, obs, &self.sites()).is_some();
                             let action =
                                 if approved { action.accepting_dialogs() } else { action.clone() };
-                            let document = crate::secrets::document_of(obs, &action);
+                            let document = crate::memory::secrets::document_of(obs, &action);
                             self.run_action(tab_id, document, &action, &mut finish).await
                         }
                     },
@@ -966,7 +968,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             }
             Action::AskUser { question } => {
                 // A question the profile clearly answers does not bother the user.
-                let known = crate::facts::answer(question, &self.progress().facts).cloned();
+                let known = crate::memory::facts::answer(question, &self.progress().facts).cloned();
                 if let Some((name, value)) = known {
                     tracing::info!(task_id = %self.spec.id, fact = %name, "ask_user answered from the profile");
                     let detail = format!("{}{value} (fact `{name}`)", prompt::PROFILE_ANSWERED);
@@ -1011,7 +1013,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                     only_on: if used.is_empty() {
                         None
                     } else {
-                        crate::secrets::origin_of(document)
+                        crate::memory::secrets::origin_of(document)
                     },
                     secret_field: used.iter().any(|f| !f.any_field),
                     secrets: used.iter().map(|f| f.value.clone()).collect(),
@@ -1041,8 +1043,8 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     /// The agent is on `url` (with frames of `frames`): the secrets allowed
     /// there are scrubbed from now on.
     fn enter(&self, url: &str, frames: &[String]) {
-        let mut origins: Vec<String> = crate::secrets::origin_of(url).into_iter().collect();
-        for o in frames.iter().filter_map(|f| crate::secrets::origin_of(f)) {
+        let mut origins: Vec<String> = crate::memory::secrets::origin_of(url).into_iter().collect();
+        for o in frames.iter().filter_map(|f| crate::memory::secrets::origin_of(f)) {
             if !origins.contains(&o) {
                 origins.push(o);
             }
@@ -1056,7 +1058,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
 
     /// Secrets were put into an action: their values are scrubbed for the
     /// rest of the task, wherever the agent goes.
-    fn filled(&self, used: &[crate::secrets::Filled]) {
+    fn filled(&self, used: &[crate::memory::secrets::Filled]) {
         let mut p = self.progress();
         let before = p.filled.len();
         for f in used {
@@ -1162,11 +1164,11 @@ const NOT_A_SECRET_FIELD: &str = "not a secret field";
 
 /// The refusal told to the model: which secret, where it may go, and what
 /// the user can do.
-fn not_a_secret_field(message: &str, used: &[crate::secrets::Filled]) -> String {
+fn not_a_secret_field(message: &str, used: &[crate::memory::secrets::Filled]) -> String {
     let names: Vec<String> = used
         .iter()
         .filter(|f| !f.any_field)
-        .map(|f| crate::secrets::placeholder(&f.name))
+        .map(|f| crate::memory::secrets::placeholder(&f.name))
         .collect();
     format!(
         "{message}. {} may be typed only into a password, one-time-code or card field \
@@ -1185,7 +1187,7 @@ fn marks_wanted(settings: &crate::config::Settings) -> bool {
 }
 
 /// Why the task ends when step `step` could not be recorded.
-fn unsaved(step: u32, e: &crate::store::StoreError) -> String {
+fn unsaved(step: u32, e: &crate::memory::store::StoreError) -> String {
     format!(
         "Errand could not save step {step} ({e}), so it stopped rather than act unrecorded; what \
          was saved before is kept. Is the disk full?"

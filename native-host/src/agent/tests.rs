@@ -375,7 +375,7 @@ async fn a_settings_change_mid_task_switches_the_model_and_its_price() {
     let config = dir.path().join("config");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
-        config.join(crate::budget::PRICES_FILE),
+        config.join(crate::agent::budget::PRICES_FILE),
         "[models.model-a]\ninput = 1000\noutput = 1000\n[models.model-b]\ninput = 10\noutput = 10\n",
     )
     .unwrap();

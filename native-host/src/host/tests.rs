@@ -11,9 +11,9 @@ use std::time::Instant;
 use errand_protocol::{Build, ElementInfo, PROTOCOL_VERSION, Splice};
 
 use crate::config::Overrides;
+use crate::host::transport::tests::SharedBuf;
+use crate::host::transport::{frame, raw_frame, read_frame};
 use crate::llm::{BoxFuture, ChatMessage, Completion, LlmError, Usage};
-use crate::transport::tests::SharedBuf;
-use crate::transport::{frame, raw_frame, read_frame};
 use tokio_util::sync::CancellationToken;
 
 fn settings(dir: &std::path::Path, max_steps: u32) -> Settings {

@@ -11,11 +11,11 @@ use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::agent::BrowserError;
+use crate::cli::session::{BrowserSession, SessionError};
+use crate::cli::term;
 use crate::config::{ConfigError, Overrides, Settings};
 use crate::host::{Host, HostError};
-use crate::session::{BrowserSession, SessionError};
-use crate::store::{Store, StoreError};
-use crate::term;
+use crate::memory::store::{Store, StoreError};
 
 /// Why a terminal command could not do its job.
 #[derive(Debug, thiserror::Error)]

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::browser;
-use crate::install;
-use crate::nm::CONTROL_SOCKET_ENV;
+use crate::host::nm::CONTROL_SOCKET_ENV;
+use crate::setup::browser;
+use crate::setup::install;
 
 /// How long Chromium may take to load the extension and connect.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

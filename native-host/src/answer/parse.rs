@@ -10,6 +10,10 @@
 use errand_protocol::Action;
 use serde_json::{Map, Value};
 
+/// The most actions run in one step; later ones are ignored. Ten: a whole
+/// form filled from one answer.
+pub const MAX_ACTIONS_PER_STEP: usize = 10;
+
 /// The action names the model may use, for error messages.
 pub const ACTION_NAMES: &str = "click, dblclick, hover, fill, type, clear, select_option, check, uncheck, press, focus, scroll, drag_and_drop, hold, drag_path, upload_file, extract, goto, go_back, go_forward, new_tab, switch_tab, close_tab, wait, ask_user, done, report_infeasible";
 

@@ -4,16 +4,18 @@
 
 use errand_protocol::{Action, ActionRecord, ElementInfo, Observation};
 
-use crate::dialect::Dialect;
+pub use crate::text::cut;
+
+use crate::answer::dialect::Dialect;
+use crate::answer::parse::ParseError;
 use crate::llm::ChatMessage;
-use crate::parse::ParseError;
 
 /// The system prompt.
-pub const SYSTEM: &str = include_str!("../prompts/system.md");
+pub const SYSTEM: &str = include_str!("../../prompts/system.md");
 /// The per-step user message template.
-pub const STEP: &str = include_str!("../prompts/step.md");
+pub const STEP: &str = include_str!("../../prompts/step.md");
 /// What the step message says about its screenshot, when it has one.
-pub const SCREENSHOT: &str = include_str!("../prompts/screenshot.md");
+pub const SCREENSHOT: &str = include_str!("../../prompts/screenshot.md");
 
 /// The fence around page content, as written in `step.md`.
 pub const BEGIN_UNTRUSTED: &str = "<<<UNTRUSTED_PAGE_CONTENT";
@@ -107,7 +109,7 @@ pub fn attach_screenshot(message: &mut ChatMessage, data_url: String) {
 }
 
 /// What the model is told about the user's profile: facts with their
-/// values (by name only for a large profile, see [`crate::facts`]), secrets
+/// values (by name only for a large profile, see [`crate::memory::facts`]), secrets
 /// only by placeholder.
 pub fn profile_section(facts: &[(String, String)], secret_lines: &[String]) -> String {
     if facts.is_empty() && secret_lines.is_empty() {
@@ -115,7 +117,7 @@ pub fn profile_section(facts: &[(String, String)], secret_lines: &[String]) -> S
     }
     let mut out =
         String::from("About the user (from their profile; use only what the task needs):");
-    for line in crate::facts::prompt_lines(facts) {
+    for line in crate::memory::facts::prompt_lines(facts) {
         out.push('\n');
         out.push_str(&line);
     }
@@ -191,7 +193,7 @@ pub fn history_text(history: &[PastStep]) -> String {
             out.push_str(&format!(
                 "  ({} more action(s) not run: an answer may hold at most {} actions; send the rest in a later step)\n",
                 past.over_limit,
-                crate::agent::MAX_ACTIONS_PER_STEP
+                crate::answer::parse::MAX_ACTIONS_PER_STEP
             ));
         }
     }
@@ -343,16 +345,6 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// At most `max` characters, with an ellipsis when cut.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max).collect();
-    out.push('…');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,7 +368,7 @@ mod tests {
     #[test]
     fn the_system_prompt_lists_every_action() {
         let json = system(Dialect::Json);
-        for name in crate::parse::ACTION_NAMES.split(", ") {
+        for name in crate::answer::parse::ACTION_NAMES.split(", ") {
             assert!(json.contains(&format!("{{\"{name}\"")), "system.md lacks {name}");
         }
         assert!(!json.contains("{answer_format}"));

@@ -188,21 +188,21 @@ mod tests {
     fn checks_manifests() {
         let dir = tempfile::tempdir().unwrap();
         let own = own_path().unwrap();
-        let good = crate::browser::register_in_profile(dir.path(), &own).unwrap();
+        let good = crate::setup::browser::register_in_profile(dir.path(), &own).unwrap();
         assert_eq!(
             check_file(&good, Some(&own)),
             Registration::Ok { exe: own.clone(), current: true }
         );
         assert_eq!(check_file(&dir.path().join("nope.json"), None), Registration::Missing);
 
-        let mut m = crate::browser::host_manifest(&own);
+        let mut m = crate::setup::browser::host_manifest(&own);
         m["allowed_origins"] = serde_json::json!([extension_origin(), "chrome-extension://evil/"]);
         std::fs::write(&good, m.to_string()).unwrap();
         assert!(
             matches!(check_file(&good, Some(&own)), Registration::Broken(why) if why.contains("allowed_origins"))
         );
 
-        let m = crate::browser::host_manifest(Path::new("/nonexistent/errand"));
+        let m = crate::setup::browser::host_manifest(Path::new("/nonexistent/errand"));
         std::fs::write(&good, m.to_string()).unwrap();
         assert!(
             matches!(check_file(&good, Some(&own)), Registration::Broken(why) if why.contains("not an executable"))

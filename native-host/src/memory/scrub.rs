@@ -29,7 +29,7 @@ use errand_protocol::Observation;
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::llm::ChatMessage;
-use crate::store::{ModelCallRow, StepRow};
+use crate::memory::store::{ModelCallRow, StepRow};
 
 /// WHATWG fragment percent-encode set.
 const FRAGMENT: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`');
@@ -254,7 +254,7 @@ impl Scrubber {
             if value.is_empty() {
                 continue;
             }
-            let placeholder = crate::secrets::placeholder(name);
+            let placeholder = crate::memory::secrets::placeholder(name);
             for form in forms(value) {
                 for cut in cuts_of(&form) {
                     cuts.entry(cut.to_owned()).or_insert_with(|| placeholder.clone());

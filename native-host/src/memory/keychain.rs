@@ -5,7 +5,7 @@
 //!
 //! Where there is none (a headless Linux without a D-Bus session, a locked
 //! or missing Secret Service), every call fails with
-//! [`KeychainError::Unavailable`] and [`crate::secrets`] keeps the value in
+//! [`KeychainError::Unavailable`] and [`crate::memory::secrets`] keeps the value in
 //! its owner-only file instead. Each call is bounded by [`CALL_TIMEOUT`]: a
 //! keychain that does not answer (a D-Bus activation that hangs) counts as
 //! unavailable.

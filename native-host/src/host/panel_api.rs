@@ -10,7 +10,7 @@
 //!   `config.toml` (comments and other keys kept, owner-only, atomically),
 //!   and the host switches to the settings that follow from it.
 //! - `get_profile`, `set_fact`, `set_secret`, `forget`: the profile
-//!   ([`crate::profile`], shared with `errand memory`); a secret's value is
+//!   ([`crate::memory::profile`], shared with `errand memory`); a secret's value is
 //!   never in a reply.
 //! - `test_connection`: the doctor's model check on the live settings.
 //!
@@ -26,8 +26,8 @@ use errand_protocol::{
 
 use crate::config::{self, ConfigError, Edit, ProviderKind, Settings};
 use crate::host::Host;
-use crate::profile::{self, ProfileError};
-use crate::store::{StepRow, StoreError, TaskRow};
+use crate::memory::profile::{self, ProfileError};
+use crate::memory::store::{StepRow, StoreError, TaskRow};
 
 /// How many tasks `list_tasks` returns when it does not say.
 pub const DEFAULT_LIST_LIMIT: u32 = 50;
@@ -408,15 +408,15 @@ fn sites(list: &[String]) -> Result<Vec<String>, Vec<String>> {
 
 /// A value as a message may quote it: trimmed, cut to 80 characters.
 fn shown(v: &str) -> String {
-    crate::prompt::cut(v.trim(), 80)
+    crate::text::cut(v.trim(), 80)
 }
 
 // ---- Connection ----
 
 /// The doctor's model check on `settings`, as the panel shows it.
 pub async fn test_connection(settings: &Settings) -> Body {
-    let checks = crate::doctor::model_checks(settings).await;
-    Body::Connection { ok: !crate::doctor::has_problems(&checks), checks }
+    let checks = crate::setup::doctor::model_checks(settings).await;
+    Body::Connection { ok: !crate::setup::doctor::has_problems(&checks), checks }
 }
 
 #[cfg(test)]
@@ -427,7 +427,7 @@ mod tests {
     use errand_protocol::{Action, Outcome};
 
     use crate::config::{CONFIG_FILE, Overrides};
-    use crate::store::Store;
+    use crate::memory::store::Store;
 
     const KEY: &str = "sk-live-0123456789abcdef";
 

@@ -15,7 +15,7 @@
 use errand_protocol::{Action, ClickButton, Modifier, OptionChoice, ScrollDirection};
 
 use super::{clean, section};
-use crate::parse::{AgentAnswer, ParseError};
+use crate::answer::parse::{AgentAnswer, ParseError};
 
 const LABELS: &[&str] =
     &["Evaluation", "Memory", "Next goal", "Next_goal", "Action", "Actions", "Think", "Thought"];

@@ -18,14 +18,18 @@ use errand_protocol::{
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub mod nm;
+pub mod panel_api;
+pub mod transport;
+
 use crate::agent::{
     self, Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Setup, Stopper,
     TabInfo, TaskSpec,
 };
 use crate::config::Settings;
 use crate::llm::{self, Provider};
-use crate::store::{Store, StoreError};
-use crate::transport::{self, Incoming, MAX_INBOUND, Outgoing};
+use crate::memory::store::{Store, StoreError};
+use transport::{Incoming, MAX_INBOUND, Outgoing};
 
 /// How long the host waits for the extension to answer a request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -431,7 +435,7 @@ impl Host {
             .task(previous)?
             .ok_or_else(|| HostError::NoSuchTask(previous.to_owned()))?;
         let mut prepared = self.prepare_task(task, prev.tab_id, None)?;
-        prepared.spec.context = Some(crate::prompt::follow_up_context(
+        prepared.spec.context = Some(crate::agent::prompt::follow_up_context(
             &prev.task,
             prev.answer.as_deref().or(prev.error.as_deref()).unwrap_or(""),
         ));
@@ -737,7 +741,7 @@ impl Host {
                 // hold up the message loop (a `stop_task` behind it).
                 let host = self.clone();
                 tokio::spawn(async move {
-                    match crate::panel_api::handle(&host, body).await {
+                    match crate::host::panel_api::handle(&host, body).await {
                         Ok(reply) => host.reply(id, reply).await,
                         Err(e) => host.reply_error(Some(id), e.code(), e.to_string()).await,
                     }

@@ -6,8 +6,9 @@
 
 use errand_protocol::{Action, ElementInfo, Observation};
 
-use crate::prompt::{cut, describe_action, element_label};
+use crate::agent::prompt::{describe_action, element_label};
 use crate::sites::SitePolicy;
+use crate::text::cut;
 
 /// An action the user must approve first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +182,7 @@ pub fn check(action: &Action, obs: &Observation, policy: &SitePolicy) -> Option<
 
 /// One sentence: what will happen.
 fn summary(action: &Action, target: Option<&ElementInfo>, page_url: &str) -> String {
-    let site = crate::store::site_of(page_url);
+    let site = crate::memory::store::site_of(page_url);
     let name = target
         .map(|e| cut(&e.name.split_whitespace().collect::<Vec<_>>().join(" "), 60))
         .filter(|n| !n.is_empty())

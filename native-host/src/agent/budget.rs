@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::llm::Usage;
 
 /// The built-in price table.
-pub const BUILT_IN: &str = include_str!("../data/prices.toml");
+pub const BUILT_IN: &str = include_str!("../../data/prices.toml");
 /// The user's table's name inside the config dir.
 pub const PRICES_FILE: &str = "prices.toml";
 

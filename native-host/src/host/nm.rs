@@ -14,8 +14,9 @@ use errand_protocol::{Envelope, ErrorCode, extension_origin};
 
 use crate::config::{self, Overrides, Settings};
 use crate::host::Host;
-use crate::store::Store;
-use crate::{logging, transport};
+use crate::host::transport;
+use crate::memory::store::Store;
+use crate::setup::logging;
 
 /// The socket a terminal command listens on.
 pub const CONTROL_SOCKET_ENV: &str = "ERRAND_CONTROL_SOCKET";

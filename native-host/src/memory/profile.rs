@@ -1,24 +1,20 @@
-//! The user's profile for assisted form filling, and `errand memory`:
+//! The user's profile for assisted form filling:
 //! named facts (name, e-mail, phone, address…) in SQLite, given to the
-//! model; secrets (passwords, card numbers) in [`crate::secrets`], never
+//! model; secrets (passwords, card numbers) in [`crate::memory::secrets`], never
 //! given to the model.
 //!
 //! [`view`], [`set_fact`], [`set_secret`] and [`forget`] are the one
 //! implementation behind both `errand memory` and the side panel's profile
 //! requests.
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Mutex;
 
-use clap::Subcommand;
 use errand_protocol::{Fact, ProfileView, SecretInfo};
 
-use crate::config::{Overrides, SecretsStore, Settings};
-use crate::secrets::{SecretError, Secrets};
-use crate::store::{Store, StoreError};
-use crate::term;
+use crate::config::SecretsStore;
+use crate::memory::secrets::{SecretError, Secrets};
+use crate::memory::store::{Store, StoreError};
 
 /// The longest name of a fact or a secret, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -238,112 +234,6 @@ pub fn web_origin(entry: &str) -> Result<String, &'static str> {
         Some(port) => format!("{}://{host}:{port}", url.scheme()),
         None => format!("{}://{host}", url.scheme()),
     })
-}
-
-/// `errand memory …`.
-#[derive(Debug, Subcommand)]
-pub enum MemoryCommand {
-    /// List profile facts (with values) and secrets (names and sites only).
-    List,
-    /// Remember a fact the agent may use, e.g. `errand memory fact email ada@example.com`.
-    Fact { name: String, value: String },
-    /// Remember a secret, read from standard input (never from the command
-    /// line), allowed only on the given sites.
-    Secret {
-        name: String,
-        /// A site it may be filled on, like https://bank.example (repeat for more).
-        #[arg(long = "origin", required = true)]
-        origins: Vec<String>,
-        /// Let it go into any field of those sites (a user name, an IBAN),
-        /// not only into password, one-time-code and card fields.
-        #[arg(long)]
-        any_field: bool,
-    },
-    /// Forget a fact or a secret.
-    Forget { name: String },
-    /// Search past tasks and their answers.
-    Recall { query: String },
-}
-
-/// Runs `errand memory`.
-pub fn main(cmd: MemoryCommand) -> ExitCode {
-    match run(cmd, &mut std::io::stdin().lock()) {
-        Ok(lines) => {
-            for l in lines {
-                term::line(l);
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("errand: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Runs a command; returns the lines to print.
-pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, anyhow::Error> {
-    let settings = Settings::load(&Overrides::default())?;
-    let store = Store::open_in(&settings.data_dir)?;
-    let data_dir = settings.data_dir.as_path();
-    let mut out = Vec::new();
-    match cmd {
-        MemoryCommand::List => {
-            let profile = view(&store, data_dir)?;
-            if profile.facts.is_empty() && profile.secrets.is_empty() {
-                out.push(
-                    "The profile is empty. Add facts with `errand memory fact NAME VALUE`.".into(),
-                );
-            }
-            for f in profile.facts {
-                out.push(format!("fact   {} = {}", f.name, f.value));
-            }
-            for s in profile.secrets {
-                let fields = if s.any_field { "any field" } else { "secret fields only" };
-                out.push(format!("secret {} (only on {}; {fields})", s.name, s.origins.join(", ")));
-            }
-            out.push(secrets_line(&Secrets::index(data_dir)?, settings.secrets_store));
-        }
-        MemoryCommand::Fact { name, value } => {
-            let name = set_fact(&store, data_dir, &name, &value)?;
-            out.push(format!("remembered the fact `{name}`"));
-        }
-        MemoryCommand::Secret { name, origins, any_field } => {
-            let mut value = String::new();
-            stdin.read_line(&mut value)?;
-            let value = value.trim_end_matches(['\n', '\r']);
-            if value.is_empty() {
-                anyhow::bail!(
-                    "no value on standard input: `echo VALUE | errand memory secret NAME --origin URL`"
-                );
-            }
-            let name = set_secret(
-                &store,
-                data_dir,
-                settings.secrets_store,
-                &name,
-                value,
-                &origins,
-                any_field,
-            )?;
-            let fields = if any_field { "any field" } else { "secret fields only" };
-            out.push(format!("remembered the secret `{name}` ({fields})"));
-        }
-        MemoryCommand::Recall { query } => {
-            let hits = store.recall(&query, None, 20)?;
-            if hits.is_empty() {
-                out.push(format!("no past task matches `{query}`"));
-            }
-            for (id, task, answer) in hits {
-                out.push(format!("{id}  {task}  →  {answer}"));
-            }
-        }
-        MemoryCommand::Forget { name } => {
-            forget(&store, data_dir, &name)?;
-            out.push(format!("forgot `{}`", name.trim()));
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use std::time::Duration;
 pub use errand_protocol::{CheckLevel as Level, CheckLine as Check};
 
 use crate::config::{ProviderKind, Settings, mask_key};
-use crate::install::{self, Browser, Registration};
 use crate::llm::{self, ChatMessage, LlmError, OpenAiCompatible, Probe};
-use crate::store::{SCHEMA_VERSION, Store};
+use crate::memory::store::{SCHEMA_VERSION, Store};
+use crate::setup::install::{self, Browser, Registration};
 
 /// The longest the `GET /models` part of the check waits.
 const LIST_MODELS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -64,11 +64,11 @@ pub async fn run(flags: &crate::config::Overrides) -> Report {
     };
     config(&mut r, &settings);
     database(&mut r, &settings);
-    let keychain = crate::keychain::os();
+    let keychain = crate::memory::keychain::os();
     r.checks.push(secrets_check(
         &settings,
         keychain.as_ref(),
-        crate::keychain::probe(keychain.as_ref()),
+        crate::memory::keychain::probe(keychain.as_ref()),
     ));
     r.checks.extend(model_checks(&settings).await);
     r
@@ -78,8 +78,8 @@ pub async fn run(flags: &crate::config::Overrides) -> Report {
 /// when `secrets_store = "keychain"` and there is none.
 pub fn secrets_check(
     s: &Settings,
-    keychain: &dyn crate::keychain::Keychain,
-    probe: Result<(), crate::keychain::KeychainError>,
+    keychain: &dyn crate::memory::keychain::Keychain,
+    probe: Result<(), crate::memory::keychain::KeychainError>,
 ) -> Check {
     use crate::config::SecretsStore;
     let (level, state) = match (&probe, s.secrets_store) {
@@ -93,7 +93,7 @@ pub fn secrets_check(
         }
         (Err(_), SecretsStore::File) => (Level::Info, "the owner-only file is used".to_owned()),
     };
-    let kept = match crate::secrets::Secrets::index(&s.data_dir) {
+    let kept = match crate::memory::secrets::Secrets::index(&s.data_dir) {
         Ok(secrets) => secrets.location().to_string(),
         Err(e) => e.to_string(),
     };
@@ -363,7 +363,7 @@ mod tests {
 
     #[test]
     fn the_secrets_line_says_where_secrets_live_and_if_the_keychain_is_missing() {
-        use crate::keychain::{KeychainError, fake};
+        use crate::memory::keychain::{KeychainError, fake};
         let dir = tempfile::tempdir().unwrap();
         let mut s = settings("http://x.test/v1", 5);
         s.data_dir = dir.path().to_owned();

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::dialect::Dialect;
+use crate::answer::dialect::Dialect;
 
 /// A local Ollama's OpenAI-compatible endpoint.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";

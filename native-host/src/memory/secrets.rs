@@ -5,7 +5,7 @@
 //! from everything it records or shows afterwards.
 //!
 //! Names and origins live in `<data dir>/secrets.json`, created owner-only
-//! (0600). Values live in the OS keychain ([`crate::keychain`]) where it
+//! (0600). Values live in the OS keychain ([`crate::memory::keychain`]) where it
 //! works (`secrets_store = "auto"` or `"keychain"`), else in that same file
 //! (`"file"`, or `"auto"` without a keychain, said so in the log). They
 //! never go into SQLite or the log.
@@ -18,7 +18,7 @@ use errand_protocol::{Action, Observation};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SecretsStore;
-use crate::keychain::{self, Keychain, KeychainError};
+use crate::memory::keychain::{self, Keychain, KeychainError};
 
 /// The secrets file's name inside the data dir.
 pub const SECRETS_FILE: &str = "secrets.json";
@@ -543,7 +543,7 @@ mod tests {
         assert!(s.set_any_field("nope", true).is_err());
     }
 
-    use crate::keychain::fake;
+    use crate::memory::keychain::fake;
 
     fn file_text(dir: &Path) -> String {
         std::fs::read_to_string(dir.join(SECRETS_FILE)).unwrap()
@@ -612,8 +612,9 @@ mod tests {
         // Linux without D-Bus) and falls back, with the real `keyring`
         // backend under a service of the test's own.
         let service = format!("errand-test-{}", uuid::Uuid::new_v4());
-        let os: Arc<dyn Keychain> = Arc::new(crate::keychain::OsKeychain::with_service(&service));
-        let available = crate::keychain::probe(os.as_ref()).is_ok();
+        let os: Arc<dyn Keychain> =
+            Arc::new(crate::memory::keychain::OsKeychain::with_service(&service));
+        let available = crate::memory::keychain::probe(os.as_ref()).is_ok();
         let dir = tempfile::tempdir().unwrap();
         let mut s = Secrets::load_with(dir.path(), os.clone()).unwrap();
         s.set("t", "v-123", &["https://a.example".into()]).unwrap();

@@ -7,9 +7,9 @@ use std::fmt::Display;
 use errand_protocol::{Outcome, TaskEvent};
 use serde::Serialize;
 
-use crate::doctor::{Level, Report};
+use crate::agent::prompt::describe_action;
 use crate::host::LocalEvent;
-use crate::prompt::describe_action;
+use crate::setup::doctor::{Level, Report};
 
 /// Prints one line.
 pub fn line(text: impl Display) {

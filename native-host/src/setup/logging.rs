@@ -49,7 +49,7 @@ fn open_log(dir: &Path) -> Option<std::fs::File> {
 }
 
 /// A log writer that replaces every secret value the process has loaded
-/// ([`crate::scrub::log_scrubber`]) by its placeholder before a line is
+/// ([`crate::memory::scrub::log_scrubber`]) by its placeholder before a line is
 /// written: lines quote pages, effects and model answers.
 struct Scrubbed<M>(M);
 
@@ -65,7 +65,7 @@ struct ScrubbedWriter<W>(W);
 impl<W: Write> Write for ScrubbedWriter<W> {
     /// The formatter writes each event whole, in one call.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let scrubber = crate::scrub::log_scrubber();
+        let scrubber = crate::memory::scrub::log_scrubber();
         match std::str::from_utf8(buf) {
             Ok(text) if scrubber.finds(text) => {
                 self.0.write_all(scrubber.text(text).as_bytes())?;

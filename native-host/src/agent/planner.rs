@@ -14,13 +14,13 @@
 use errand_protocol::Observation;
 use serde::{Deserialize, Serialize};
 
-use crate::parse;
-use crate::prompt::{self, PastStep};
+use crate::agent::prompt::{self, PastStep};
+use crate::answer::parse;
 
 /// The planner prompt.
-pub const PLANNER: &str = include_str!("../prompts/planner.md");
+pub const PLANNER: &str = include_str!("../../prompts/planner.md");
 /// The validation prompt.
-pub const VALIDATE: &str = include_str!("../prompts/validate.md");
+pub const VALIDATE: &str = include_str!("../../prompts/validate.md");
 /// Steps between two plans.
 pub const PLAN_EVERY: u32 = 5;
 /// `done` refused this many times is accepted the next time (with the

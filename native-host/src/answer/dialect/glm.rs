@@ -14,7 +14,7 @@
 use errand_protocol::{Action, ScrollDirection};
 
 use super::{clean, section};
-use crate::parse::{AgentAnswer, ParseError};
+use crate::answer::parse::{AgentAnswer, ParseError};
 
 const LABELS: &[&str] = &["Thought", "Action", "Memory_Updated", "Memory"];
 
@@ -65,7 +65,7 @@ fn normalise_memory(m: &str) -> String {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(m) {
             return v.to_string();
         }
-        if let Ok(fixed) = crate::parse::repair_json(m) {
+        if let Ok(fixed) = crate::answer::parse::repair_json(m) {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&fixed) {
                 return v.to_string();
             }

@@ -5,10 +5,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::commands::{self, ObserveArgs, RunArgs};
+pub mod commands;
+pub mod memory;
+pub mod session;
+pub mod term;
+
 use crate::config::{self, Overrides};
-use crate::install::{self, Browser};
-use crate::{doctor, logging, term};
+use crate::setup::install::{self, Browser};
+use crate::setup::{doctor, logging};
+use commands::{ObserveArgs, RunArgs};
 
 /// Errand: an AI agent that does errands in your own browser.
 ///
@@ -80,7 +85,7 @@ pub enum Command {
     /// it fills without ever seeing them.
     Memory {
         #[command(subcommand)]
-        command: crate::profile::MemoryCommand,
+        command: memory::MemoryCommand,
     },
 }
 
@@ -155,7 +160,7 @@ pub fn main() -> ExitCode {
                 RunArgs { task, url, overrides: model.overrides(max_steps), json, headed, approve };
             block_on(commands::run(args))
         }
-        Command::Memory { command } => crate::profile::main(command),
+        Command::Memory { command } => memory::main(command),
         Command::Observe { url, screenshot, json, headed } => {
             block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
         }

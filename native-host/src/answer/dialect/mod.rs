@@ -12,7 +12,7 @@
 pub mod browsergym;
 pub mod glm;
 
-use crate::parse::{self, AgentAnswer, ParseError};
+use crate::answer::parse::{self, AgentAnswer, ParseError};
 
 /// How the model writes its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,9 +58,9 @@ impl Dialect {
     /// The system prompt's section describing the answer format.
     pub fn answer_format(self) -> &'static str {
         match self {
-            Dialect::Json => include_str!("../../prompts/answer_json.md"),
-            Dialect::Glm => include_str!("../../prompts/answer_glm.md"),
-            Dialect::BrowserGym => include_str!("../../prompts/answer_browsergym.md"),
+            Dialect::Json => include_str!("../../../prompts/answer_json.md"),
+            Dialect::Glm => include_str!("../../../prompts/answer_glm.md"),
+            Dialect::BrowserGym => include_str!("../../../prompts/answer_browsergym.md"),
         }
     }
 
