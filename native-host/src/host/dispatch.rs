@@ -146,15 +146,7 @@ impl Host {
                 };
                 self.reply(id, body).await;
             }
-            body @ (Body::ListTasks { .. }
-            | Body::GetTask { .. }
-            | Body::GetSettings {}
-            | Body::SaveSettings { .. }
-            | Body::TestConnection {}
-            | Body::GetProfile {}
-            | Body::SetFact { .. }
-            | Body::SetSecret { .. }
-            | Body::Forget { .. }) => {
+            body if body.is_management_request() => {
                 // Reading the store, the files or the model server must not
                 // hold up the message loop (a `stop_task` behind it).
                 let host = self.clone();
