@@ -7,7 +7,7 @@
 //! The modules are layers, each using only those below it (checked by
 //! `tests/layers.rs`):
 //! [`cli`] → [`host`] → [`agent`] → [`setup`] → [`memory`] → [`llm`] →
-//! [`sites`] → [`config`] → [`answer`] → [`text`].
+//! [`sites`] → [`config`] → [`answer`] → [`origin`] → [`text`].
 
 pub mod agent;
 pub mod answer;
@@ -16,6 +16,7 @@ pub mod config;
 pub mod host;
 pub mod llm;
 pub mod memory;
+pub mod origin;
 pub mod setup;
 pub mod sites;
 pub mod text;

@@ -53,20 +53,13 @@ pub fn normalize_site(entry: &str) -> Result<String, &'static str> {
 
 /// `scheme://host[:port]` of an http(s) origin, the default port left out.
 pub(super) fn normalize_origin(e: &str) -> Result<String, &'static str> {
-    let url = url::Url::parse(e).map_err(|_| "it is not a web address")?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err("only http and https sites can be listed");
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("a site has no user name or password");
-    }
-    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-        return Err("a site is a whole origin, without a path: like https://shop.example");
-    }
-    let host = url.host_str().filter(|h| !h.is_empty()).ok_or("it has no host")?;
-    Ok(match url.port() {
-        Some(port) => format!("{}://{host}:{port}", url.scheme()),
-        None => format!("{}://{host}", url.scheme()),
+    use crate::origin::{NotAnOrigin, Origin};
+    Origin::web(e, true).map(Origin::into_string).map_err(|why| match why {
+        NotAnOrigin::NotAUrl => "it is not a web address",
+        NotAnOrigin::NotWeb => "only http and https sites can be listed",
+        NotAnOrigin::Credentials => "a site has no user name or password",
+        NotAnOrigin::Path => "a site is a whole origin, without a path: like https://shop.example",
+        NotAnOrigin::NoHost => "it has no host",
     })
 }
 

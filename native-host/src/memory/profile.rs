@@ -222,17 +222,12 @@ fn checked_origins(name: &str, origins: &[String]) -> Result<Vec<String>, Profil
 /// `http://127.0.0.1:8080`. A path is dropped (a secret is allowed on a
 /// whole origin).
 pub fn web_origin(entry: &str) -> Result<String, &'static str> {
-    let url = url::Url::parse(entry.trim()).map_err(|_| "not a web address")?;
-    if !matches!(url.scheme(), "https" | "http") {
-        return Err("only http and https pages have forms to fill");
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("an origin has no user name or password");
-    }
-    let host = url.host_str().filter(|h| !h.is_empty()).ok_or("no host")?;
-    Ok(match url.port() {
-        Some(port) => format!("{}://{host}:{port}", url.scheme()),
-        None => format!("{}://{host}", url.scheme()),
+    use crate::origin::{NotAnOrigin, Origin};
+    Origin::web(entry, false).map(Origin::into_string).map_err(|why| match why {
+        NotAnOrigin::NotAUrl | NotAnOrigin::Path => "not a web address",
+        NotAnOrigin::NotWeb => "only http and https pages have forms to fill",
+        NotAnOrigin::Credentials => "an origin has no user name or password",
+        NotAnOrigin::NoHost => "no host",
     })
 }
 

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::SecretsStore;
 use crate::memory::keychain::{self, Keychain, KeychainError};
+use crate::origin::Origin;
 
 /// The secrets file's name inside the data dir.
 pub const SECRETS_FILE: &str = "secrets.json";
@@ -440,20 +441,10 @@ pub fn placeholders(text: &str) -> Vec<String> {
     names
 }
 
-/// `scheme://host[:port]` of a URL.
+/// `scheme://host[:port]` of a URL ([`Origin::of`]), as the secrets'
+/// origins are kept.
 pub fn origin_of(url: &str) -> Option<String> {
-    let url = url.trim();
-    let (scheme, rest) = url.split_once("://")?;
-    if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    {
-        return None;
-    }
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = host.rsplit('@').next().unwrap_or(host);
-    if host.is_empty() {
-        return None;
-    }
-    Some(format!("{}://{}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase()))
+    Origin::of(url).map(Origin::into_string)
 }
 
 #[cfg(test)]
@@ -656,5 +647,7 @@ mod tests {
         assert_eq!(origin_of("http://form.test/"), Some("http://form.test".into()));
         assert_eq!(origin_of("https://u:p@a.b:8443/x"), Some("https://a.b:8443".into()));
         assert_eq!(origin_of("nonsense"), None);
+        // The scheme's default port written out is the same origin.
+        assert_eq!(origin_of("https://bank.example:443/"), Some("https://bank.example".into()));
     }
 }
