@@ -1,8 +1,8 @@
 //! The host's layers stay layers: reads every `crate::…` path in
 //! `native-host/src`, builds the graph of its top-level modules (the
 //! folders `agent/`, `host/`, … and the single-file modules), and fails on
-//! a cycle, naming it, or on the agent importing the host or the command
-//! line. See `ARCHITECTURE.md`, "The host's code map".
+//! a cycle, naming it, on the agent importing the host or the command
+//! line, and on an import upwards in the order of [`LAYERS`]. See `ARCHITECTURE.md`, "The host's code map".
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,6 +11,12 @@ use std::path::{Path, PathBuf};
 const FORBIDDEN: &[(&str, &[&str])] = &[
     // The agent sees the world only through its ports (`agent/ports.rs`).
     ("agent", &["host", "cli"]),
+];
+
+/// The layers, top first, as `ARCHITECTURE.md` draws them: a module may
+/// import only modules after it. A new module takes its place here.
+const LAYERS: &[&str] = &[
+    "cli", "host", "agent", "setup", "memory", "llm", "sites", "config", "answer", "origin", "text",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -167,6 +173,27 @@ fn the_host_modules_form_layers_without_cycles() {
                     "`{from}` must not import `{to}`, but {} do(es)",
                     files.iter().cloned().collect::<Vec<_>>().join(", ")
                 ));
+            }
+        }
+    }
+
+    let rank = |m: &str| LAYERS.iter().position(|l| *l == m);
+    for layer in &layers {
+        if rank(layer).is_none() {
+            problems.push(format!(
+                "`{layer}` is not in LAYERS (native-host/tests/layers.rs): give it its place"
+            ));
+        }
+    }
+    for (from, tos) in &edges {
+        for (to, files) in tos {
+            if let (Some(f), Some(t)) = (rank(from), rank(to)) {
+                if f > t {
+                    problems.push(format!(
+                        "`{from}` imports `{to}`, a layer above it ({})",
+                        files.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                }
             }
         }
     }
