@@ -1,35 +1,29 @@
 //! Errand's native host: everything that runs outside the browser.
 //!
 //! See `ARCHITECTURE.md` for the map. The binary (`src/main.rs`) is a thin
-//! front over [`nm::main`] (when the browser starts it) and [`cli::main`].
+//! front over [`host::nm::main`] (when the browser starts it) and
+//! [`cli::main`].
+//!
+//! The modules are layers, each using only those below it (checked by
+//! `tests/layers.rs`):
+//! [`cli`] → [`host`] → [`agent`] → [`setup`] → [`memory`] → [`llm`] →
+//! [`sites`] → [`config`] → [`answer`] → [`origin`] → [`text`].
 
 pub mod agent;
-pub mod approval;
-pub mod browser;
-pub mod browser_actions;
-pub mod budget;
+pub mod answer;
 pub mod cli;
-pub mod commands;
 pub mod config;
-pub mod dialect;
-pub mod doctor;
-pub mod facts;
 pub mod host;
-pub mod install;
-pub mod keychain;
 pub mod llm;
-pub mod logging;
-pub mod loop_detect;
-pub mod nm;
-pub mod panel_api;
-pub mod parse;
-pub mod planner;
-pub mod profile;
-pub mod prompt;
-pub mod scrub;
-pub mod secrets;
-pub mod session;
+pub mod memory;
+pub mod origin;
+pub mod setup;
 pub mod sites;
-pub mod store;
-pub mod term;
-pub mod transport;
+pub mod text;
+
+// The paths other crates (the e2e suite, the benchmarks, the fuzz targets)
+// use; code inside this crate names the layers instead.
+pub use answer::{dialect, parse};
+pub use host::transport;
+pub use memory::{scrub, store};
+pub use setup::browser;

@@ -14,6 +14,8 @@
 
 use url::Url;
 
+use crate::origin::Origin;
+
 use crate::config::SitesSection;
 
 /// Hosts of the Chrome Web Store (extensions may not script it, and Errand
@@ -46,8 +48,8 @@ enum Pattern {
     Domain(String),
     /// Subdomains only.
     Subdomains(String),
-    /// Exactly this origin (`https://host:port`, port made explicit).
-    Origin(String),
+    /// Exactly this origin (scheme, host and port).
+    Origin(Origin),
 }
 
 impl Pattern {
@@ -58,7 +60,8 @@ impl Pattern {
         }
         if e.contains("://") {
             let url = Url::parse(&e).ok()?;
-            return Some(Pattern::Origin(origin(&url)?));
+            url.port_or_known_default()?;
+            return Some(Pattern::Origin(Origin::of_url(&url)?));
         }
         if let Some(rest) = e.strip_prefix("*.") {
             return (!rest.is_empty()).then(|| Pattern::Subdomains(rest.to_owned()));
@@ -76,16 +79,11 @@ impl Pattern {
         match self {
             Pattern::Domain(d) => host == *d || host.ends_with(&format!(".{d}")),
             Pattern::Subdomains(d) => host.ends_with(&format!(".{d}")),
-            Pattern::Origin(o) => origin(url).as_deref() == Some(o.as_str()),
+            Pattern::Origin(o) => {
+                url.port_or_known_default().is_some() && Origin::of_url(url).as_ref() == Some(o)
+            }
         }
     }
-}
-
-/// `scheme://host:port` with the port always written.
-fn origin(url: &Url) -> Option<String> {
-    let host = url.host_str()?.to_ascii_lowercase();
-    let port = url.port_or_known_default()?;
-    Some(format!("{}://{host}:{port}", url.scheme()))
 }
 
 /// The user's site lists, read once per check from the live settings.
@@ -173,7 +171,7 @@ fn never(url: &Url) -> Option<&'static str> {
 }
 
 fn cut(url: &str) -> String {
-    crate::prompt::cut(url, 120)
+    crate::text::cut(url, 120)
 }
 
 #[cfg(test)]

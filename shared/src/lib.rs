@@ -442,6 +442,67 @@ pub enum Body {
     Error { code: ErrorCode, message: String },
 }
 
+/// The kinds a side panel may send: the service worker drops any other
+/// from a panel. `extension/sw.js` holds a copy (`PANEL_KINDS`), which a
+/// test of this crate checks against this list.
+pub const PANEL_KINDS: &[&str] = &[
+    "start_task",
+    "stop_task",
+    "get_status",
+    "answer",
+    "follow_up",
+    "pause_task",
+    "resume_task",
+    "approve",
+    "list_tasks",
+    "get_task",
+    "get_settings",
+    "save_settings",
+    "test_connection",
+    "get_profile",
+    "set_fact",
+    "set_secret",
+    "forget",
+    "ping",
+];
+
+impl Body {
+    /// Whether a side panel may send this message (its kind is in
+    /// [`PANEL_KINDS`]).
+    pub fn from_panel(&self) -> bool {
+        matches!(
+            self,
+            Body::StartTask { .. }
+                | Body::StopTask { .. }
+                | Body::GetStatus {}
+                | Body::Answer { .. }
+                | Body::FollowUp { .. }
+                | Body::PauseTask { .. }
+                | Body::ResumeTask { .. }
+                | Body::Approve { .. }
+                | Body::Ping { .. }
+        ) || self.is_management_request()
+    }
+
+    /// The side panel's management requests (history, settings, the
+    /// connection check, the profile), which the host answers off its
+    /// message loop.
+    pub fn is_management_request(&self) -> bool {
+        matches!(
+            self,
+            Body::ListTasks { .. }
+                | Body::GetTask { .. }
+                | Body::GetSettings {}
+                | Body::SaveSettings { .. }
+                | Body::TestConnection {}
+                | Body::GetProfile {}
+                | Body::SetFact { .. }
+                | Body::SetSecret { .. }
+                | Body::Forget { .. }
+        )
+    }
+}
+
 /// One open tab, as `list_tabs` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TabSummary {
@@ -749,6 +810,67 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kind(body: &Body) -> String {
+        serde_json::to_value(body).unwrap()["kind"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn the_panel_kinds_are_one_list_here_and_in_the_service_worker() {
+        let s = || String::new();
+        let panel = [
+            Body::StartTask { task: s(), tab_id: None, url: None, allow_sites: vec![] },
+            Body::StopTask { task_id: None },
+            Body::GetStatus {},
+            Body::Answer { task_id: None, text: s() },
+            Body::FollowUp { task_id: s(), task: s() },
+            Body::PauseTask { task_id: None, take_over: false },
+            Body::ResumeTask { task_id: None },
+            Body::Approve { task_id: None, approved: true },
+            Body::ListTasks { query: None, limit: None },
+            Body::GetTask { task_id: s() },
+            Body::GetSettings {},
+            Body::SaveSettings { update: Default::default() },
+            Body::TestConnection {},
+            Body::GetProfile {},
+            Body::SetFact { name: s(), value: s() },
+            Body::SetSecret { name: s(), value: s(), origins: vec![], any_field: false },
+            Body::Forget { name: s() },
+            Body::Ping { pad: s(), reply_bytes: 0 },
+        ];
+        let kinds: Vec<String> = panel.iter().map(kind).collect();
+        assert_eq!(kinds, PANEL_KINDS);
+        assert!(panel.iter().all(Body::from_panel));
+        let not_panel = [
+            Body::Hello { extension_version: s() },
+            Body::TaskAccepted { task_id: s() },
+            Body::Ack {},
+            Body::ActiveTab {},
+            Body::Capture { tab_id: 1 },
+        ];
+        assert!(!not_panel.iter().any(Body::from_panel));
+
+        // The service worker's copy.
+        let sw = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../extension/sw.js"),
+        )
+        .unwrap();
+        let start = sw.find("const PANEL_KINDS = new Set([").expect("sw.js lists PANEL_KINDS");
+        let list = &sw[start..];
+        let list = &list[list.find('[').unwrap() + 1..list.find(']').unwrap()];
+        let mut in_js: Vec<&str> = list
+            .split(',')
+            .map(|k| k.trim().trim_matches('\''))
+            .filter(|k| !k.is_empty())
+            .collect();
+        let mut in_rust = PANEL_KINDS.to_vec();
+        in_js.sort_unstable();
+        in_rust.sort_unstable();
+        assert_eq!(
+            in_js, in_rust,
+            "extension/sw.js's PANEL_KINDS differs from errand_protocol::PANEL_KINDS"
+        );
+    }
 
     #[test]
     fn round_trips_a_request_and_its_reply() {

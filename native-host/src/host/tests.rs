@@ -11,9 +11,10 @@ use std::time::Instant;
 use errand_protocol::{Build, ElementInfo, PROTOCOL_VERSION, Splice};
 
 use crate::config::Overrides;
+use crate::host::transport::tests::SharedBuf;
+use crate::host::transport::{frame, raw_frame, read_frame};
 use crate::llm::{BoxFuture, ChatMessage, Completion, LlmError, Usage};
-use crate::transport::tests::SharedBuf;
-use crate::transport::{frame, raw_frame, read_frame};
+use tokio_util::sync::CancellationToken;
 
 fn settings(dir: &std::path::Path, max_steps: u32) -> Settings {
     let flags = Overrides { max_steps: Some(max_steps), ..Default::default() };
@@ -515,7 +516,7 @@ async fn a_disconnect_fails_the_running_task() {
     assert_eq!(t.status, "failed");
     assert_eq!(t.error.as_deref(), Some(DISCONNECTED));
     // Requests after the disconnect fail at once.
-    assert!(matches!(host.active_tab().await, Err(RequestError::Disconnected)));
+    assert!(matches!(host.active_tab().await, Err(BrowserError::Disconnected)));
 }
 
 #[tokio::test(flavor = "multi_thread")]

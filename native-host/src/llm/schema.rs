@@ -3,7 +3,7 @@
 //!
 //! The actions part is generated from the protocol's [`Action`] type
 //! (`schemars`, from the same serde attributes the parser reads), limited
-//! to the names the model may use ([`crate::parse::ACTION_NAMES`]); nothing
+//! to the names the model may use ([`crate::answer::parse::ACTION_NAMES`]); nothing
 //! here lists an action's fields by hand. One schema, three flavours:
 //!
 //! - [`Flavour::OpenAiStrict`]: OpenAI's strict `json_schema` subset: every
@@ -25,8 +25,7 @@ use errand_protocol::Action;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::agent::MAX_ACTIONS_PER_STEP;
-use crate::parse::ACTION_NAMES;
+use crate::answer::parse::{ACTION_NAMES, MAX_ACTIONS_PER_STEP};
 
 /// The answer's text fields, in the order the model should write them
 /// (its reasoning before its actions).
@@ -577,7 +576,7 @@ mod tests {
                         {"scroll": {"direction": "down", "index": null, "pages": null}},
                         {"wait": {"ms": null}}, {"go_back": true}, {"go_forward": {}},
                         {"done": {"text": "ok", "success": null}}]}"#;
-        let a = crate::parse::parse_answer(strict).unwrap();
+        let a = crate::answer::parse::parse_answer(strict).unwrap();
         assert_eq!(a.actions.len(), 6);
         assert_eq!(a.actions[2], Action::Wait { ms: 1000 });
         assert_eq!(a.actions[3], Action::GoBack {});

@@ -1,0 +1,259 @@
+//! `errand run` and `errand observe`: a browser of their own, the same host
+//! core the side panel uses, output on the terminal.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use base64::Engine;
+use errand_protocol::{Observation, Outcome, TaskEvent};
+use serde::Serialize;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::agent::BrowserError;
+use crate::cli::session::{BrowserSession, SessionError};
+use crate::cli::term;
+use crate::config::{ConfigError, Overrides, Settings};
+use crate::host::{Host, HostError};
+use crate::memory::store::{Store, StoreError};
+
+/// Why a terminal command could not do its job.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Host(#[from] HostError),
+    #[error("{0}")]
+    Request(#[from] BrowserError),
+    #[error("cannot set up the connection: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the screenshot is not a base64 data URL")]
+    BadScreenshot,
+    #[error("cannot write the screenshot to {path}: {source}")]
+    WriteScreenshot { path: PathBuf, source: std::io::Error },
+}
+
+/// `errand run`.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    pub task: String,
+    pub url: String,
+    pub overrides: Overrides,
+    pub json: bool,
+    pub headed: bool,
+    /// Approve every action Errand asks about, without asking.
+    pub approve: bool,
+}
+
+/// `errand observe`.
+#[derive(Debug, Clone)]
+pub struct ObserveArgs {
+    pub url: String,
+    pub screenshot: Option<PathBuf>,
+    pub json: bool,
+    pub headed: bool,
+}
+
+/// A browser, connected, with a host serving it.
+struct Connected {
+    host: Host,
+    session: BrowserSession,
+    served: tokio::task::JoinHandle<()>,
+}
+
+#[cfg(unix)]
+async fn connect(settings: Settings, headed: bool) -> Result<Connected, CommandError> {
+    let store = Store::open_in(&settings.data_dir)?;
+    let (session, stream) = BrowserSession::launch(headed).await?;
+    let host = Host::new(settings, store);
+    let reader = stream.try_clone()?;
+    let serving = host.clone();
+    let served = tokio::spawn(async move {
+        if let Err(e) = serving.serve(reader, stream).await {
+            tracing::error!("{e}");
+        }
+    });
+    Ok(Connected { host, session, served })
+}
+
+#[cfg(not(unix))]
+async fn connect(_settings: Settings, _headed: bool) -> Result<Connected, CommandError> {
+    Err(CommandError::Io(std::io::Error::other("errand run and observe need a Unix system")))
+}
+
+impl Connected {
+    fn close(mut self) {
+        self.session.close();
+        self.served.abort();
+    }
+}
+
+/// Runs a task; exit status 0 when it was done successfully.
+pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
+    let settings = Settings::load(&args.overrides)?;
+    // Dropping a half-started session (Ctrl-C while it starts) kills the browser.
+    let c = tokio::select! {
+        c = connect(settings, args.headed) => c?,
+        _ = tokio::signal::ctrl_c() => return Ok(interrupted_exit()),
+    };
+    let mut events = c.host.subscribe();
+    let task_id = match c.host.start_task(&args.task, None, Some(&args.url)) {
+        Ok(id) => id,
+        Err(e) => {
+            c.close();
+            return Err(e.into());
+        }
+    };
+    let mut outcome = None;
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    while outcome.is_none() {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) if ev.task_id == task_id => {
+                    term::event(&ev, args.json);
+                    match ev.event {
+                        TaskEvent::Finished { outcome: o } => outcome = Some(o),
+                        TaskEvent::Approval { .. } => {
+                            let host = c.host.clone();
+                            let (id, approve) = (task_id.clone(), args.approve);
+                            tokio::spawn(async move {
+                                let decision = if approve {
+                                    crate::agent::Decision::Approved
+                                } else {
+                                    ask_approval().await
+                                };
+                                if let Err(e) = host.decide(Some(&id), decision) {
+                                    tracing::warn!("{e}");
+                                }
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break,
+            },
+            _ = &mut ctrl_c, if !interrupted => {
+                interrupted = true;
+                eprintln!("stopping… (Ctrl-C again to quit at once)");
+                let _ = c.host.stop_task(Some(&task_id));
+                tokio::spawn(async {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                });
+            }
+        }
+    }
+    c.close();
+    Ok(match outcome {
+        Some(Outcome::Done { success: true, .. }) => ExitCode::SUCCESS,
+        _ if interrupted => ExitCode::from(130),
+        _ => ExitCode::FAILURE,
+    })
+}
+
+/// Asks on the terminal whether to approve an action (the event's lines
+/// were printed); with no terminal nobody can be asked, which is no
+/// rejection but not done either.
+async fn ask_approval() -> crate::agent::Decision {
+    use crate::agent::Decision;
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "not done: nobody could be asked (no terminal; run with --approve to approve such actions)"
+        );
+        return Decision::Unasked;
+    }
+    let answer = tokio::task::spawn_blocking(|| {
+        eprint!("Approve? [y/N] ");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    let yes = matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"));
+    if yes { Decision::Approved } else { Decision::Rejected }
+}
+
+#[derive(Serialize)]
+struct ObserveOutput<'a> {
+    tab_id: i64,
+    observation: &'a Observation,
+    timings_ms: Timings,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    screenshot: Option<&'a PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Timings {
+    /// Opening the tab until it loaded.
+    open: f64,
+    /// The observation inside the page, as the content script measured it.
+    observe_in_page: f64,
+    /// Host → page → host for the observation.
+    round_trip: f64,
+}
+
+/// Opens a page, prints the element list, optionally saves a screenshot.
+pub async fn observe(args: ObserveArgs) -> Result<ExitCode, CommandError> {
+    let settings = Settings::load(&Overrides::default())?;
+    let work = async {
+        let c = connect(settings, args.headed).await?;
+        let result = observe_in(&c.host, &args).await;
+        c.close();
+        result
+    };
+    // On Ctrl-C the work is dropped, and with it the browser session.
+    tokio::select! {
+        r = work => r.map(|()| ExitCode::SUCCESS),
+        _ = tokio::signal::ctrl_c() => Ok(interrupted_exit()),
+    }
+}
+
+async fn observe_in(host: &Host, args: &ObserveArgs) -> Result<(), CommandError> {
+    let t = Instant::now();
+    let tab = host.open_tab(&args.url).await?;
+    let open = ms(t);
+    let t = Instant::now();
+    let obs = host.observe(tab.tab_id, args.screenshot.is_some()).await?;
+    let round_trip = ms(t);
+    if let Some(path) = &args.screenshot {
+        let data_url = host.capture(tab.tab_id).await?;
+        let (_, b64) = data_url.split_once(";base64,").ok_or(CommandError::BadScreenshot)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|_| CommandError::BadScreenshot)?;
+        std::fs::write(path, bytes)
+            .map_err(|source| CommandError::WriteScreenshot { path: path.clone(), source })?;
+    }
+    if args.json {
+        term::json(&ObserveOutput {
+            tab_id: tab.tab_id,
+            observation: &obs,
+            timings_ms: Timings { open, observe_in_page: obs.elapsed_ms, round_trip },
+            screenshot: args.screenshot.as_ref(),
+        });
+    } else {
+        term::line(obs.text.trim_end());
+        if let Some(path) = &args.screenshot {
+            eprintln!("screenshot: {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn interrupted_exit() -> ExitCode {
+    eprintln!("interrupted");
+    ExitCode::from(130)
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0
+}
