@@ -82,3 +82,50 @@ fn the_agent_uses_the_small_parts_of_jquery_ui_widgets() {
     assert!(record(&run, "drag_and_drop", "").unwrap()["ok"] == true);
     rig.done("jqueryui");
 }
+
+/// The number of the first element whose line starts with `prefix` after
+/// its number (`<search`, `<option selected`): for fields named only by
+/// their kind.
+fn by_kind(req: &Value, prefix: &str) -> u32 {
+    let text = last_user_message(req).unwrap_or_default();
+    errand_e2e::model::elements(&text)
+        .into_iter()
+        .find(|(_, d)| d.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no element {prefix}… in:\n{text}"))
+        .0
+}
+
+fn select2_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // Select2's box (a `role=combobox` span over the hidden select).
+        0 => answer(json!([{"click": {"index": el(req, "Choose a country")}}])),
+        // Its dropdown, at the end of <body>: a search field and the
+        // options, each an element with its full text.
+        1 => {
+            sees(req, "Czech Republic");
+            answer(json!([{"type": {"index": by_kind(req, "<search"), "text": "Port"}}]))
+        }
+        2 => answer(json!([{"click": {"index": el(req, "Portugal")}}])),
+        // The tags box: its inline search field opens the options.
+        3 => answer(json!([{"click": {"index": el(req, "Search")}}])),
+        4 => answer(json!([{"click": {"index": el(req, "Gift wrap")}}])),
+        5 => answer(json!([{"click": {"index": el(req, "Search")}}])),
+        6 => answer(json!([{"click": {"index": el(req, "Express delivery")}}])),
+        7 => answer(json!([{"done": {"text": "set", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Select2 (from npm): its own box, the search field and options of its
+/// dropdown (attached at the end of `<body>`), and a tags box; judged by
+/// Select2's own `$(el).val()`.
+#[test]
+fn the_agent_uses_select2() {
+    let rig = Rig::start(select2_script);
+    let (tab, _) = rig
+        .run("/widgets/select2.html", "Ship to Portugal, tagged gift wrap and express delivery")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let val = tab.eval("[$('#country').val(), $('#tags').val()]").unwrap();
+    assert_eq!(val, json!(["PT", ["gift", "express"]]));
+    rig.done("select2");
+}
