@@ -129,3 +129,50 @@ fn the_agent_uses_select2() {
     assert_eq!(val, json!(["PT", ["gift", "express"]]));
     rig.done("select2");
 }
+
+/// The number of the first element whose line mentions `needle` (an icon
+/// named by its class: `icon=flatpickr-next-month`).
+fn by_text(req: &Value, needle: &str) -> u32 {
+    let text = last_user_message(req).unwrap_or_default();
+    errand_e2e::model::elements(&text)
+        .into_iter()
+        .find(|(_, d)| d.contains(needle))
+        .unwrap_or_else(|| panic!("no element mentioning {needle:?} in:\n{text}"))
+        .0
+}
+
+fn flatpickr_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // A read-only field: its calendar opens on a click.
+        0 => answer(json!([{"click": {"index": el(req, "Date")}}])),
+        // The next-month arrow (a <span> holding only an <svg>).
+        1 => {
+            sees(req, "May 20, 2030");
+            answer(json!([{"click": {"index": by_text(req, "next-month")}}]))
+        }
+        // The days, each named by its whole date.
+        2 => answer(json!([{"click": {"index": el(req, "June 15, 2030")}}])),
+        3 => answer(json!([{"click": {"index": el(req, "Reminder")}}])),
+        4 => answer(json!([
+            {"fill": {"index": el(req, "Hour"), "text": "18"}},
+            {"fill": {"index": el(req, "Minute"), "text": "30"}},
+        ])),
+        5 => answer(json!([{"done": {"text": "booked", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// flatpickr (from npm): its calendar at the end of `<body>`, the month
+/// arrow, a day, and the hour and minute of a time picker; judged by the
+/// widget's `selectedDates`.
+#[test]
+fn the_agent_uses_flatpickr() {
+    let rig = Rig::start(flatpickr_script);
+    let (tab, _) = rig
+        .run("/widgets/flatpickr.html", "Book June 15, 2030, reminder at 18:30")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let picked = tab.eval("picked()").unwrap();
+    assert_eq!(picked[0], json!(["2030-06-15 00:00"]), "{picked}");
+    assert!(picked[1][0].as_str().unwrap().ends_with(" 18:30"), "{picked}");
+    rig.done("flatpickr");
+}
