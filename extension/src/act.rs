@@ -774,12 +774,12 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
                 found = Some(n);
                 break;
             }
-            if n == a {
-                break;
-            }
+            // As the browser does, the nearest draggable ancestor of what
+            // was pressed is dragged: past the element too (a handle
+            // inside a SortableJS item, made draggable on the press).
             node = dom::flat_parent(&n);
         }
-        found.or_else(|| proto::draggable(&a.unchecked_ref::<HtmlElement>()).then(|| a.clone()))
+        found
     };
     // Move a little first, as a hand does, so drag libraries start.
     m.x += 5.0;
@@ -814,6 +814,10 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
             return Err(failed(&format!("{} refused to be dragged", describe(from, &a))));
         }
         ev(&dragged, "drag", m.x, m.y);
+        // The browser's drag moves come later than `dragstart`: libraries
+        // start the drag on the next tick (SortableJS sets its active list
+        // in a `setTimeout(0)` and ignores `dragover` before it).
+        gloo_timers::future::TimeoutFuture::new(16).await;
         let over = dom::element_at(&b, bx, by)
             .filter(|h| dom::hit_belongs(&b, h))
             .unwrap_or_else(|| b.clone());

@@ -176,3 +176,35 @@ fn the_agent_uses_flatpickr() {
     assert!(picked[1][0].as_str().unwrap().ends_with(" 18:30"), "{picked}");
     rig.done("flatpickr");
 }
+
+fn sortable_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // The items of a list that listens on the list itself.
+        0 => answer(json!([{"drag_and_drop": {"from": el(req, "Outro"), "to": el(req, "Intro")}}])),
+        // A list whose items move only by their handles: the handles are
+        // elements of their own, named by their titles.
+        1 => answer(json!([{"drag_and_drop": {
+            "from": el(req, "Move Dishes"), "to": el(req, "Move Plants"),
+        }}])),
+        2 => answer(json!([{"done": {"text": "reordered", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// SortableJS (from npm): native drag and drop that starts on the next
+/// tick after `dragstart`, and drag handles inside the items; judged by
+/// the library's `toArray()`.
+#[test]
+fn the_agent_reorders_sortablejs_lists() {
+    let rig = Rig::start(sortable_script);
+    let (tab, run) = rig
+        .run("/widgets/sortablejs.html", "Outro first; dishes after plants")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let orders = tab.eval("orders()").unwrap();
+    assert_eq!(
+        orders,
+        json!([["outro", "intro", "ballad", "anthem"], ["laundry", "plants", "dishes"]]),
+        "{run:#?}"
+    );
+    rig.done("sortablejs");
+}
