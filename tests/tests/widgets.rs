@@ -208,3 +208,78 @@ fn the_agent_reorders_sortablejs_lists() {
     );
     rig.done("sortablejs");
 }
+
+/// The number of the first element after the line that says `anchor`
+/// whose line says `needle` (a row's `+` after the row's name).
+fn after(req: &Value, anchor: &str, needle: &str) -> u32 {
+    let text = last_user_message(req).unwrap_or_default();
+    // In the page, not in the task.
+    let page = text.find("# Current page").unwrap_or(0);
+    let text = &text[page..];
+    let from = text.find(anchor).unwrap_or_else(|| panic!("no {anchor:?} in:\n{text}"));
+    errand_e2e::model::elements(&text[from..])
+        .into_iter()
+        .find(|(_, d)| d.contains(needle))
+        .unwrap_or_else(|| panic!("no {needle:?} after {anchor:?} in:\n{text}"))
+        .0
+}
+
+fn stepper_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // A dish's + and − (spans with only a click listener), found after
+        // the dish's name.
+        0 => answer(json!([{"click": {"index": after(req, "Diavola", "+")}}])),
+        1 => answer(json!([{"click": {"index": after(req, "Diavola", "+")}}])),
+        2 => answer(json!([{"click": {"index": after(req, "Marinara", "−")}}])),
+        3 => {
+            sees(req, "Total: $34");
+            sees(req, "value=\"3\"");
+            answer(json!([{"done": {"text": "ordered", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A food menu's quantity steppers: − and + spans after each dish.
+#[test]
+fn the_agent_uses_quantity_steppers() {
+    let rig = Rig::start(stepper_script);
+    let (tab, _) = rig
+        .run("/widgets/stepper.html", "Two more Diavola, one Marinara less")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let order = tab.eval("order()").unwrap();
+    assert_eq!(order, json!({"margherita": 0, "diavola": 3, "marinara": 1}));
+    rig.done("stepper");
+}
+
+fn portal_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Select…")}}])),
+        // The options of a listbox rendered at the end of <body>.
+        1 => {
+            sees(req, "<listbox=Language>");
+            answer(json!([{"click": {"index": el(req, "Deutsch")}}]))
+        }
+        // The second select, inside a panel that clips overflow.
+        2 => answer(json!([{"click": {"index": el(req, "UTC")}}])),
+        3 => answer(json!([{"click": {"index": el(req, "Europe/Prague")}}])),
+        4 => {
+            sees(req, "state: language=Deutsch timezone=Europe/Prague");
+            answer(json!([{"done": {"text": "set", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A React (from npm) listbox rendered with `createPortal` at the end of
+/// `<body>`, far from its button in the DOM.
+#[test]
+fn the_agent_uses_a_listbox_in_a_portal() {
+    let rig = Rig::start(portal_script);
+    let (tab, _) = rig
+        .run("/widgets/portal.html", "German, Prague time")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let state = tab.eval("document.getElementById('state').textContent").unwrap();
+    assert_eq!(state, "state: language=Deutsch timezone=Europe/Prague");
+    rig.done("portal");
+}
