@@ -283,3 +283,36 @@ fn the_agent_uses_a_listbox_in_a_portal() {
     assert_eq!(state, "state: language=Deutsch timezone=Europe/Prague");
     rig.done("portal");
 }
+
+fn bootstrap_datepicker_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // The calendar opens on the field's focus, at the end of <body>.
+        0 => answer(json!([{"click": {"index": el(req, "Departure")}}])),
+        // Its » (a <th> the picker's delegated listener handles).
+        1 => answer(json!([{"click": {"index": by_kind(req, "<th>»")}}])),
+        // A day cell (a plain <td>).
+        2 => answer(json!([{"click": {"index": by_kind(req, "<td>15")}}])),
+        3 => answer(json!([{"done": {"text": "departure set", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// bootstrap-datepicker (from npm) through its calendar: the next-month
+/// arrow and a day cell; judged by the widget's `getDate`.
+#[test]
+fn the_agent_picks_a_day_in_bootstrap_datepicker() {
+    let rig = Rig::start(bootstrap_datepicker_script);
+    let (tab, _) = rig
+        .run("/actions/bootstrap-datepicker.html", "Depart on the 15th of next month")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let (got, want) = (
+        tab.eval("widgetDate()").unwrap(),
+        tab.eval(
+            "(() => { const n = new Date(); const d = new Date(n.getFullYear(), n.getMonth() + 1, 15);
+               return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-15`; })()",
+        )
+        .unwrap(),
+    );
+    assert_eq!(got, want);
+    rig.done("bootstrap_datepicker");
+}
