@@ -447,9 +447,11 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     let prop = |name: Name| dom::property(&style, name);
     let display = prop(Name::Display);
     // A transparent file input laid over a "Choose a file" area is the
-    // control a person clicks: it stays listed (issue 19).
+    // control a person clicks: it stays listed (issue 19). So does a
+    // combobox's input made transparent while the box shows its chosen
+    // value (react-select after a choice): the box is what a person uses.
     let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
-    if display == "none" || (transparent && !is_file_input(el)) {
+    if display == "none" || (transparent && !is_file_input(el) && !is_combobox_input(el)) {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let visibility = prop(Name::Visibility);
@@ -501,6 +503,12 @@ fn is_file_input(el: &Element) -> bool {
 fn small_box(el: &Element) -> bool {
     let r = proto::get_bounding_client_rect(el);
     r.width() > 0.0 && r.width() <= 48.0 && r.height() <= 48.0
+}
+
+/// An `<input role=combobox>`.
+fn is_combobox_input(el: &Element) -> bool {
+    proto::local_name(&el) == "input"
+        && proto::get_attribute(&el, "role").is_some_and(|r| r.eq_ignore_ascii_case("combobox"))
 }
 
 /// An icon's name: the file name of its image, without the extension

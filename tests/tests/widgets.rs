@@ -316,3 +316,38 @@ fn the_agent_picks_a_day_in_bootstrap_datepicker() {
     assert_eq!(got, want);
     rig.done("bootstrap_datepicker");
 }
+
+fn react_select_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // Typing filters the menu (a portal-less <div> listbox).
+        0 => answer(json!([{"type": {"index": el(req, "Flavour"), "text": "pis"}}])),
+        1 => answer(json!([{"click": {"index": el(req, "Pistachio")}}])),
+        2 => answer(json!([{"click": {"index": el(req, "Toppings")}}])),
+        3 => answer(json!([{"click": {"index": el(req, "Nuts")}}])),
+        // The transparent input of a chosen box is still the box's element.
+        4 => answer(json!([{"click": {"index": el(req, "Toppings")}}])),
+        5 => answer(json!([{"click": {"index": el(req, "Hot fudge")}}])),
+        // A chosen value's remove cross is an element (clicking it would
+        // ask for the user's approval: "remove").
+        6 => {
+            sees(req, "<button=\"Remove Nuts\">");
+            sees(req, "Pistachio");
+            answer(json!([{"done": {"text": "ordered", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// react-select (from npm, bundled): a searchable select and a multi
+/// select whose input turns transparent once a value is chosen; judged by
+/// the hidden inputs react-select submits.
+#[test]
+fn the_agent_uses_react_select() {
+    let rig = Rig::start(react_select_script);
+    let (tab, _) = rig
+        .run("/widgets/react-select.html", "Pistachio with nuts and hot fudge")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let chosen = tab.eval("chosen()").unwrap();
+    assert_eq!(chosen, json!({"flavour": "pistachio", "toppings": "nuts,hot-fudge"}));
+    rig.done("react_select");
+}
