@@ -351,3 +351,40 @@ fn the_agent_uses_react_select() {
     assert_eq!(chosen, json!({"flavour": "pistachio", "toppings": "nuts,hot-fudge"}));
     rig.done("react_select");
 }
+
+fn mui_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // Autocomplete: typing opens its listbox (a portal).
+        0 => answer(json!([{"type": {"index": el(req, "City"), "text": "Br"}}])),
+        1 => answer(json!([{"click": {"index": el(req, "Brussels")}}])),
+        // Select: a div combobox whose menu is a portal.
+        2 => answer(json!([{"click": {"index": el(req, "Size")}}])),
+        3 => answer(json!([{"click": {"index": el(req, "Large")}}])),
+        // DatePicker: its calendar button, the month arrow, a day.
+        4 => answer(json!([{"click": {"index": by_text(req, "Choose date")}}])),
+        5 => answer(json!([{"click": {"index": el(req, "Next month")}}])),
+        6 => {
+            sees(req, "June");
+            answer(json!([{"click": {"index": by_kind(req, "<gridcell>15")}}]))
+        }
+        // A picker shown as a dialog asks for OK.
+        7 if last_user_message(req).unwrap_or_default().contains("<button>OK") => {
+            answer(json!([{"click": {"index": el(req, "OK")}}]))
+        }
+        7 | 8 => answer(json!([{"done": {"text": "set", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// MUI (from npm, bundled): Autocomplete, Select and DatePicker, each
+/// popup in a portal; judged by what each widget's onChange received.
+#[test]
+fn the_agent_uses_mui() {
+    let rig = Rig::start(mui_script);
+    let (tab, _) = rig
+        .run("/widgets/mui.html", "Brussels, large, arriving June 15, 2030")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let state = tab.eval("muiState").unwrap();
+    assert_eq!(state, json!({"city": "Brussels", "size": "l", "date": "2030-06-15"}));
+    rig.done("mui");
+}
