@@ -388,3 +388,34 @@ fn the_agent_uses_mui() {
     assert_eq!(state, json!({"city": "Brussels", "size": "l", "date": "2030-06-15"}));
     rig.done("mui");
 }
+
+fn antd_script(req: &Value, call: usize) -> Reply {
+    match call {
+        // A read-only combobox input: a click opens the dropdown, a
+        // virtual list of <div>s in a portal at the end of <body>.
+        0 => answer(json!([{"click": {"index": el(req, "Fruit")}}])),
+        1 => answer(json!([{"click": {"index": el(req, "Mango")}}])),
+        2 => answer(json!([{"click": {"index": el(req, "Extras")}}])),
+        3 => answer(json!([{"click": {"index": el(req, "Granola")}}])),
+        // The dropdown of a multiple select stays open.
+        4 => answer(json!([{"click": {"index": el(req, "Honey")}}])),
+        5 => {
+            sees(req, "<div>Mango");
+            answer(json!([{"done": {"text": "set", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// antd's Select (from npm, bundled): single and multiple, options in a
+/// virtual list in a portal; judged by what each onChange received.
+#[test]
+fn the_agent_uses_antd_select() {
+    let rig = Rig::start(antd_script);
+    let (tab, _) = rig
+        .run("/widgets/antd.html", "Mango with granola and honey")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let state = tab.eval("antdState").unwrap();
+    assert_eq!(state, json!({"fruit": "mango", "extras": ["granola", "honey"]}));
+    rig.done("antd");
+}
