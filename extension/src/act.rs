@@ -608,6 +608,14 @@ pub fn forget_fills() {
 }
 
 fn remember_fill(el: &Element, value: &str) {
+    // What is typed into a combobox or an autocomplete is a search: the
+    // page clearing or completing it once an option is chosen loses
+    // nothing (react-select, Select2).
+    if attr(el, "role").is_some_and(|r| r == "combobox")
+        || attr(el, "aria-autocomplete").is_some_and(|v| v == "list" || v == "both")
+    {
+        return;
+    }
     FILLED.with(|f| {
         let mut f = f.borrow_mut();
         f.retain(|(e, _)| e != el && proto::is_connected(&e));
@@ -774,12 +782,12 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
                 found = Some(n);
                 break;
             }
-            if n == a {
-                break;
-            }
+            // As the browser does, the nearest draggable ancestor of what
+            // was pressed is dragged: past the element too (a handle
+            // inside a SortableJS item, made draggable on the press).
             node = dom::flat_parent(&n);
         }
-        found.or_else(|| proto::draggable(&a.unchecked_ref::<HtmlElement>()).then(|| a.clone()))
+        found
     };
     // Move a little first, as a hand does, so drag libraries start.
     m.x += 5.0;
@@ -814,6 +822,10 @@ async fn drag(from: u32, to: u32, watch: &Watch) -> Result<String, Fail> {
             return Err(failed(&format!("{} refused to be dragged", describe(from, &a))));
         }
         ev(&dragged, "drag", m.x, m.y);
+        // The browser's drag moves come later than `dragstart`: libraries
+        // start the drag on the next tick (SortableJS sets its active list
+        // in a `setTimeout(0)` and ignores `dragover` before it).
+        gloo_timers::future::TimeoutFuture::new(16).await;
         let over = dom::element_at(&b, bx, by)
             .filter(|h| dom::hit_belongs(&b, h))
             .unwrap_or_else(|| b.clone());
@@ -1048,10 +1060,12 @@ impl Mouse {
         self.mouse(target, "mouseover", true, 0, 0, 0);
         self.pointer(target, "pointermove", true, -1, 0);
         self.mouse(target, "mousemove", true, 0, 0, 0);
-        self.pointer(target, "pointerdown", true, 0, 1);
-        if self.mouse(target, "mousedown", true, 0, 1, 1) {
-            focus_from(target);
-        }
+        focus::follow(target, || {
+            self.pointer(target, "pointerdown", true, 0, 1);
+            if self.mouse(target, "mousedown", true, 0, 1, 1) {
+                focus_from(target);
+            }
+        });
     }
 
     /// Dispatches a pointer event (a primary mouse pointer).
@@ -1119,21 +1133,27 @@ async fn click(
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);
     for detail in 1..=count {
-        m.pointer(&target, "pointerdown", true, code, mask);
-        let down = m.mouse(&target, "mousedown", true, code, mask, detail);
-        if down && detail == 1 {
-            focus_from(&target);
-        }
+        // The page's handlers may move the focus themselves (`focus()`):
+        // its events follow, as in a focused document.
+        focus::follow(&target, || {
+            m.pointer(&target, "pointerdown", true, code, mask);
+            let down = m.mouse(&target, "mousedown", true, code, mask, detail);
+            if down && detail == 1 {
+                focus_from(&target);
+            }
+        });
         if button == ClickButton::Right {
             m.mouse(&target, "contextmenu", true, code, mask, 0);
         }
-        m.pointer(&target, "pointerup", true, code, 0);
-        m.mouse(&target, "mouseup", true, code, 0, detail);
-        // The click itself, dispatched with its coordinates and keys; the
-        // browser runs its activation behaviour (links, submit buttons,
-        // checkboxes, labels) as for `HTMLElement.click()`.
-        let kind = if button == ClickButton::Left { "click" } else { "auxclick" };
-        m.mouse(&target, kind, true, code, 0, detail);
+        focus::follow(&target, || {
+            m.pointer(&target, "pointerup", true, code, 0);
+            m.mouse(&target, "mouseup", true, code, 0, detail);
+            // The click itself, dispatched with its coordinates and keys;
+            // the browser runs its activation behaviour (links, submit
+            // buttons, checkboxes, labels) as for `HTMLElement.click()`.
+            let kind = if button == ClickButton::Left { "click" } else { "auxclick" };
+            m.mouse(&target, kind, true, code, 0, detail);
+        });
     }
     if count == 2 && button == ClickButton::Left {
         m.mouse(&target, "dblclick", true, code, 0, 2);

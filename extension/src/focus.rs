@@ -129,3 +129,28 @@ pub fn blur_active(el: &Element) {
     dispatch(&active, "blur", None);
     dispatch(&active, "focusout", None);
 }
+
+/// Runs `act` (events the page handles) and, when the page's own handlers
+/// moved the focus meanwhile (`focus()` in a `mousedown` handler that
+/// cancels the default, as react-select's control does) without the
+/// browser firing the focus events (the document does not have the
+/// focus), dispatches them as a focused document gets them.
+pub fn follow<R>(el: &Element, act: impl FnOnce() -> R) -> R {
+    let before = deep_active(el).filter(|a| !is_nowhere(a));
+    let mut out = None;
+    let fired = fires_events(el, || out = Some(act()));
+    let out = out.expect("run once");
+    let after = deep_active(el).filter(|a| !is_nowhere(a));
+    if fired || after == before {
+        return out;
+    }
+    if let Some(prev) = before.as_ref().filter(|p| proto::is_connected(p)) {
+        dispatch(prev, "blur", after.as_ref());
+        dispatch(prev, "focusout", after.as_ref());
+    }
+    if let Some(now) = &after {
+        dispatch(now, "focus", before.as_ref());
+        dispatch(now, "focusin", before.as_ref());
+    }
+    out
+}

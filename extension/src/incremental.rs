@@ -921,6 +921,7 @@ fn ctx_of(s: &Element) -> Option<Ctx> {
         // As the walk passes it down: the parent's own cursor, or one
         // inherited from a `:hover` rule.
         pointer: bits.pointer || hover,
+        grab: bits.grab,
         hover,
         text_hidden: !bits.shown && !bits.contents,
         dirty: false,

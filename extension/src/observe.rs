@@ -407,6 +407,8 @@ pub(crate) struct Ctx {
     /// The parent's style was read afresh (it or an ancestor changed):
     /// so is this element's.
     pub(crate) dirty: bool,
+    /// The parent has `cursor: move` or `grab` (a drag handle's inside).
+    pub(crate) grab: bool,
     /// The parent is a flex row (`display: flex`, `flex-direction: row`,
     /// `flex-wrap: nowrap`): its items read as one line.
     pub(crate) row: bool,
@@ -434,6 +436,8 @@ pub struct StyleBits {
     pub hover: bool,
     /// A flex row: its children are laid out side by side.
     pub row: bool,
+    /// `cursor: move` or `grab`: what a drag starts from.
+    pub grab: bool,
 }
 
 fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
@@ -443,9 +447,11 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     let prop = |name: Name| dom::property(&style, name);
     let display = prop(Name::Display);
     // A transparent file input laid over a "Choose a file" area is the
-    // control a person clicks: it stays listed (issue 19).
+    // control a person clicks: it stays listed (issue 19). So does a
+    // combobox's input made transparent while the box shows its chosen
+    // value (react-select after a choice): the box is what a person uses.
     let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
-    if display == "none" || (transparent && !is_file_input(el)) {
+    if display == "none" || (transparent && !is_file_input(el) && !is_combobox_input(el)) {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let visibility = prop(Name::Visibility);
@@ -453,7 +459,9 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     let block = !display.starts_with("inline") && !contents;
     // `move` and `grab`: items of drag-and-drop lists (sortables,
     // boards), which `drag_and_drop` needs the numbers of.
-    let pointer = matches!(prop(Name::Cursor).as_str(), "pointer" | "move" | "grab");
+    let cursor = prop(Name::Cursor);
+    let grab = matches!(cursor.as_str(), "move" | "grab");
+    let pointer = grab || cursor == "pointer";
     let row = matches!(display.as_str(), "flex" | "inline-flex")
         && prop(Name::FlexDirection).starts_with("row")
         && prop(Name::FlexWrap) == "nowrap";
@@ -472,6 +480,7 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
         // `matches` per element on pages with such rules).
         hover: !pointer && hover.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
         row,
+        grab,
     }
 }
 
@@ -488,6 +497,18 @@ fn icon_font(el: &Element, frame: &Frame) -> bool {
 fn is_file_input(el: &Element) -> bool {
     proto::local_name(&el) == "input"
         && proto::get_attribute(&el, "type").is_some_and(|t| t.eq_ignore_ascii_case("file"))
+}
+
+/// Whether `el`'s box is at most 48 px each way (an icon, a handle).
+fn small_box(el: &Element) -> bool {
+    let r = proto::get_bounding_client_rect(el);
+    r.width() > 0.0 && r.width() <= 48.0 && r.height() <= 48.0
+}
+
+/// An `<input role=combobox>`.
+fn is_combobox_input(el: &Element) -> bool {
+    proto::local_name(&el) == "input"
+        && proto::get_attribute(&el, "role").is_some_and(|r| r.eq_ignore_ascii_case("combobox"))
 }
 
 /// An icon's name: the file name of its image, without the extension
@@ -820,7 +841,11 @@ impl Walk {
             || (tag == "li" && self.open_elements > 0 && self.inside_listener_only())
             || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el))
             // An icon of its own inside a plain clickable box.
-            || (plain_outer && pointer && self.own_icon(el, &tag, st));
+            || (plain_outer && pointer && self.own_icon(el, &tag, st))
+            // A drag handle (`cursor: move` or `grab`, small) inside a
+            // listed item: where a drag of the item must start (SortableJS'
+            // `handle`).
+            || (st.grab && !ctx.grab && self.open_elements > 0 && small_box(el));
         if !interactive && listens {
             interactive = true;
             by_listener = !pointer;
@@ -937,6 +962,7 @@ impl Walk {
             && el.unchecked_ref::<web_sys::HtmlLabelElement>().control().is_some();
         let inner = Ctx {
             pointer,
+            grab: st.grab,
             hover: hovered,
             text_hidden: (!shown_style && !contents) || label_of_listed || ligature,
             dirty: fresh,
@@ -1641,7 +1667,7 @@ pub(crate) mod style_cache {
         let mut n = 0u32;
         for (i, b) in [
             s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls, s.boxed, s.image, s.hover,
-            s.row,
+            s.row, s.grab,
         ]
         .into_iter()
         .enumerate()
@@ -1667,6 +1693,7 @@ pub(crate) mod style_cache {
             image: bit(7),
             hover: bit(8),
             row: bit(9),
+            grab: bit(10),
         }
     }
 

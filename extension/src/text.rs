@@ -334,8 +334,10 @@ pub fn element_line(seen: &Seen) -> String {
     let name = aria.or(label);
     let text_key = key(&text);
     let says = |n: &str| !text_key.is_empty() && text_key.contains(&key(n));
+    // A text of symbols only (a `⠿` drag handle, a `×`) names nothing.
+    let wordless = !text.chars().any(char::is_alphanumeric);
     let any_name =
-        name.as_deref().or(placeholder.as_deref()).or(title.as_deref().filter(|_| text.is_empty()));
+        name.as_deref().or(placeholder.as_deref()).or(title.as_deref().filter(|_| wordless));
     // A name that only says the kind (`<email "E-mail">`) says nothing new.
     let shown_name = any_name.filter(|n| !says(n) && key(n) != kind);
     let mut name_part = String::new();
