@@ -462,6 +462,11 @@ fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
         None => format!("<{}>", proto::local_name(&target)),
     };
     let did = keys::press(&target, &combo);
+    // A copy with nothing selected, a paste with nothing copied: the
+    // model is told the key did not do what it is for.
+    if let Some(d) = did.as_deref().filter(|d| d.starts_with("nothing was ")) {
+        return Err(failed(&format!("pressed {key} on {on}, but {d}")));
+    }
     Ok(match did {
         Some(d) => format!("pressed {key} on {on}: {d}"),
         None => format!("pressed {key} on {on}"),

@@ -563,6 +563,10 @@ pub(crate) struct Walk {
     pending: String,
     /// Whether the block the pending text is in shows in the viewport.
     pending_in_view: bool,
+    /// The last text added touches the next one: only plain inline
+    /// boxes lay between them, with no whitespace (a terminal's one
+    /// `<span>` per key reads `rmdir`, not `r m d i r`).
+    glue: bool,
     /// The block-level elements being walked, innermost last, with the
     /// frame's offset and clip, to place pending text, and whether it
     /// shows in the viewport once asked (a block's text often comes in
@@ -606,6 +610,7 @@ impl Walk {
             line_hidden: Vec::new(),
             pending: String::new(),
             pending_in_view: false,
+            glue: false,
             blocks: Vec::new(),
             clips: Vec::new(),
             scroll: web_sys::window()
@@ -692,8 +697,14 @@ impl Walk {
     /// context text when no line collects.
     fn add_text(&mut self, t: &str, from: &Node) {
         if t.trim().is_empty() {
+            self.glue = false;
             return;
         }
+        // Text right against the text before it (no whitespace, only
+        // plain inline boxes between) is one word on the screen.
+        let glued = self.glue && !t.starts_with(char::is_whitespace);
+        self.glue = !t.ends_with(char::is_whitespace);
+        let sep = if glued { "" } else { " " };
         let Some(&i) = self.open.last() else {
             if self.pending.is_empty() {
                 self.pending_anchor = Some(self.anchor(from));
@@ -713,7 +724,7 @@ impl Walk {
                 };
             }
             if self.pending.len() < CONTEXT_COLLECT_MAX {
-                self.pending.push(' ');
+                self.pending.push_str(sep);
                 self.pending.push_str(t);
             }
             return;
@@ -723,7 +734,7 @@ impl Walk {
             Line::Heading { text, .. } | Line::Text { text, .. } => text,
         };
         if buf.len() < TEXT_COLLECT_MAX {
-            buf.push(' ');
+            buf.push_str(sep);
             buf.push_str(t);
         }
     }
@@ -782,6 +793,42 @@ impl Walk {
         }
         self.hidden_depth += usize::from(aria_hidden);
         let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
+        // Only a plain inline box (a `<span>`, `<b>`) lets the text on
+        // either side of its edges touch.
+        let separates = st.boxed
+            || !matches!(
+                tag.as_str(),
+                "span"
+                    | "b"
+                    | "i"
+                    | "em"
+                    | "strong"
+                    | "u"
+                    | "s"
+                    | "small"
+                    | "code"
+                    | "kbd"
+                    | "mark"
+                    | "sub"
+                    | "sup"
+                    | "font"
+                    | "a"
+                    | "abbr"
+                    | "q"
+                    | "tt"
+                    | "var"
+                    | "samp"
+                    | "cite"
+                    | "del"
+                    | "ins"
+                    | "bdi"
+                    | "bdo"
+                    | "time"
+                    | "data"
+            );
+        if separates {
+            self.glue = false;
+        }
         // A pointer cursor only under the mouse is one all the same.
         let hovered = st.hover || ctx.hover;
         let pointer = pointer || hovered;
@@ -891,6 +938,7 @@ impl Walk {
                         if !region {
                             self.open_elements += 1;
                             opened = true;
+                            self.glue = false;
                         }
                         if by_listener {
                             self.listener_only.push(self.lines.len() - 1);
@@ -905,6 +953,7 @@ impl Walk {
                         clip,
                     );
                     opened = true;
+                    self.glue = false;
                 }
                 if opened {
                     self.opened.add(el);
@@ -988,6 +1037,9 @@ impl Walk {
         if block {
             self.flush();
             self.blocks.pop();
+        }
+        if separates || opened {
+            self.glue = false;
         }
         if clip_pushed.is_some() {
             self.clips.pop();
