@@ -396,7 +396,14 @@ fn hover(index: u32) -> Result<String, Fail> {
     }
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);
-    Ok(format!("moved the pointer over {}", describe(index, &el)))
+    // Synthetic events leave CSS `:hover` unmatched: its rules are applied
+    // to the pointer's chain instead (`hover::emulate`).
+    let styled = crate::hover::emulate(&target);
+    Ok(format!(
+        "moved the pointer over {}{}",
+        describe(index, &el),
+        if styled > 0 { " (the page's :hover styles apply to it)" } else { "" }
+    ))
 }
 
 /// Ticks or unticks a checkbox, radio button, or ARIA checkbox/switch, by
@@ -1123,6 +1130,11 @@ async fn click(
     m.mouse(&target, "mouseenter", false, 0, 0, 0);
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);
+    // The pointer left an element hovered before: its `:hover` styles
+    // follow the pointer here (a submenu item keeps its menu open).
+    if crate::hover::emulating() {
+        crate::hover::emulate(&target);
+    }
     for detail in 1..=count {
         m.pointer(&target, "pointerdown", true, code, mask);
         let down = m.mouse(&target, "mousedown", true, code, mask, detail);

@@ -114,3 +114,211 @@ pub fn pointer_selector(doc: &Document) -> Option<String> {
     CACHE.with(|c| *c.borrow_mut() = Some((key, selector.clone())));
     selector
 }
+
+/// The attribute that stands for `:hover` in the copies of the page's
+/// `:hover` rules (`hover::emulate`).
+const HOVER_ATTR: &str = "data-errand-hover";
+/// `:hover` rules copied at most.
+const HOVER_RULES_MAX: usize = 500;
+
+/// The page's `:hover` rules, rewritten for the emulated hover state.
+struct Emulation {
+    /// The sheets' rule counts the rules were read at.
+    key: Vec<u32>,
+    /// `li[data-errand-hover] > ul { display: block }` for each rule.
+    css: String,
+    /// What must be hovered for a rule to apply, `:hover` taken out
+    /// (`.menu li` for `.menu li:hover > ul`), as one selector list.
+    subjects: Option<String>,
+}
+
+thread_local! {
+    static EMULATION: RefCell<Option<Emulation>> = const { RefCell::new(None) };
+    /// The elements marked hovered, and the adopted sheet.
+    static HOVERED: RefCell<(Vec<web_sys::Element>, Option<JsValue>)> =
+        const { RefCell::new((Vec::new(), None)) };
+}
+
+/// Each part of a selector up to the end of a compound holding `:hover`,
+/// with every `:hover` taken out: `.menu li:hover > ul` → `.menu li`.
+fn hover_subjects(selector: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = selector[from..].find(":hover") {
+        let at = from + at;
+        let mut depth = 0i32;
+        let mut end = selector.len();
+        for (i, c) in selector[at..].char_indices() {
+            match c {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                ' ' | '>' | '+' | '~' if depth == 0 => {
+                    end = at + i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let subject = selector[..end].replace(":hover", "");
+        let subject = subject.split("::").next().unwrap_or("").trim().to_owned();
+        if !subject.is_empty() && !out.contains(&subject) {
+            out.push(subject);
+        }
+        from = at + ":hover".len();
+    }
+    out
+}
+
+/// Reads the same-origin sheets' `:hover` rules (top-level style rules),
+/// cached while the sheets' rule counts stay.
+fn emulation(doc: &Document) -> (String, Option<String>) {
+    let lists = rule_lists(doc);
+    let key: Vec<u32> = lists.iter().map(length).collect();
+    if let Some(hit) = EMULATION.with(|e| {
+        e.borrow().as_ref().filter(|e| e.key == key).map(|e| (e.css.clone(), e.subjects.clone()))
+    }) {
+        return hit;
+    }
+    let mut css = String::new();
+    let mut subjects: Vec<String> = Vec::new();
+    let mut rules_seen = 0;
+    let mut read = 0;
+    'sheets: for rules in &lists {
+        for j in 0..length(rules) {
+            read += 1;
+            if read > RULES_MAX || rules_seen >= HOVER_RULES_MAX {
+                break 'sheets;
+            }
+            let Ok(rule) = Reflect::get_u32(rules, j) else { continue };
+            let Some(selector) = get(&rule, "selectorText").and_then(|s| s.as_string()) else {
+                continue;
+            };
+            if !selector.contains(":hover") {
+                continue;
+            }
+            let Some(body) =
+                get(&rule, "style").and_then(|s| get(&s, "cssText")).and_then(|c| c.as_string())
+            else {
+                continue;
+            };
+            let mut parts = Vec::new();
+            for part in selector.split(',').filter(|p| p.contains(":hover")) {
+                let kept: Vec<String> = hover_subjects(part)
+                    .into_iter()
+                    .filter(|s| !matches!(s.as_str(), "*" | "html" | "body"))
+                    .filter(|s| proto::query_selector(&doc, s).is_ok())
+                    .collect();
+                if kept.is_empty() {
+                    continue;
+                }
+                for s in kept {
+                    if !subjects.contains(&s) {
+                        subjects.push(s);
+                    }
+                }
+                parts.push(part.replace(":hover", &format!("[{HOVER_ATTR}]")));
+            }
+            if parts.is_empty() {
+                continue;
+            }
+            rules_seen += 1;
+            css.push_str(&format!("{} {{ {body} }}\n", parts.join(", ")));
+        }
+    }
+    let subjects = (!subjects.is_empty()).then(|| subjects.join(", "));
+    EMULATION.with(|e| {
+        *e.borrow_mut() = Some(Emulation { key, css: css.clone(), subjects: subjects.clone() })
+    });
+    (css, subjects)
+}
+
+/// Puts the emulation's rules into the document's adopted sheets (once).
+fn adopt(doc: &Document, css: &str) -> Result<(), JsValue> {
+    let sheet = match HOVERED.with(|h| h.borrow().1.clone()) {
+        Some(s) => s,
+        None => {
+            let window = web_sys::window().ok_or(JsValue::NULL)?;
+            let ctor: js_sys::Function =
+                Reflect::get(&window, &JsValue::from_str("CSSStyleSheet"))?.dyn_into()?;
+            let s = Reflect::construct(&ctor, &js_sys::Array::new())?;
+            HOVERED.with(|h| h.borrow_mut().1 = Some(s.clone()));
+            s
+        }
+    };
+    let replace: js_sys::Function =
+        Reflect::get(&sheet, &JsValue::from_str("replaceSync"))?.dyn_into()?;
+    replace.call1(&sheet, &JsValue::from_str(css))?;
+    let key = JsValue::from_str("adoptedStyleSheets");
+    let adopted = js_sys::Array::from(&Reflect::get(doc, &key)?);
+    if !adopted.includes(&sheet, 0) {
+        adopted.push(&sheet);
+        Reflect::set(doc, &key, &adopted)?;
+    }
+    Ok(())
+}
+
+/// Whether a hover state is being emulated in this document.
+pub fn emulating() -> bool {
+    HOVERED.with(|h| !h.borrow().0.is_empty())
+}
+
+/// Gives `target` and its ancestors (through shadow roots) the hover state
+/// a real pointer over it would: synthetic mouse events do not make CSS
+/// `:hover` match, so a menu shown only by `li:hover > ul { display:
+/// block }` would stay shut. The page's same-origin `:hover` rules are
+/// copied into an adopted sheet with `:hover` replaced by
+/// `[data-errand-hover]`, and that attribute is put on the elements of the
+/// chain that such a rule hovers (and taken off those the pointer left).
+/// Returns how many elements are now marked.
+pub fn emulate(target: &web_sys::Element) -> usize {
+    let Some(doc) = proto::owner_document(target) else { return 0 };
+    let (css, subjects) = emulation(&doc);
+    let mut chain = Vec::new();
+    if let Some(subjects) = &subjects {
+        let mut node = Some(target.clone());
+        while let Some(n) = node {
+            if proto::matches(&n, subjects).unwrap_or(false) {
+                chain.push(n.clone());
+            }
+            node = crate::dom::flat_parent(&n);
+        }
+    }
+    let before = HOVERED.with(|h| std::mem::take(&mut h.borrow_mut().0));
+    for el in before.iter().filter(|e| !chain.contains(e)) {
+        let _ = proto::remove_attribute(el, HOVER_ATTR);
+    }
+    if chain.is_empty() {
+        return 0;
+    }
+    if adopt(&doc, &css).is_err() {
+        return 0;
+    }
+    for el in chain.iter().filter(|e| !before.contains(e)) {
+        let _ = proto::set_attribute(el, HOVER_ATTR, "");
+    }
+    let n = chain.len();
+    HOVERED.with(|h| h.borrow_mut().0 = chain);
+    n
+}
+
+/// Ends the emulated hover (the task's `cleanup`).
+pub fn clear() {
+    let (marked, _) = HOVERED.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    for el in &marked {
+        let _ = proto::remove_attribute(el, HOVER_ATTR);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_a_hover_rule_hovers() {
+        assert_eq!(hover_subjects(".menu li:hover > ul"), vec![".menu li"]);
+        assert_eq!(hover_subjects("a:hover::after"), vec!["a"]);
+        assert_eq!(hover_subjects("li:hover:not(.x) ul"), vec!["li:not(.x)"]);
+        assert_eq!(hover_subjects("nav:hover li:hover>ul"), vec!["nav", "nav li"]);
+        assert_eq!(hover_subjects(".a[title='x y']:hover .b"), vec![".a[title='x y']"]);
+    }
+}

@@ -128,3 +128,43 @@ fn copy_and_paste_inside_the_page_work_or_say_they_did_not() {
     assert!(copy.to_string().contains("copied 45 characters"), "{copy}");
     rig.done("keys-clipboard");
 }
+
+fn hover_menu_script(req: &Value, call: usize) -> Reply {
+    let text = last_user_message(req).unwrap_or_default();
+    // The page as it is now (the task names "Save as" too).
+    let last = text.rsplit("# Current page").next().unwrap_or_default();
+    match call {
+        0 => {
+            assert!(!last.contains("Save as"), "a closed submenu is listed:\n{last}");
+            answer(json!([{"hover": {"index": el(req, "File")}}]))
+        }
+        1 => {
+            // The submenu only `li:hover > .sub` shows is listed now.
+            assert!(!last.contains("Undo"), "the other submenu opened too:\n{last}");
+            answer(json!([{"click": {"index": el(req, "Save as")}}]))
+        }
+        2 => {
+            sees(req, "chosen: Save as");
+            answer(json!([{"done": {"text": "saved as", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A submenu shown only by CSS `:hover`: after a `hover` action the
+/// re-observation lists its items (synthetic mouse events do not make
+/// `:hover` match; Errand applies the page's `:hover` rules to the
+/// pointer's chain), and a click on one keeps it open until it lands.
+#[test]
+fn a_submenu_shown_only_by_css_hover_opens_on_hover() {
+    let rig = Rig::start(hover_menu_script);
+    let (tab, records) = rig.run("/keys/hover-menu.html", "Choose File, Save as").unwrap();
+    let chosen = tab.eval("document.getElementById('chosen').textContent").unwrap();
+    assert_eq!(chosen, "chosen: Save as");
+    let hover = record(&records, "hover", "").unwrap();
+    assert!(
+        hover["detail"].to_string().contains("Save as"),
+        "the hover shows what appeared: {hover}"
+    );
+    rig.done("keys-hover-menu");
+}
