@@ -115,78 +115,36 @@ pub fn pointer_selector(doc: &Document) -> Option<String> {
     selector
 }
 
-/// The attribute that stands for `:hover` in the copies of the page's
-/// `:hover` rules (`hover::emulate`).
-const HOVER_ATTR: &str = "data-errand-hover";
 /// `:hover` rules copied at most.
 const HOVER_RULES_MAX: usize = 500;
 
-/// The page's `:hover` rules, rewritten for the emulated hover state.
-struct Emulation {
-    /// The sheets' rule counts the rules were read at.
-    key: Vec<u32>,
-    /// `li[data-errand-hover] > ul { display: block }` for each rule.
-    css: String,
-    /// What must be hovered for a rule to apply, `:hover` taken out
-    /// (`.menu li` for `.menu li:hover > ul`), as one selector list.
-    subjects: Option<String>,
-}
-
 thread_local! {
-    static EMULATION: RefCell<Option<Emulation>> = const { RefCell::new(None) };
-    /// The elements marked hovered, and the adopted sheet.
+    /// The sheets' rule counts, and their `:hover` rules (selector list,
+    /// declarations) as read then.
+    static HOVER_RULES: RefCell<Option<(Vec<u32>, Vec<(String, String)>)>> =
+        const { RefCell::new(None) };
+    /// The elements hovered now (Rust memory: nothing is written on them),
+    /// and the adopted sheet that gives them the `:hover` styles.
     static HOVERED: RefCell<(Vec<web_sys::Element>, Option<JsValue>)> =
         const { RefCell::new((Vec::new(), None)) };
 }
 
-/// Each part of a selector up to the end of a compound holding `:hover`,
-/// with every `:hover` taken out: `.menu li:hover > ul` → `.menu li`.
-fn hover_subjects(selector: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(at) = selector[from..].find(":hover") {
-        let at = from + at;
-        let mut depth = 0i32;
-        let mut end = selector.len();
-        for (i, c) in selector[at..].char_indices() {
-            match c {
-                '(' | '[' => depth += 1,
-                ')' | ']' => depth -= 1,
-                ' ' | '>' | '+' | '~' if depth == 0 => {
-                    end = at + i;
-                    break;
-                }
-                _ => {}
-            }
-        }
-        let subject = selector[..end].replace(":hover", "");
-        let subject = subject.split("::").next().unwrap_or("").trim().to_owned();
-        if !subject.is_empty() && !out.contains(&subject) {
-            out.push(subject);
-        }
-        from = at + ":hover".len();
-    }
-    out
-}
-
-/// Reads the same-origin sheets' `:hover` rules (top-level style rules),
-/// cached while the sheets' rule counts stay.
-fn emulation(doc: &Document) -> (String, Option<String>) {
+/// The same-origin sheets' top-level `:hover` style rules, cached while
+/// the sheets' rule counts stay.
+fn hover_rules(doc: &Document) -> Vec<(String, String)> {
     let lists = rule_lists(doc);
     let key: Vec<u32> = lists.iter().map(length).collect();
-    if let Some(hit) = EMULATION.with(|e| {
-        e.borrow().as_ref().filter(|e| e.key == key).map(|e| (e.css.clone(), e.subjects.clone()))
-    }) {
+    if let Some(hit) =
+        HOVER_RULES.with(|c| c.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, r)| r.clone()))
+    {
         return hit;
     }
-    let mut css = String::new();
-    let mut subjects: Vec<String> = Vec::new();
-    let mut rules_seen = 0;
+    let mut found = Vec::new();
     let mut read = 0;
     'sheets: for rules in &lists {
         for j in 0..length(rules) {
             read += 1;
-            if read > RULES_MAX || rules_seen >= HOVER_RULES_MAX {
+            if read > RULES_MAX || found.len() >= HOVER_RULES_MAX {
                 break 'sheets;
             }
             let Ok(rule) = Reflect::get_u32(rules, j) else { continue };
@@ -201,38 +159,51 @@ fn emulation(doc: &Document) -> (String, Option<String>) {
             else {
                 continue;
             };
-            let mut parts = Vec::new();
-            for part in selector.split(',').filter(|p| p.contains(":hover")) {
-                let kept: Vec<String> = hover_subjects(part)
-                    .into_iter()
-                    .filter(|s| !matches!(s.as_str(), "*" | "html" | "body"))
-                    .filter(|s| proto::query_selector(&doc, s).is_ok())
-                    .collect();
-                if kept.is_empty() {
-                    continue;
-                }
-                for s in kept {
-                    if !subjects.contains(&s) {
-                        subjects.push(s);
-                    }
-                }
-                parts.push(part.replace(":hover", &format!("[{HOVER_ATTR}]")));
-            }
-            if parts.is_empty() {
-                continue;
-            }
-            rules_seen += 1;
-            css.push_str(&format!("{} {{ {body} }}\n", parts.join(", ")));
+            found.push((selector, body));
         }
     }
-    let subjects = (!subjects.is_empty()).then(|| subjects.join(", "));
-    EMULATION.with(|e| {
-        *e.borrow_mut() = Some(Emulation { key, css: css.clone(), subjects: subjects.clone() })
-    });
-    (css, subjects)
+    HOVER_RULES.with(|c| *c.borrow_mut() = Some((key, found.clone())));
+    found
 }
 
-/// Puts the emulation's rules into the document's adopted sheets (once).
+/// `:root > :nth-child(2) > :nth-child(1)`: the element's place in its
+/// document, `None` inside a shadow root (the document's sheet does not
+/// reach there).
+fn path(el: &web_sys::Element) -> Option<String> {
+    let mut steps = Vec::new();
+    let mut node = el.clone();
+    loop {
+        let Some(parent) = proto::parent_element(&node) else {
+            // Only the root element has no parent element in a document.
+            let root = proto::owner_document(&node).and_then(|d| proto::document_element(&d));
+            return (root.as_ref() == Some(&node)).then(|| {
+                steps.reverse();
+                std::iter::once(":root".to_owned()).chain(steps).collect::<Vec<_>>().join(" > ")
+            });
+        };
+        let mut index = 1;
+        let mut sibling = proto::first_element_child(&parent);
+        while let Some(s) = sibling {
+            if s == node {
+                break;
+            }
+            index += 1;
+            sibling = proto::next_element_sibling(&s);
+        }
+        steps.push(format!(":nth-child({index})"));
+        node = parent;
+    }
+}
+
+/// The page's `:hover` rules with `:hover` standing for `hovered`.
+fn rewrite(rules: &[(String, String)], hovered: &str) -> String {
+    rules
+        .iter()
+        .map(|(selector, body)| format!("{} {{ {body} }}\n", selector.replace(":hover", hovered)))
+        .collect()
+}
+
+/// Puts the rules into the document's adopted sheets (once).
 fn adopt(doc: &Document, css: &str) -> Result<(), JsValue> {
     let sheet = match HOVERED.with(|h| h.borrow().1.clone()) {
         Some(s) => s,
@@ -262,50 +233,63 @@ pub fn emulating() -> bool {
     HOVERED.with(|h| !h.borrow().0.is_empty())
 }
 
-/// Gives `target` and its ancestors (through shadow roots) the hover state
-/// a real pointer over it would: synthetic mouse events do not make CSS
-/// `:hover` match, so a menu shown only by `li:hover > ul { display:
-/// block }` would stay shut. The page's same-origin `:hover` rules are
-/// copied into an adopted sheet with `:hover` replaced by
-/// `[data-errand-hover]`, and that attribute is put on the elements of the
-/// chain that such a rule hovers (and taken off those the pointer left).
-/// Returns how many elements are now marked.
+/// Gives `target` and its ancestors the hover state a real pointer over it
+/// would: synthetic mouse events do not make CSS `:hover` match, so a menu
+/// shown only by `li:hover > ul { display: block }` would stay shut. The
+/// page's same-origin `:hover` rules are copied into a sheet adopted by the
+/// document, with `:hover` replaced by `:where(<the hovered elements'
+/// places>):not(.errand-unhovered)` (the same specificity as `:hover`);
+/// nothing is written on the page's elements. The next observation walks
+/// the whole page with fresh styles. Returns how many elements are hovered.
 pub fn emulate(target: &web_sys::Element) -> usize {
     let Some(doc) = proto::owner_document(target) else { return 0 };
-    let (css, subjects) = emulation(&doc);
+    let rules = hover_rules(&doc);
     let mut chain = Vec::new();
-    if let Some(subjects) = &subjects {
+    let mut places = Vec::new();
+    if !rules.is_empty() {
         let mut node = Some(target.clone());
         while let Some(n) = node {
-            if proto::matches(&n, subjects).unwrap_or(false) {
+            if let Some(p) = path(&n) {
+                places.push(p);
                 chain.push(n.clone());
             }
             node = crate::dom::flat_parent(&n);
         }
     }
-    let before = HOVERED.with(|h| std::mem::take(&mut h.borrow_mut().0));
-    for el in before.iter().filter(|e| !chain.contains(e)) {
-        let _ = proto::remove_attribute(el, HOVER_ATTR);
+    let before = HOVERED.with(|h| h.borrow().0.clone());
+    if before == chain {
+        return chain.len();
     }
-    if chain.is_empty() {
-        return 0;
-    }
+    let css = if chain.is_empty() {
+        String::new()
+    } else {
+        rewrite(&rules, &format!(":where({}):not(.errand-unhovered)", places.join(", ")))
+    };
     if adopt(&doc, &css).is_err() {
         return 0;
     }
-    for el in chain.iter().filter(|e| !before.contains(e)) {
-        let _ = proto::set_attribute(el, HOVER_ATTR, "");
-    }
-    let n = chain.len();
-    HOVERED.with(|h| h.borrow_mut().0 = chain);
-    n
+    HOVERED.with(|h| h.borrow_mut().0 = chain.clone());
+    // Styles changed without a mutation: the next observation reads them
+    // all again.
+    crate::observe::style_cache::clear();
+    crate::incremental::forget();
+    chain.len()
 }
 
 /// Ends the emulated hover (the task's `cleanup`).
 pub fn clear() {
-    let (marked, _) = HOVERED.with(|h| std::mem::take(&mut *h.borrow_mut()));
-    for el in &marked {
-        let _ = proto::remove_attribute(el, HOVER_ATTR);
+    let (marked, sheet) = HOVERED.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    if let Some(sheet) = sheet {
+        if let Ok(replace) = Reflect::get(&sheet, &JsValue::from_str("replaceSync")) {
+            if let Ok(f) = replace.dyn_into::<js_sys::Function>() {
+                let _ = f.call1(&sheet, &JsValue::from_str(""));
+            }
+        }
+        HOVERED.with(|h| h.borrow_mut().1 = Some(sheet));
+    }
+    if !marked.is_empty() {
+        crate::observe::style_cache::clear();
+        crate::incremental::forget();
     }
 }
 
@@ -314,11 +298,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_what_a_hover_rule_hovers() {
-        assert_eq!(hover_subjects(".menu li:hover > ul"), vec![".menu li"]);
-        assert_eq!(hover_subjects("a:hover::after"), vec!["a"]);
-        assert_eq!(hover_subjects("li:hover:not(.x) ul"), vec!["li:not(.x)"]);
-        assert_eq!(hover_subjects("nav:hover li:hover>ul"), vec!["nav", "nav li"]);
-        assert_eq!(hover_subjects(".a[title='x y']:hover .b"), vec![".a[title='x y']"]);
+    fn rewrites_hover_rules_for_the_hovered_places() {
+        let rules = vec![(".menu li:hover > ul".to_owned(), "display: block;".to_owned())];
+        assert_eq!(
+            rewrite(&rules, ":where(:root > :nth-child(2)):not(.x)"),
+            ".menu li:where(:root > :nth-child(2)):not(.x) > ul { display: block; }\n"
+        );
     }
 }

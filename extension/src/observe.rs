@@ -475,6 +475,14 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     }
 }
 
+/// Whether the `li`'s list has listeners of its own (a sortable list, a
+/// menu delegating to its items).
+fn list_listens(li: &Element) -> bool {
+    proto::parent_element(li).is_some_and(|ul| {
+        matches!(proto::local_name(&ul).as_str(), "ul" | "ol") && crate::listeners::has(&ul)
+    })
+}
+
 /// Whether the element's text is drawn in an icon font (Material Icons,
 /// Material Symbols): ligatures whose words are pictures.
 fn icon_font(el: &Element, frame: &Frame) -> bool {
@@ -865,6 +873,9 @@ impl Walk {
             // So are those of a list listed only for its listeners (a
             // sortable list, a suggestion menu that delegates to them).
             || (tag == "li" && self.open_elements > 0 && self.inside_listener_only())
+            // Or of one left unlisted because it has no box of its own
+            // (a sortable grid of floated items).
+            || (tag == "li" && self.open_elements == 0 && list_listens(el))
             || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el))
             // An icon of its own inside a plain clickable box.
             || (plain_outer && pointer && self.own_icon(el, &tag, st));
@@ -1068,7 +1079,26 @@ impl Walk {
         let (Line::Element(outer), Some(node)) = (&self.lines[i], &self.nodes[i]) else {
             return false;
         };
-        outer.role.is_none()
+        // A structural role (a tab's panel, a region) names a part of
+        // the page, not a control: listed for its listeners, it is a box
+        // like a plain one (its links are their own).
+        let structural = outer.role.as_deref().is_none_or(|r| {
+            matches!(
+                r,
+                "tabpanel"
+                    | "region"
+                    | "group"
+                    | "article"
+                    | "document"
+                    | "main"
+                    | "complementary"
+                    | "list"
+                    | "listitem"
+                    | "presentation"
+                    | "none"
+            )
+        });
+        structural
             && !matches!(
                 outer.tag.as_str(),
                 "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
@@ -1202,6 +1232,21 @@ impl Walk {
             "settings",
             "cart",
             "heart",
+            // Text editors' toolbars (Quill's `ql-bold`, `ql-color`).
+            "bold",
+            "italic",
+            "underline",
+            "strike",
+            "color",
+            "background",
+            "align",
+            "link",
+            "image",
+            "list",
+            "indent",
+            "clean",
+            "undo",
+            "redo",
         ];
         let mut todo = vec![el.clone()];
         let mut looked = 0;
@@ -1214,9 +1259,10 @@ impl Walk {
             for token in class.split_whitespace() {
                 let words: Vec<&str> = token.split(['-', '_']).collect();
                 if words.iter().any(|w| SAYS.contains(&w.to_ascii_lowercase().as_str())) {
-                    let bare = ["ui-", "fa-", "icon-", "glyphicon-", "bi-", "mdi-", "material-"]
-                        .iter()
-                        .fold(token, |t, p| t.strip_prefix(p).unwrap_or(t));
+                    let bare =
+                        ["ui-", "fa-", "icon-", "glyphicon-", "bi-", "mdi-", "material-", "ql-"]
+                            .iter()
+                            .fold(token, |t, p| t.strip_prefix(p).unwrap_or(t));
                     return Some(bare.chars().take(40).collect());
                 }
             }
@@ -1819,6 +1865,16 @@ pub(crate) mod style_cache {
     }
 
     /// Whether the element changed since the last observation.
+    /// Forgets every element's style (a change of style sheets the
+    /// observer cannot see: the emulated hover's adopted sheet).
+    pub fn clear() {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                s.cache.clear();
+            }
+        });
+    }
+
     pub fn is_dirty(el: &Element) -> bool {
         STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.dirty.has(el)))
     }

@@ -33,6 +33,12 @@ pub fn solve(
         "click-menu" => click_menu(text, list),
         "terminal" => terminal(text, all, list, call),
         "copy-paste" => copy_paste(list, call),
+        "copy-paste-2" => copy_paste_2(text, list, call),
+        "focus-text-2" => focus_text_2(text, list, call),
+        "read-table-2" => read_table_2(page, list, call),
+        "drag-items" => drag_items(text, list, call),
+        "drag-items-grid" => drag_items_grid(text, list, call),
+        "drag-sort-numbers" => drag_sort_numbers(list),
         "tic-tac-toe" => tic_tac_toe(list),
         "social-media-all" | "social-media-some" => social_media_many(text, page, list, call),
         "email-inbox"
@@ -388,4 +394,148 @@ fn social_media_many(text: &str, page: &str, list: &[Listed], call: usize) -> Ac
     }
     actions.push(click(submit(list)?));
     Ok(actions)
+}
+
+/// `Copy the text from the 2nd text area below and paste it into the text
+/// input`: that area's text, copied and pasted with the keys.
+fn copy_paste_2(text: &str, list: &[Listed], call: usize) -> Actions {
+    if call > 0 {
+        return Ok(vec![]);
+    }
+    let n = ordinal(&between(text, "from the ", " text area")?)?;
+    let areas: Vec<&Listed> = list.iter().filter(|e| e.tag == "textarea").collect();
+    let area = areas.get(n - 1).ok_or_else(|| format!("{} text areas listed", areas.len()))?.index;
+    let field = first(list, |e| e.tag == "input" && e.is_text_field())?;
+    Ok(vec![
+        click(area),
+        press("ControlOrMeta+a", Some(area)),
+        press("ControlOrMeta+c", Some(area)),
+        click(field),
+        press("ControlOrMeta+v", Some(field)),
+        click(submit(list)?),
+    ])
+}
+
+/// A table of label and value lines; each field is named by a label.
+fn read_table_2(page: &str, list: &[Listed], call: usize) -> Actions {
+    if call > 0 {
+        return Ok(vec![]);
+    }
+    let lines = text_lines(page);
+    let mut actions = Vec::new();
+    for field in list.iter().filter(|e| e.is_text_field()) {
+        let label = field.name();
+        let value = lines
+            .iter()
+            .position(|l| l == label)
+            .and_then(|i| lines.get(i + 1))
+            .ok_or_else(|| format!("no row {label:?} among {lines:?}"))?;
+        actions.push(fill(field.index, value));
+    }
+    actions.push(click(submit(list)?));
+    Ok(actions)
+}
+
+fn drag(from: u32, to: u32) -> Value {
+    json!({"drag_and_drop": {"from": from, "to": to}})
+}
+
+/// The items of the sortable list, in order.
+fn items(list: &[Listed]) -> Vec<&Listed> {
+    list.iter().filter(|e| e.tag == "li").collect()
+}
+
+/// `Drag Gerda to the 3rd position.` / `to the top.` / `up by one position.`
+fn drag_items(text: &str, list: &[Listed], call: usize) -> Actions {
+    if call > 0 {
+        return Ok(vec![]);
+    }
+    let rest = text.strip_prefix("Drag ").ok_or("the task names no item")?;
+    let items = items(list);
+    let (at, item) = items
+        .iter()
+        .enumerate()
+        .find(|(_, e)| rest.starts_with(&format!("{} ", e.name())))
+        .ok_or_else(|| format!("no listed item starts {rest:?}"))?;
+    let how = &rest[item.name().len() + 1..];
+    let to = if how.starts_with("to the top") {
+        0
+    } else if how.starts_with("to the bottom") {
+        items.len() - 1
+    } else if how.starts_with("down by one") {
+        at + 1
+    } else if how.starts_with("up by one") {
+        at.checked_sub(1).ok_or("the item is at the top")?
+    } else {
+        ordinal(&between(how, "to the ", " position")?)? - 1
+    };
+    let target = items.get(to).ok_or_else(|| format!("no item at position {}", to + 1))?;
+    Ok(vec![drag(item.index, target.index)])
+}
+
+/// `Drag Mead to the bottom right.` / `up by one.` in a 3×3 grid.
+fn drag_items_grid(text: &str, list: &[Listed], call: usize) -> Actions {
+    if call > 0 {
+        return Ok(vec![]);
+    }
+    let rest = text.strip_prefix("Drag ").ok_or("the task names no item")?;
+    let items = items(list);
+    if items.len() != 9 {
+        return Err(format!("{} items listed, wanted 9", items.len()));
+    }
+    let (at, item) = items
+        .iter()
+        .enumerate()
+        .find(|(_, e)| rest.starts_with(&format!("{} ", e.name())))
+        .ok_or_else(|| format!("no listed item starts {rest:?}"))?;
+    let how = rest[item.name().len() + 1..].trim_end_matches('.');
+    let to = match how {
+        "up by one" => at - 3,
+        "down by one" => at + 3,
+        "left by one" => at - 1,
+        "right by one" => at + 1,
+        "to the center" => 4,
+        place => {
+            let place =
+                place.strip_prefix("to the ").ok_or_else(|| format!("unknown {place:?}"))?;
+            let (row, col) = place.split_once(' ').ok_or_else(|| format!("unknown {place:?}"))?;
+            let row = ["top", "center", "bottom"].iter().position(|r| *r == row);
+            let col = ["left", "center", "right"].iter().position(|c| *c == col);
+            let (Some(r), Some(c)) = (row, col) else {
+                return Err(format!("unknown place {place:?}"));
+            };
+            r * 3 + c
+        }
+    };
+    Ok(vec![drag(item.index, items[to].index)])
+}
+
+/// Moves the lowest number not yet in its place there, one drag a step,
+/// then submits.
+fn drag_sort_numbers(list: &[Listed]) -> Actions {
+    let items = items(list);
+    let values: Vec<i64> = items
+        .iter()
+        .map(|e| e.name().trim().parse().map_err(|_| format!("unreadable number {:?}", e.name())))
+        .collect::<Result<_, _>>()?;
+    let mut sorted = values.clone();
+    sorted.sort();
+    match (0..values.len()).find(|&i| values[i] != sorted[i]) {
+        None => Ok(vec![click(submit(list)?)]),
+        Some(i) => {
+            let from = (i..values.len()).find(|&j| values[j] == sorted[i]).unwrap_or(i);
+            Ok(vec![drag(items[from].index, items[i].index)])
+        }
+    }
+}
+
+/// `Focus into the 2nd input textbox.`
+fn focus_text_2(text: &str, list: &[Listed], call: usize) -> Actions {
+    if call > 0 {
+        return Ok(vec![]);
+    }
+    let n = ordinal(&between(text, "Focus into the ", " input")?)?;
+    let fields: Vec<&Listed> = list.iter().filter(|e| e.is_text_field()).collect();
+    let f = fields.get(n - 1).ok_or_else(|| format!("{} fields listed", fields.len()))?;
+    Ok(vec![click(f.index)])
 }

@@ -70,6 +70,15 @@ pub const TASKS: &[&str] = &[
     "email-inbox-noscroll",
     "social-media-all",
     "social-media-some",
+    "copy-paste-2",
+    "read-table-2",
+    "drag-items",
+    "drag-items-grid",
+    "drag-sort-numbers",
+    "focus-text-2",
+    "click-test-transfer",
+    "use-autocomplete-nodelay",
+    "click-collapsible-nodelay",
 ];
 
 /// Answers the model requests of one episode at a time.
@@ -112,6 +121,13 @@ impl Solver {
             return finish(true, "Finished the task.");
         }
         let task_text = task_section(&text);
+        // Variants of a task that differ only in timing or layout.
+        let task = match task {
+            "use-autocomplete-nodelay" => "use-autocomplete",
+            "click-test-transfer" => "click-test-2",
+            "click-collapsible-nodelay" => "click-collapsible",
+            other => other,
+        };
         let solved = steps::solve(task, task_text, page, &list, call)
             .or_else(|| more::solve(task, task_text, &text, page, &list, call))
             .unwrap_or_else(|| solve(task, task_text, &list, call));
