@@ -396,7 +396,14 @@ fn hover(index: u32) -> Result<String, Fail> {
     }
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);
-    Ok(format!("moved the pointer over {}", describe(index, &el)))
+    // Synthetic events leave CSS `:hover` unmatched: its rules are applied
+    // to the pointer's chain instead (`hover::emulate`).
+    let styled = crate::hover::emulate(&target);
+    Ok(format!(
+        "moved the pointer over {}{}",
+        describe(index, &el),
+        if styled > 0 { " (the page's :hover styles apply to it)" } else { "" }
+    ))
 }
 
 /// Ticks or unticks a checkbox, radio button, or ARIA checkbox/switch, by
@@ -462,6 +469,11 @@ fn press(key: &str, index: Option<u32>) -> Result<String, Fail> {
         None => format!("<{}>", proto::local_name(&target)),
     };
     let did = keys::press(&target, &combo);
+    // A copy with nothing selected, a paste with nothing copied: the
+    // model is told the key did not do what it is for.
+    if let Some(d) = did.as_deref().filter(|d| d.starts_with("nothing was ")) {
+        return Err(failed(&format!("pressed {key} on {on}, but {d}")));
+    }
     Ok(match did {
         Some(d) => format!("pressed {key} on {on}: {d}"),
         None => format!("pressed {key} on {on}"),
@@ -1132,6 +1144,11 @@ async fn click(
     m.mouse(&target, "mouseenter", false, 0, 0, 0);
     m.pointer(&target, "pointermove", true, -1, 0);
     m.mouse(&target, "mousemove", true, 0, 0, 0);
+    // The pointer left an element hovered before: its `:hover` styles
+    // follow the pointer here (a submenu item keeps its menu open).
+    if crate::hover::emulating() {
+        crate::hover::emulate(&target);
+    }
     for detail in 1..=count {
         // The page's handlers may move the focus themselves (`focus()`):
         // its events follow, as in a focused document.

@@ -29,6 +29,10 @@ pub struct Combo {
 
 /// Parses `ControlOrMeta+Shift+a`. `mac` decides `ControlOrMeta`.
 pub fn parse(combo: &str, mac: bool) -> Result<Combo, String> {
+    // The space key written as itself (`" "`, as `KeyboardEvent.key` names it).
+    if combo == " " {
+        return Ok(Combo { keys: Keys::default(), key: " ".into() });
+    }
     let combo = combo.trim();
     if combo.is_empty() {
         return Err("the key is empty".into());
@@ -199,6 +203,118 @@ fn field(el: &Element) -> Field {
     }
 }
 
+thread_local! {
+    /// The text last copied or cut with `ControlOrMeta+c` / `+x` in this
+    /// document: synthetic key events do not reach the system clipboard,
+    /// so the crate holds it, and `ControlOrMeta+v` pastes it.
+    static CLIPBOARD: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `c`, `x` or `v` (with Control or Meta: copy, cut, paste).
+pub fn is_clipboard_key(key: &str) -> bool {
+    matches!(key, "c" | "x" | "v" | "C" | "X" | "V")
+}
+
+/// Whether a paste has anything to paste.
+pub fn clipboard_holds_text() -> bool {
+    CLIPBOARD.with(|c| c.borrow().is_some())
+}
+
+/// A text field's selected text (`None` outside text fields), with the
+/// selection's ends in UTF-16 units.
+fn field_selection(el: &Element) -> Option<(String, u32, u32)> {
+    let (value, start, end) = match field(el) {
+        Field::Input(i) => {
+            (i.value(), i.selection_start().ok().flatten()?, i.selection_end().ok().flatten()?)
+        }
+        Field::Area(a) => {
+            (a.value(), a.selection_start().ok().flatten()?, a.selection_end().ok().flatten()?)
+        }
+        _ => return None,
+    };
+    let units: Vec<u16> = value.encode_utf16().collect();
+    let (s, e) = (start.min(end) as usize, end.max(start) as usize);
+    let text = String::from_utf16_lossy(units.get(s..e.min(units.len()))?);
+    Some((text, s as u32, e as u32))
+}
+
+/// The page's selection as text (a person's selection of a paragraph).
+fn page_selection(el: &Element) -> String {
+    proto::owner_document(el)
+        .and_then(|d| proto::get_selection(&d).ok().flatten())
+        .map(|s| String::from(s.to_string()))
+        .unwrap_or_default()
+}
+
+/// Dispatches `copy`, `cut` or `paste` with a `DataTransfer`; `false` when
+/// a handler cancelled it.
+fn clipboard_event(target: &Element, kind: &str, data: &web_sys::DataTransfer) -> bool {
+    let init = web_sys::ClipboardEventInit::new();
+    init.set_bubbles(true);
+    init.set_cancelable(true);
+    init.set_composed(true);
+    init.set_clipboard_data(Some(data));
+    match web_sys::ClipboardEvent::new_with_event_init_dict(kind, &init) {
+        Ok(e) => proto::dispatch_event(&target, &e).unwrap_or(true),
+        Err(_) => true,
+    }
+}
+
+/// Copy, cut or paste (`key` is `c`, `x` or `v`) as the browser does: the
+/// page's `copy`/`cut`/`paste` listeners run first and may change what is
+/// copied (`clipboardData.setData` and `preventDefault`) or take the paste
+/// over; otherwise the selection is copied (and a cut deletes it from its
+/// field), and a paste inserts the text at the caret with `beforeinput`
+/// and `input` of type `insertFromPaste`.
+fn clipboard(target: &Element, key: &str) -> String {
+    let Ok(data) = web_sys::DataTransfer::new() else {
+        return "nothing was copied or pasted: no DataTransfer in this page".into();
+    };
+    if key == "v" {
+        let Some(text) = CLIPBOARD.with(|c| c.borrow().clone()) else {
+            return "nothing was pasted: nothing was copied in this page with ControlOrMeta+c or \
+                    +x (the system clipboard cannot be read)"
+                .into();
+        };
+        let _ = data.set_data("text/plain", &text);
+        if !clipboard_event(target, "paste", &data) {
+            return format!(
+                "pasted {} characters (the page handled the paste)",
+                text.chars().count()
+            );
+        }
+        if matches!(field(target), Field::None) {
+            return "nothing was pasted: the focused element is not a text field".into();
+        }
+        insert_as(target, &text, "insertFromPaste");
+        return format!("pasted {} characters", text.chars().count());
+    }
+    let in_field = field_selection(target);
+    let selected = in_field.as_ref().map_or_else(|| page_selection(target), |(t, _, _)| t.clone());
+    let kind = if key == "x" { "cut" } else { "copy" };
+    let go = clipboard_event(target, kind, &data);
+    let text = if go {
+        selected
+    } else {
+        // A handler that cancels the event copies what it put in the
+        // `DataTransfer` (nothing when it only meant to stop the copy).
+        data.get_data("text/plain").unwrap_or_default()
+    };
+    if text.is_empty() {
+        return format!(
+            "nothing was {}: nothing is selected (select with ControlOrMeta+a first)",
+            if key == "x" { "cut" } else { "copied" }
+        );
+    }
+    let count = text.chars().count();
+    CLIPBOARD.with(|c| *c.borrow_mut() = Some(text));
+    if go && key == "x" && in_field.is_some() {
+        backspace(target, false);
+        return format!("cut {count} characters");
+    }
+    format!("copied {count} characters")
+}
+
 /// Fires `beforeinput`, and when it is not cancelled runs `edit` and fires
 /// `input`.
 fn input_event(el: &Element, input_type: &str, data: Option<&str>, edit: impl FnOnce()) {
@@ -235,12 +351,18 @@ fn spliced(value: &str, start: Option<u32>, end: Option<u32>, text: &str) -> (St
 
 /// Inserts text at the caret of a field, as typing does.
 fn insert(el: &Element, text: &str) {
+    insert_as(el, text, "insertText");
+}
+
+/// Inserts text at the caret of a field with `beforeinput`/`input` of
+/// type `input_type` (`insertText`, `insertFromPaste`).
+fn insert_as(el: &Element, text: &str, input_type: &str) {
     match field(el) {
         Field::Input(i) => {
             let (start, end) =
                 (i.selection_start().ok().flatten(), i.selection_end().ok().flatten());
             let (v, caret) = spliced(&i.value(), start, end, text);
-            input_event(el, "insertText", Some(text), || {
+            input_event(el, input_type, Some(text), || {
                 let _ = set_native_value(el, "HTMLInputElement", &v);
                 let _ = i.set_selection_range(caret, caret);
             });
@@ -249,7 +371,7 @@ fn insert(el: &Element, text: &str) {
             let (start, end) =
                 (a.selection_start().ok().flatten(), a.selection_end().ok().flatten());
             let (v, caret) = spliced(&a.value(), start, end, text);
-            input_event(el, "insertText", Some(text), || {
+            input_event(el, input_type, Some(text), || {
                 let _ = set_native_value(el, "HTMLTextAreaElement", &v);
                 let _ = a.set_selection_range(caret, caret);
             });
@@ -380,6 +502,8 @@ pub fn press(target: &Element, combo: &Combo) -> Option<String> {
                 crate::focus::focus(n);
                 did = Some("moved the focus".to_owned());
             }
+        } else if (keys.ctrl || keys.meta) && !keys.alt && is_clipboard_key(key) {
+            did = Some(clipboard(target, &key.to_ascii_lowercase()));
         } else if (keys.ctrl || keys.meta) && key.eq_ignore_ascii_case("a") {
             match field(target) {
                 Field::Input(i) => i.select(),
@@ -482,6 +606,8 @@ mod tests {
         assert_eq!(c.key, "Tab");
         assert_eq!(parse("enter", false).unwrap().key, "Enter");
         assert_eq!(parse("Control++", false).unwrap().key, "+");
+        assert_eq!(parse(" ", false).unwrap().key, " ");
+        assert_eq!(parse("Space", false).unwrap().key, " ");
         assert!(parse("Hyper+x", false).is_err());
         assert!(parse("Blorp", false).is_err());
     }

@@ -115,6 +115,7 @@ async fn answer(message: &str) -> Envelope {
             dropdown::disable();
             dialogs::disarm();
             act::forget_fills();
+            hover::clear();
             frames::cleanup().await;
             Body::Ack {}
         }

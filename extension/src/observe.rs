@@ -484,6 +484,14 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     }
 }
 
+/// Whether the `li`'s list has listeners of its own (a sortable list, a
+/// menu delegating to its items).
+fn list_listens(li: &Element) -> bool {
+    proto::parent_element(li).is_some_and(|ul| {
+        matches!(proto::local_name(&ul).as_str(), "ul" | "ol") && crate::listeners::has(&ul)
+    })
+}
+
 /// Whether the element's text is drawn in an icon font (Material Icons,
 /// Material Symbols): ligatures whose words are pictures.
 fn icon_font(el: &Element, frame: &Frame) -> bool {
@@ -584,6 +592,10 @@ pub(crate) struct Walk {
     pending: String,
     /// Whether the block the pending text is in shows in the viewport.
     pending_in_view: bool,
+    /// The last text added touches the next one: only plain inline
+    /// boxes lay between them, with no whitespace (a terminal's one
+    /// `<span>` per key reads `rmdir`, not `r m d i r`).
+    glue: bool,
     /// The block-level elements being walked, innermost last, with the
     /// frame's offset and clip, to place pending text, and whether it
     /// shows in the viewport once asked (a block's text often comes in
@@ -627,6 +639,7 @@ impl Walk {
             line_hidden: Vec::new(),
             pending: String::new(),
             pending_in_view: false,
+            glue: false,
             blocks: Vec::new(),
             clips: Vec::new(),
             scroll: web_sys::window()
@@ -713,8 +726,14 @@ impl Walk {
     /// context text when no line collects.
     fn add_text(&mut self, t: &str, from: &Node) {
         if t.trim().is_empty() {
+            self.glue = false;
             return;
         }
+        // Text right against the text before it (no whitespace, only
+        // plain inline boxes between) is one word on the screen.
+        let glued = self.glue && !t.starts_with(char::is_whitespace);
+        self.glue = !t.ends_with(char::is_whitespace);
+        let sep = if glued { "" } else { " " };
         let Some(&i) = self.open.last() else {
             if self.pending.is_empty() {
                 self.pending_anchor = Some(self.anchor(from));
@@ -734,7 +753,7 @@ impl Walk {
                 };
             }
             if self.pending.len() < CONTEXT_COLLECT_MAX {
-                self.pending.push(' ');
+                self.pending.push_str(sep);
                 self.pending.push_str(t);
             }
             return;
@@ -744,7 +763,7 @@ impl Walk {
             Line::Heading { text, .. } | Line::Text { text, .. } => text,
         };
         if buf.len() < TEXT_COLLECT_MAX {
-            buf.push(' ');
+            buf.push_str(sep);
             buf.push_str(t);
         }
     }
@@ -803,6 +822,42 @@ impl Walk {
         }
         self.hidden_depth += usize::from(aria_hidden);
         let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
+        // Only a plain inline box (a `<span>`, `<b>`) lets the text on
+        // either side of its edges touch.
+        let separates = st.boxed
+            || !matches!(
+                tag.as_str(),
+                "span"
+                    | "b"
+                    | "i"
+                    | "em"
+                    | "strong"
+                    | "u"
+                    | "s"
+                    | "small"
+                    | "code"
+                    | "kbd"
+                    | "mark"
+                    | "sub"
+                    | "sup"
+                    | "font"
+                    | "a"
+                    | "abbr"
+                    | "q"
+                    | "tt"
+                    | "var"
+                    | "samp"
+                    | "cite"
+                    | "del"
+                    | "ins"
+                    | "bdi"
+                    | "bdo"
+                    | "time"
+                    | "data"
+            );
+        if separates {
+            self.glue = false;
+        }
         // A pointer cursor only under the mouse is one all the same.
         let hovered = st.hover || ctx.hover;
         let pointer = pointer || hovered;
@@ -839,6 +894,9 @@ impl Walk {
             // So are those of a list listed only for its listeners (a
             // sortable list, a suggestion menu that delegates to them).
             || (tag == "li" && self.open_elements > 0 && self.inside_listener_only())
+            // Or of one left unlisted because it has no box of its own
+            // (a sortable grid of floated items).
+            || (tag == "li" && self.open_elements == 0 && list_listens(el))
             || (pointer && st.boxed && self.open_elements > 0 && self.part_of_group(el))
             // An icon of its own inside a plain clickable box.
             || (plain_outer && pointer && self.own_icon(el, &tag, st))
@@ -916,6 +974,7 @@ impl Walk {
                         if !region {
                             self.open_elements += 1;
                             opened = true;
+                            self.glue = false;
                         }
                         if by_listener {
                             self.listener_only.push(self.lines.len() - 1);
@@ -930,6 +989,7 @@ impl Walk {
                         clip,
                     );
                     opened = true;
+                    self.glue = false;
                 }
                 if opened {
                     self.opened.add(el);
@@ -1015,6 +1075,9 @@ impl Walk {
             self.flush();
             self.blocks.pop();
         }
+        if separates || opened {
+            self.glue = false;
+        }
         if clip_pushed.is_some() {
             self.clips.pop();
         }
@@ -1042,7 +1105,26 @@ impl Walk {
         let (Line::Element(outer), Some(node)) = (&self.lines[i], &self.nodes[i]) else {
             return false;
         };
-        outer.role.is_none()
+        // A structural role (a tab's panel, a region) names a part of
+        // the page, not a control: listed for its listeners, it is a box
+        // like a plain one (its links are their own).
+        let structural = outer.role.as_deref().is_none_or(|r| {
+            matches!(
+                r,
+                "tabpanel"
+                    | "region"
+                    | "group"
+                    | "article"
+                    | "document"
+                    | "main"
+                    | "complementary"
+                    | "list"
+                    | "listitem"
+                    | "presentation"
+                    | "none"
+            )
+        });
+        structural
             && !matches!(
                 outer.tag.as_str(),
                 "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
@@ -1176,6 +1258,21 @@ impl Walk {
             "settings",
             "cart",
             "heart",
+            // Text editors' toolbars (Quill's `ql-bold`, `ql-color`).
+            "bold",
+            "italic",
+            "underline",
+            "strike",
+            "color",
+            "background",
+            "align",
+            "link",
+            "image",
+            "list",
+            "indent",
+            "clean",
+            "undo",
+            "redo",
         ];
         let mut todo = vec![el.clone()];
         let mut looked = 0;
@@ -1188,9 +1285,10 @@ impl Walk {
             for token in class.split_whitespace() {
                 let words: Vec<&str> = token.split(['-', '_']).collect();
                 if words.iter().any(|w| SAYS.contains(&w.to_ascii_lowercase().as_str())) {
-                    let bare = ["ui-", "fa-", "icon-", "glyphicon-", "bi-", "mdi-", "material-"]
-                        .iter()
-                        .fold(token, |t, p| t.strip_prefix(p).unwrap_or(t));
+                    let bare =
+                        ["ui-", "fa-", "icon-", "glyphicon-", "bi-", "mdi-", "material-", "ql-"]
+                            .iter()
+                            .fold(token, |t, p| t.strip_prefix(p).unwrap_or(t));
                     return Some(bare.chars().take(40).collect());
                 }
             }
@@ -1794,6 +1892,16 @@ pub(crate) mod style_cache {
     }
 
     /// Whether the element changed since the last observation.
+    /// Forgets every element's style (a change of style sheets the
+    /// observer cannot see: the emulated hover's adopted sheet).
+    pub fn clear() {
+        STATE.with(|s| {
+            if let Some(s) = s.borrow().as_ref() {
+                s.cache.clear();
+            }
+        });
+    }
+
     pub fn is_dirty(el: &Element) -> bool {
         STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.dirty.has(el)))
     }

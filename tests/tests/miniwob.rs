@@ -19,6 +19,16 @@ const SUBSET: &[&str] = &[
     "use-autocomplete",
     "navigate-tree",
     "email-inbox-forward",
+    // Issue 18, one per reason: cells acting only through listeners, an
+    // icon inside a clickable row (its deletion approved), a spinner's
+    // arrows, keys pressed with nothing named (a terminal), copy and
+    // paste, posts whose author repeats.
+    "tic-tac-toe",
+    "email-inbox-delete",
+    "use-spinner",
+    "terminal",
+    "copy-paste",
+    "social-media-all",
 ];
 
 #[test]
@@ -43,6 +53,7 @@ fn miniwob_subset_earns_a_reward_on_every_episode() {
         })
         .collect();
     assert!(failed.is_empty(), "episodes without reward: {failed:#?}\n{table}");
-    // Forwarding the email asks approval for its Send, once.
-    assert_eq!(approvals, 1, "approvals given: {approvals}\n{table}");
+    // Forwarding the email asks approval for its Send, deleting one for
+    // the trash icon: once each.
+    assert_eq!(approvals, 2, "approvals given: {approvals}\n{table}");
 }

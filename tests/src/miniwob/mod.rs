@@ -10,6 +10,7 @@
 //! [`solver`] or any real provider.
 
 pub mod listing;
+pub mod more;
 pub mod solver;
 pub mod steps;
 

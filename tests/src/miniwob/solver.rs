@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::listing::{self, Listed};
-use super::steps;
+use super::{more, steps};
 use crate::model::{Reply, all_text};
 
 /// The tasks a solver exists for.
@@ -48,6 +48,37 @@ pub const TASKS: &[&str] = &[
     "email-inbox-forward",
     "buy-ticket",
     "multi-layouts",
+    // Issue 18: text beside the elements, listener-only cells and icons,
+    // spinner arrows, hover menus, a multiple select, keys with nothing
+    // named, copy and paste, repeated authors.
+    "simple-arithmetic",
+    "enter-text-2",
+    "unicode-test",
+    "find-word",
+    "read-table",
+    "use-spinner",
+    "click-scroll-list",
+    "click-menu",
+    "terminal",
+    "copy-paste",
+    "tic-tac-toe",
+    "email-inbox",
+    "email-inbox-delete",
+    "email-inbox-star-reply",
+    "email-inbox-reply",
+    "email-inbox-important",
+    "email-inbox-noscroll",
+    "social-media-all",
+    "social-media-some",
+    "copy-paste-2",
+    "read-table-2",
+    "drag-items",
+    "drag-items-grid",
+    "drag-sort-numbers",
+    "focus-text-2",
+    "click-test-transfer",
+    "use-autocomplete-nodelay",
+    "click-collapsible-nodelay",
 ];
 
 /// Answers the model requests of one episode at a time.
@@ -76,7 +107,9 @@ impl Solver {
         // host's request to answer again if an answer could not be read.
         let text = all_text(req);
         dump(self.episodes.load(std::sync::atomic::Ordering::Relaxed), call, &text);
-        let Some(task) = task_name(&text) else {
+        // The current page's address (the prompt may also recall earlier
+        // tasks on other MiniWoB pages of the same site).
+        let Some(task) = task_name(current_page(&text)).or_else(|| task_name(&text)) else {
             return finish(false, "the request does not name a MiniWoB page");
         };
         // The elements of the current page only: the prompt also quotes
@@ -88,7 +121,15 @@ impl Solver {
             return finish(true, "Finished the task.");
         }
         let task_text = task_section(&text);
+        // Variants of a task that differ only in timing or layout.
+        let task = match task {
+            "use-autocomplete-nodelay" => "use-autocomplete",
+            "click-test-transfer" => "click-test-2",
+            "click-collapsible-nodelay" => "click-collapsible",
+            other => other,
+        };
         let solved = steps::solve(task, task_text, page, &list, call)
+            .or_else(|| more::solve(task, task_text, &text, page, &list, call))
             .unwrap_or_else(|| solve(task, task_text, &list, call));
         match solved {
             Ok(actions) if actions.is_empty() => finish(true, "Finished the task."),

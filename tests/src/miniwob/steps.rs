@@ -154,7 +154,7 @@ fn search_engine(text: &str, list: &[Listed], call: usize) -> Actions {
 }
 
 /// The elements of each tweet: a text line with an `@user` starts a tweet.
-fn tweets(page: &str) -> Vec<(String, Vec<Listed>)> {
+pub(super) fn tweets(page: &str) -> Vec<(String, Vec<Listed>)> {
     let mut out: Vec<(String, Vec<Listed>)> = Vec::new();
     for line in listing::lines(page) {
         match line {
