@@ -37,9 +37,10 @@ fn length(v: &JsValue) -> u32 {
 /// The same-origin style sheets' rule lists (cross-origin sheets refuse
 /// `cssRules`).
 fn rule_lists(doc: &Document) -> Vec<JsValue> {
-    let Some(sheets) = get(doc, "styleSheets") else {
+    let sheets = proto::style_sheets(doc);
+    if !sheets.is_object() {
         return Vec::new();
-    };
+    }
     (0..length(&sheets))
         .filter_map(|i| Reflect::get_u32(&sheets, i).ok())
         .filter(|sheet| sheet.is_object())
@@ -219,11 +220,14 @@ fn adopt(doc: &Document, css: &str) -> Result<(), JsValue> {
     let replace: js_sys::Function =
         Reflect::get(&sheet, &JsValue::from_str("replaceSync"))?.dyn_into()?;
     replace.call1(&sheet, &JsValue::from_str(css))?;
-    let key = JsValue::from_str("adoptedStyleSheets");
-    let adopted = js_sys::Array::from(&Reflect::get(doc, &key)?);
+    let current = proto::adopted_style_sheets(doc);
+    if !current.is_object() {
+        return Err(JsValue::NULL);
+    }
+    let adopted = js_sys::Array::from(&current);
     if !adopted.includes(&sheet, 0) {
         adopted.push(&sheet);
-        Reflect::set(doc, &key, &adopted)?;
+        proto::set_adopted_style_sheets(doc, &adopted);
     }
     Ok(())
 }

@@ -88,6 +88,8 @@ props! {
     Url = "Document"."URL",
     DocumentChildren = "Document"."children",
     DocumentFirstChild = "Document"."firstElementChild",
+    StyleSheets = "Document"."styleSheets",
+    AdoptedStyleSheets = "Document"."adoptedStyleSheets",
     FragmentChildren = "DocumentFragment"."children",
     FragmentFirstChild = "DocumentFragment"."firstElementChild",
     ShadowActive = "ShadowRoot"."activeElement",
@@ -331,6 +333,17 @@ pub fn document_element(doc: &Document) -> Option<Element> {
 pub fn active_element(root: &Node) -> Option<Element> {
     let prop = by_kind(root, Prop::DocumentActive, Prop::DocumentActive, Prop::ShadowActive)?;
     object(read(root, prop))
+}
+/// The document's style sheets (`document.styleSheets`).
+pub fn style_sheets(doc: &Document) -> JsValue {
+    read(doc, Prop::StyleSheets)
+}
+/// The sheets adopted by the document (`document.adoptedStyleSheets`).
+pub fn adopted_style_sheets(doc: &Document) -> JsValue {
+    read(doc, Prop::AdoptedStyleSheets)
+}
+pub fn set_adopted_style_sheets(doc: &Document, sheets: &JsValue) {
+    write(doc, Prop::AdoptedStyleSheets, sheets)
 }
 pub fn default_view(doc: &Document) -> Option<Window> {
     object(read(doc, Prop::DefaultView))

@@ -107,11 +107,11 @@ fn clipboard_script(req: &Value, call: usize) -> Reply {
 /// with its `DataTransfer`, `beforeinput`/`input` of type
 /// `insertFromPaste`); a paste with nothing copied is a failure the model
 /// reads.
-#[test]
-fn copy_and_paste_inside_the_page_work_or_say_they_did_not() {
+fn copy_and_paste(prefix: &str, name: &str) {
     let rig = Rig::start(clipboard_script);
-    let (tab, records) =
-        rig.run("/keys/clipboard.html", "Copy the source text into the answer").unwrap();
+    let (tab, records) = rig
+        .run(&format!("{prefix}/keys/clipboard.html"), "Copy the source text into the answer")
+        .unwrap();
     let page = tab
         .eval("({answer: document.getElementById('answer').value, events: document.getElementById('events').textContent})")
         .unwrap();
@@ -126,7 +126,18 @@ fn copy_and_paste_inside_the_page_work_or_say_they_did_not() {
     assert!(empty.to_string().contains("nothing was pasted"), "{empty}");
     let copy = record(&records, "press", "ControlOrMeta+c").unwrap();
     assert!(copy.to_string().contains("copied 45 characters"), "{copy}");
-    rig.done("keys-clipboard");
+    rig.done(name);
+}
+
+#[test]
+fn copy_and_paste_inside_the_page_work_or_say_they_did_not() {
+    copy_and_paste("", "keys-clipboard");
+}
+
+/// The same in the plain-JS build (a page whose CSP refuses WebAssembly).
+#[test]
+fn copy_and_paste_work_in_the_js_build_too() {
+    copy_and_paste("/csp", "keys-clipboard-js");
 }
 
 fn hover_menu_script(req: &Value, call: usize) -> Reply {
@@ -155,10 +166,10 @@ fn hover_menu_script(req: &Value, call: usize) -> Reply {
 /// re-observation lists its items (synthetic mouse events do not make
 /// `:hover` match; Errand applies the page's `:hover` rules to the
 /// pointer's chain), and a click on one keeps it open until it lands.
-#[test]
-fn a_submenu_shown_only_by_css_hover_opens_on_hover() {
+fn hover_menu(prefix: &str, name: &str) {
     let rig = Rig::start(hover_menu_script);
-    let (tab, records) = rig.run("/keys/hover-menu.html", "Choose File, Save as").unwrap();
+    let (tab, records) =
+        rig.run(&format!("{prefix}/keys/hover-menu.html"), "Choose File, Save as").unwrap();
     let chosen = tab.eval("document.getElementById('chosen').textContent").unwrap();
     assert_eq!(chosen, "chosen: Save as");
     let hover = record(&records, "hover", "").unwrap();
@@ -166,5 +177,16 @@ fn a_submenu_shown_only_by_css_hover_opens_on_hover() {
         hover["detail"].to_string().contains("Save as"),
         "the hover shows what appeared: {hover}"
     );
-    rig.done("keys-hover-menu");
+    rig.done(name);
+}
+
+#[test]
+fn a_submenu_shown_only_by_css_hover_opens_on_hover() {
+    hover_menu("", "keys-hover-menu");
+}
+
+/// The same in the plain-JS build (a page whose CSP refuses WebAssembly).
+#[test]
+fn a_css_hover_submenu_opens_in_the_js_build_too() {
+    hover_menu("/csp", "keys-hover-menu-js");
 }
