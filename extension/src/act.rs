@@ -1150,8 +1150,8 @@ async fn click(
         crate::hover::emulate(&target);
     }
     for detail in 1..=count {
-        // The page's handlers may move the focus themselves (`focus()`):
-        // its events follow, as in a focused document.
+        // The page's `mousedown` handlers may move the focus themselves
+        // (`focus()`): its events follow, as in a focused document.
         focus::follow(&target, || {
             m.pointer(&target, "pointerdown", true, code, mask);
             let down = m.mouse(&target, "mousedown", true, code, mask, detail);
@@ -1162,15 +1162,17 @@ async fn click(
         if button == ClickButton::Right {
             m.mouse(&target, "contextmenu", true, code, mask, 0);
         }
-        focus::follow(&target, || {
-            m.pointer(&target, "pointerup", true, code, 0);
-            m.mouse(&target, "mouseup", true, code, 0, detail);
-            // The click itself, dispatched with its coordinates and keys;
-            // the browser runs its activation behaviour (links, submit
-            // buttons, checkboxes, labels) as for `HTMLElement.click()`.
-            let kind = if button == ClickButton::Left { "click" } else { "auxclick" };
-            m.mouse(&target, kind, true, code, 0, detail);
-        });
+        // Not after the click: events that come once its handlers ran
+        // would arrive after what they did (flatpickr focuses its field
+        // and closes its calendar in one handler; a late `focus` opens it
+        // again).
+        m.pointer(&target, "pointerup", true, code, 0);
+        m.mouse(&target, "mouseup", true, code, 0, detail);
+        // The click itself, dispatched with its coordinates and keys; the
+        // browser runs its activation behaviour (links, submit buttons,
+        // checkboxes, labels) as for `HTMLElement.click()`.
+        let kind = if button == ClickButton::Left { "click" } else { "auxclick" };
+        m.mouse(&target, kind, true, code, 0, detail);
     }
     if count == 2 && button == ClickButton::Left {
         m.mouse(&target, "dblclick", true, code, 0, 2);
