@@ -234,9 +234,7 @@ pub fn row_label(el: &Element) -> Option<String> {
 /// text of a textarea it wraps, nor a button inside it (listed on its own:
 /// `Keep me signed in. [Details]`).
 fn label_text(node: &Node, out: &mut String) {
-    let kids = proto::child_nodes(&node);
-    for i in 0..kids.length() {
-        let Some(k) = kids.item(i) else { continue };
+    for k in shown_children(node) {
         match proto::node_type(&k) {
             Node::TEXT_NODE => out.push_str(&proto::text_content(&k).unwrap_or_default()),
             Node::ELEMENT_NODE => {
@@ -256,6 +254,22 @@ fn label_text(node: &Node, out: &mut String) {
     }
 }
 
+/// The children a node shows: a `<slot>`'s are the light nodes assigned
+/// to it (a web component's label text), else its own.
+pub fn shown_children(node: &Node) -> Vec<Node> {
+    if proto::node_type(node) == Node::ELEMENT_NODE {
+        let el = node.unchecked_ref::<Element>();
+        if proto::local_name(el) == "slot" {
+            let assigned = proto::assigned_nodes(el);
+            if !assigned.is_empty() {
+                return assigned;
+            }
+        }
+    }
+    let kids = proto::child_nodes(node);
+    (0..kids.length()).filter_map(|i| kids.item(i)).collect()
+}
+
 /// Whether `el` is no part of a name a person reads beside a field: an
 /// autocomplete's list or live status ("0 results"), or something not
 /// shown at all.
@@ -266,7 +280,8 @@ fn not_a_name(el: &Element) -> bool {
         || proto::has_attribute(el, "aria-live")
         || proto::has_attribute(el, "hidden")
         || proto::get_attribute(el, "aria-hidden").is_some_and(|v| v.trim() == "true")
-        || el.get_client_rects().length() == 0
+        // (A `<slot>` has no box of its own: it shows what is assigned.)
+        || (el.get_client_rects().length() == 0 && proto::local_name(el) != "slot")
 }
 
 /// Runs `write` (Errand's own DOM writes) so that `observer` does not take

@@ -784,6 +784,15 @@ fn segments(
             }
             return Err("<head> changed");
         }
+        // Inside a shadow host's light children, which show where its
+        // slots put them (`observe.rs`): the outermost such host.
+        let mut up = proto::parent_element(&el);
+        while let Some(p) = up {
+            up = proto::parent_element(&p);
+            if proto::shadow_root(&p).is_some() {
+                el = p;
+            }
+        }
         let Some((s, kind)) = segment_of(&el, from_frame, changes, cache)? else {
             continue;
         };

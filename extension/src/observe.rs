@@ -969,6 +969,28 @@ impl Walk {
                     child = proto::next_element_sibling(&c);
                 }
             }
+            // What a slot of a shadow tree shows is the light content
+            // assigned to it, in its place (a web component's button text
+            // inside its inner `<button>`): the composed tree a person sees.
+            "slot" if self.host.is_some() => {
+                let assigned = proto::assigned_nodes(el);
+                if assigned.is_empty() {
+                    self.children(el, frame, inner);
+                }
+                for node in assigned {
+                    match proto::node_type(&node) {
+                        Node::ELEMENT_NODE => {
+                            self.visit(node.unchecked_ref::<Element>(), frame, inner)
+                        }
+                        Node::TEXT_NODE if !inner.text_hidden => {
+                            if let Some(t) = proto::node_value(&node) {
+                                self.add_text(&t, &node);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
             _ => {
                 if let Some(shadow) = proto::shadow_root(&el) {
                     // Mutations inside a shadow root are not observed.
@@ -977,12 +999,15 @@ impl Walk {
                         self.host = Some(el.clone());
                     }
                     self.shadows.push(shadow.clone());
+                    // The light children show only where the shadow tree's
+                    // slots put them (walked there); others do not show.
                     self.children(&shadow, frame, Ctx { dirty: true, ..inner });
                     if outermost {
                         self.host = None;
                     }
+                } else {
+                    self.children(el, frame, inner);
                 }
-                self.children(el, frame, inner);
             }
         }
         if block {
@@ -1000,6 +1025,13 @@ impl Walk {
             if let Some(i) = closed.filter(|i| self.listener_only.last() == Some(i)) {
                 self.listener_only.pop();
                 self.demote_delegate(i, el);
+            } else if let Some(i) = closed.filter(|_| proto::shadow_root(el).is_some()) {
+                // A web component listed for its pointer cursor whose
+                // shadow tree holds the real control (its `<button>`): the
+                // control is the one element a click reaches.
+                if self.plain_line(i) {
+                    self.demote_delegate(i, el);
+                }
             }
             if let Some(i) = closed {
                 self.name_by_class(i, el);
@@ -1022,6 +1054,20 @@ impl Walk {
                 "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
             )
             && !dom::has(node, Name::ContentEditable)
+    }
+
+    /// Whether line `i` is a plain listed box (see [`Walk::inside_plain`]).
+    fn plain_line(&self, i: usize) -> bool {
+        let (Line::Element(outer), Some(node)) = (&self.lines[i], &self.nodes[i]) else {
+            return false;
+        };
+        outer.role.is_none()
+            && !matches!(
+                outer.tag.as_str(),
+                "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
+            )
+            && !dom::has(node, Name::ContentEditable)
+            && !dom::has(node, Name::TabIndex)
     }
 
     /// Whether `el` covers less than half of the innermost listed
