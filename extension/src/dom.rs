@@ -155,8 +155,27 @@ pub fn element_at(el: &Element, x: f64, y: f64) -> Option<Element> {
 }
 
 /// Whether `hit` (what a click at the point lands on) belongs to `el`.
+///
+/// An ancestor of `el` counts across shadow roots: a shadow root's hit test
+/// answers its host where the host's light content, slotted into the
+/// shadow tree, is on top (a web component's label text inside its
+/// `<label>`).
 pub fn hit_belongs(el: &Element, hit: &Element) -> bool {
-    hit == el || proto::contains(&el, Some(hit)) || proto::contains(&hit, Some(el))
+    if hit == el || proto::contains(&el, Some(hit)) || proto::contains(&hit, Some(el)) {
+        return true;
+    }
+    if proto::shadow_root(hit).is_none() {
+        return false;
+    }
+    let mut up = flat_parent(el);
+    for _ in 0..256 {
+        match up {
+            Some(p) if p == *hit => return true,
+            Some(p) => up = flat_parent(&p),
+            None => return false,
+        }
+    }
+    false
 }
 
 /// Whether a click focuses the element (natively or by `tabindex`).

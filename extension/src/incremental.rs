@@ -321,6 +321,7 @@ pub fn end() {
 
 /// Watches the shadow roots and frames a walk went into.
 fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
+    crate::ready::watch_shadows(shadows);
     WATCHER.with(|w| {
         let mut w = w.borrow_mut();
         let Some(w) = w.as_mut() else { return };

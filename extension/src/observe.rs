@@ -1025,10 +1025,13 @@ impl Walk {
             if let Some(i) = closed.filter(|i| self.listener_only.last() == Some(i)) {
                 self.listener_only.pop();
                 self.demote_delegate(i, el);
-            } else if let Some(i) = closed.filter(|_| proto::shadow_root(el).is_some()) {
-                // A web component listed for its pointer cursor whose
-                // shadow tree holds the real control (its `<button>`): the
-                // control is the one element a click reaches.
+            } else if let Some(i) =
+                closed.filter(|_| self.host.is_some() || proto::shadow_root(el).is_some())
+            {
+                // A web component (or a box of its shadow tree) listed for
+                // its pointer cursor or listeners that holds the real
+                // control (its `<button>`, its combobox `<input>`) and no
+                // text of its own: the control is the one element.
                 if self.plain_line(i) {
                     self.demote_delegate(i, el);
                 }
@@ -1452,7 +1455,10 @@ impl Walk {
                 let kind = input.type_();
                 if matches!(kind.as_str(), "checkbox" | "radio") {
                     seen.checked = input.checked();
-                    seen.role = Some(kind);
+                    // A switch says so (`<input type=checkbox role=switch>`).
+                    let switch = proto::get_attribute(&c, "role")
+                        .is_some_and(|r| r.trim().eq_ignore_ascii_case("switch"));
+                    seen.role = Some(if switch { "switch".to_owned() } else { kind });
                 }
             }
         }
@@ -1536,10 +1542,23 @@ fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Optio
 
 fn labelled_by(el: &Element, ids: &str) -> Option<String> {
     let doc: Document = proto::owner_document(&el)?;
+    // In a shadow tree the ids are the shadow root's (a design system's
+    // combobox labelled by its own `<label id="label">`).
+    let root = proto::get_root_node(&el);
+    let in_shadow = proto::node_type(&root) == dom::FRAGMENT_NODE;
+    let find = |id: &str| {
+        if in_shadow {
+            let quoted = id.replace('\\', "\\\\").replace('"', "\\\"");
+            proto::query_selector(&root, &format!("[id=\"{quoted}\"]")).ok().flatten()
+        } else {
+            proto::get_element_by_id(&doc, id)
+        }
+    };
+    // Through slots: the label's text may be the host's light content.
     let text: Vec<String> = ids
         .split_whitespace()
-        .filter_map(|id| proto::get_element_by_id(&doc, id))
-        .filter_map(|e| proto::text_content(&e))
+        .filter_map(find)
+        .filter_map(|e| dom::label_text_of(e.unchecked_ref()).or_else(|| proto::text_content(&e)))
         .map(|t| text::collapse(&t))
         .collect();
     Some(text.join(" ")).filter(|t| !t.is_empty())

@@ -38,7 +38,8 @@ fn peek() {
     let o = cs.observe(false).unwrap();
     println!("{}", o.text);
     if let Ok(steps) = std::env::var("ERRAND_PEEK_JS") {
-        tab.eval(&steps).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        println!("eval: {}", tab.eval(&steps).unwrap());
         std::thread::sleep(std::time::Duration::from_millis(300));
         println!("----\n{}", cs.observe(false).unwrap().text);
     }
@@ -88,4 +89,51 @@ fn the_agent_uses_plain_custom_elements() {
     assert_eq!(page["terms"], true);
     assert!(record(&run, "click", "").unwrap()["ok"] == true);
     rig.done("plain custom elements");
+}
+
+fn shoelace_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => {
+            sees(req, "<input=Plan role=combobox");
+            sees(req, "<checkbox>I agree to the terms");
+            sees(req, "<switch>Send me news");
+            answer(json!([{"fill": {"index": el(req, "Username"), "text": "ada"}}]))
+        }
+        1 => answer(json!([{"click": {"index": el(req, "Plan")}}])),
+        2 => answer(json!([{"click": {"index": el(req, "Team")}}])),
+        3 => {
+            sees(req, "Team");
+            answer(json!([{"check": {"index": el(req, "I agree to the terms")}}]))
+        }
+        4 => answer(json!([{"check": {"index": el(req, "Send me news")}}])),
+        5 => {
+            sees(req, "<checkbox checked>I agree to the terms");
+            sees(req, "<switch checked>Send me news");
+            answer(json!([{"click": {"index": el(req, "Create account")}}]))
+        }
+        6 => {
+            sees(req, "created user=ada plan=team terms=on news=on");
+            answer(json!([{"done": {"text": "created", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Shoelace, a web-component design system: its input, select, checkbox,
+/// switch and button, each one element, judged by the components' values.
+#[test]
+fn the_agent_fills_a_shoelace_form() {
+    let rig = Rig::start(shoelace_script);
+    let (tab, _run) = rig
+        .run("/components/shoelace.html", "Create the account ada on the Team plan with news")
+        .unwrap();
+    let page = tab
+        .eval("({state: document.getElementById('state').textContent, user: document.querySelector('sl-input').value, plan: document.querySelector('sl-select').value, terms: document.querySelector('sl-checkbox').checked, news: document.querySelector('sl-switch').checked})")
+        .unwrap();
+    assert_eq!(page["state"], "created user=ada plan=team terms=on news=on", "{page:#}");
+    assert_eq!(page["user"], "ada");
+    assert_eq!(page["plan"], "team");
+    assert_eq!(page["terms"], true);
+    assert_eq!(page["news"], true);
+    rig.done("shoelace");
 }
