@@ -445,7 +445,11 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     // A transparent file input laid over a "Choose a file" area is the
     // control a person clicks: it stays listed (issue 19).
     let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
-    if display == "none" || (transparent && !is_file_input(el)) {
+    // So is a transparent `<select>` laid over a date picker's month or
+    // year caption (Pikaday's): a person clicks the caption and gets it.
+    // (One under the widget that replaced it is left out as covered.)
+    if display == "none" || (transparent && !is_file_input(el) && proto::local_name(el) != "select")
+    {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let visibility = prop(Name::Visibility);
@@ -558,6 +562,9 @@ pub(crate) struct Walk {
     /// Per line: whether it is inside an `aria-hidden` subtree (read by
     /// `incremental.rs` to tell what the first walk would have found).
     pub(crate) line_hidden: Vec<bool>,
+    /// The last text added ran to its end with no space after it, and no
+    /// box came since: the next text joins it without a space.
+    glue: bool,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -604,6 +611,7 @@ impl Walk {
             aria_hidden_skipped: 0,
             hidden_depth: 0,
             line_hidden: Vec::new(),
+            glue: false,
             pending: String::new(),
             pending_in_view: false,
             blocks: Vec::new(),
@@ -692,8 +700,13 @@ impl Walk {
     /// context text when no line collects.
     fn add_text(&mut self, t: &str, from: &Node) {
         if t.trim().is_empty() {
+            self.glue = false;
             return;
         }
+        // Text that runs on from the text before it, with no space or box
+        // between (`<span class="highlight">Has</span>kell`), is one word.
+        let join = self.glue && !t.starts_with(char::is_whitespace);
+        self.glue = !t.ends_with(char::is_whitespace);
         let Some(&i) = self.open.last() else {
             if self.pending.is_empty() {
                 self.pending_anchor = Some(self.anchor(from));
@@ -713,7 +726,9 @@ impl Walk {
                 };
             }
             if self.pending.len() < CONTEXT_COLLECT_MAX {
-                self.pending.push(' ');
+                if !join {
+                    self.pending.push(' ');
+                }
                 self.pending.push_str(t);
             }
             return;
@@ -723,7 +738,9 @@ impl Walk {
             Line::Heading { text, .. } | Line::Text { text, .. } => text,
         };
         if buf.len() < TEXT_COLLECT_MAX {
-            buf.push(' ');
+            if !join {
+                buf.push(' ');
+            }
             buf.push_str(t);
         }
     }
@@ -780,7 +797,18 @@ impl Walk {
         if st.skip {
             return;
         }
+        // A native control a widget library hid and replaced (Tom Select,
+        // Select2): the widget is what a person uses (`dom::replaced`).
+        if matches!(tag.as_str(), "select" | "input") && dom::replaced(el) {
+            return;
+        }
         self.hidden_depth += usize::from(aria_hidden);
+        // A box (not a plain inline one) or a line break parts the texts
+        // around it.
+        let parts = st.boxed || tag == "br";
+        if parts {
+            self.glue = false;
+        }
         let StyleBits { shown: shown_style, block, pointer, contents, scrolls, .. } = st;
         // A pointer cursor only under the mouse is one all the same.
         let hovered = st.hover || ctx.hover;
@@ -1039,6 +1067,9 @@ impl Walk {
             if let Some(i) = closed {
                 self.name_by_class(i, el);
             }
+        }
+        if parts {
+            self.glue = false;
         }
         self.hidden_depth -= usize::from(aria_hidden);
     }
@@ -1428,6 +1459,32 @@ impl Walk {
                     .is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
         }
+        // A slider says where it stands and between what: its input's
+        // value, or an ARIA slider's `aria-valuetext` / `aria-valuenow`
+        // (a range slider library's handle).
+        let aria_slider = !field
+            && role.as_deref().is_some_and(|r| matches!(r, "slider" | "spinbutton" | "scrollbar"));
+        if aria_slider {
+            let text = dom::attr_named(el, Name::AriaValueText).filter(|t| !t.trim().is_empty());
+            seen.value = text.or_else(|| dom::attr_named(el, Name::AriaValueNow).map(trim_number));
+        }
+        let range = input_type.as_deref() == Some("range");
+        if let (true, Some(v)) = (aria_slider || range, seen.value.as_mut()) {
+            let (lo, hi) = if range {
+                (
+                    dom::attr_named(el, Name::Min).map_or_else(|| "0".to_owned(), trim_number),
+                    dom::attr_named(el, Name::Max).map_or_else(|| "100".to_owned(), trim_number),
+                )
+            } else {
+                (
+                    dom::attr_named(el, Name::AriaValueMin).map(trim_number).unwrap_or_default(),
+                    dom::attr_named(el, Name::AriaValueMax).map(trim_number).unwrap_or_default(),
+                )
+            };
+            if !lo.is_empty() && !hi.is_empty() {
+                v.push_str(&format!(" of {lo}–{hi}"));
+            }
+        }
         seen.selected =
             dom::attr_named(el, Name::AriaSelected).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if tag == "summary" && seen.expanded.is_none() {
@@ -1444,6 +1501,14 @@ impl Walk {
             dom::attr_named(el, Name::AriaLabelledBy).filter(|_| seen.aria_label.is_none())
         {
             seen.label = labelled_by(el, &ids).or(seen.label);
+        }
+        // A combobox, list box or slider of a library, named by nothing of
+        // its own: the short line just before it, as a person reads it.
+        let widget = role.as_deref().is_some_and(|r| {
+            matches!(r, "combobox" | "listbox" | "slider" | "spinbutton" | "searchbox" | "textbox")
+        });
+        if widget && seen.label.is_none() && seen.aria_label.is_none() {
+            seen.label = dom::label_before(el);
         }
         seen.role = role;
         if tag == "label" && seen.role.is_none() {
@@ -1464,6 +1529,21 @@ impl Walk {
         }
         seen.input_type = input_type;
         seen
+    }
+}
+
+/// A number as a person reads it: `20.0` → `20`, `1.50` → `1.5`.
+fn trim_number(v: String) -> String {
+    let t = v.trim();
+    match t.parse::<f64>() {
+        Ok(n) if n.is_finite() => {
+            let mut s = format!("{n}");
+            if s.contains('e') {
+                s = t.to_owned();
+            }
+            s
+        }
+        _ => t.to_owned(),
     }
 }
 

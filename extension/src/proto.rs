@@ -67,6 +67,7 @@ props! {
     ElementChildren = "Element"."children",
     ElementFirstChild = "Element"."firstElementChild",
     NextElementSibling = "Element"."nextElementSibling",
+    PreviousElementSibling = "Element"."previousElementSibling",
     ScrollTop = "Element"."scrollTop",
     ScrollLeft = "Element"."scrollLeft",
     ScrollWidth = "Element"."scrollWidth",
@@ -254,6 +255,9 @@ pub fn shadow_root(el: &Element) -> Option<ShadowRoot> {
 }
 pub fn next_element_sibling(el: &Element) -> Option<Element> {
     object(read(el, Prop::NextElementSibling))
+}
+pub fn previous_element_sibling(el: &Element) -> Option<Element> {
+    object(read(el, Prop::PreviousElementSibling))
 }
 pub fn scroll_top(el: &Element) -> i32 {
     int(read(el, Prop::ScrollTop))

@@ -137,3 +137,151 @@ fn the_agent_fills_a_shoelace_form() {
     assert_eq!(page["news"], true);
     rig.done("shoelace");
 }
+
+fn tomselect_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => {
+            // The original `<select>`, hidden by Tom Select, is not offered.
+            sees(req, "<input=Languages role=combobox");
+            not_seen(req, "<select");
+            answer(json!([{"click": {"index": el(req, "Languages")}}]))
+        }
+        1 => answer(json!([{"click": {"index": el(req, "Rust")}}])),
+        2 => answer(json!([{"type": {"index": el(req, "Languages"), "text": "Has"}}])),
+        3 => answer(json!([{"click": {"index": el(req, "Haskell")}}])),
+        4 => {
+            sees(req, "languages: rust,haskell");
+            answer(json!([{"done": {"text": "chosen", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Tom Select, an enhanced multi-select: the hidden original is left out,
+/// options are picked in the widget, judged by `getValue()`.
+#[test]
+fn the_agent_picks_in_a_tom_select() {
+    let rig = Rig::start(tomselect_script);
+    let (tab, _run) = rig.run("/components/tomselect.html", "Pick Rust and Haskell").unwrap();
+    let value = tab.eval("ts.getValue()").unwrap();
+    assert_eq!(value, json!(["rust", "haskell"]));
+    rig.done("tom select");
+}
+
+fn nouislider_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => {
+            // The handle says its value and range.
+            sees(req, "<slider=\"Budget per night\" value=\"20.00 of 0–200\">");
+            answer(json!([{"press": {"index": el(req, "Budget per night"), "key": "ArrowRight"}}]))
+        }
+        1..=3 => {
+            answer(json!([{"press": {"index": el(req, "Budget per night"), "key": "ArrowRight"}}]))
+        }
+        4 => {
+            sees(req, "value=\"60.00 of 0–200\"");
+            answer(json!([{"done": {"text": "set", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// noUiSlider, a range slider: its handle is listed with its value and
+/// moved with the keys; judged by `noUiSlider.get()`.
+#[test]
+fn the_agent_moves_a_nouislider() {
+    let rig = Rig::start(nouislider_script);
+    let (tab, _run) = rig.run("/components/nouislider.html", "Set the budget to 60").unwrap();
+    let value = tab.eval("Number(document.getElementById('budget').noUiSlider.get())").unwrap();
+    assert_eq!(value, json!(60));
+    rig.done("nouislider");
+}
+
+fn pikaday_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Date of visit")}}])),
+        // The month and year selects laid invisibly over the caption.
+        1 => answer(json!([{"select_option": {"index": el(req, "May"), "options": ["August"]}}])),
+        2 => answer(json!([{"select_option": {"index": el(req, "2030"), "options": ["2031"]}}])),
+        3 => {
+            sees(req, "August 2031");
+            answer(json!([{"click": {"index": el(req, "Next Month")}}]))
+        }
+        4 => {
+            sees(req, "September 2031");
+            answer(json!([{"click": {"index": el(req, "21")}}]))
+        }
+        5 => {
+            sees(req, "date: 2031-09-21");
+            answer(json!([{"done": {"text": "picked", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Pikaday, a date picker: its month and year selects (transparent, over
+/// the caption), its Next arrow and a day; judged by `getDate()`.
+#[test]
+fn the_agent_picks_a_date_in_pikaday() {
+    let rig = Rig::start(pikaday_script);
+    let (tab, _run) = rig.run("/components/pikaday.html", "Book for 21 September 2031").unwrap();
+    let value = tab.eval("picker.toString()").unwrap();
+    let date = tab.eval("[picker.getDate().getFullYear(), picker.getDate().getMonth() + 1, picker.getDate().getDate()]").unwrap();
+    assert_eq!(date, json!([2031, 9, 21]), "{value}");
+    rig.done("pikaday");
+}
+
+fn vue_multiselect_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => {
+            // Named by the line above it.
+            sees(req, "<combobox=\"Destination country\"");
+            answer(json!([{"click": {"index": el(req, "Destination country")}}]))
+        }
+        1 => answer(json!([{"click": {"index": el(req, "Norway")}}])),
+        2 => {
+            sees(req, "country: Norway");
+            answer(json!([{"done": {"text": "chosen", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// vue-multiselect (Vue 3): a combobox named by the label line before it;
+/// judged by the app's bound value.
+#[test]
+fn the_agent_chooses_in_a_vue_multiselect() {
+    let rig = Rig::start(vue_multiselect_script);
+    let (tab, _run) = rig.run("/components/vue-multiselect.html", "Ship to Norway").unwrap();
+    assert_eq!(tab.eval("vm.country").unwrap(), json!("Norway"));
+    rig.done("vue-multiselect");
+}
+
+fn downshift_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"type": {"index": el(req, "Pet"), "text": "Ha"}}])),
+        1 => {
+            // The option typed into view is an option, not text.
+            sees(req, "<option>Hamster");
+            answer(json!([{"click": {"index": el(req, "Hamster")}}]))
+        }
+        2 => {
+            sees(req, "pet: Hamster");
+            answer(json!([{"done": {"text": "adopted", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Downshift's `useCombobox` (React 18): options typed into view are
+/// options; judged by the hook's selected item.
+#[test]
+fn the_agent_chooses_in_a_downshift_combobox() {
+    let rig = Rig::start(downshift_script);
+    let (tab, _run) = rig.run("/components/downshift.html", "Adopt a hamster").unwrap();
+    let state = tab.eval("document.getElementById('state').textContent").unwrap();
+    let input = tab.eval("document.querySelector('input').value").unwrap();
+    assert_eq!(state, json!("pet: Hamster"));
+    assert_eq!(input, json!("Hamster"));
+    rig.done("downshift");
+}
