@@ -285,3 +285,38 @@ fn the_agent_chooses_in_a_downshift_combobox() {
     assert_eq!(input, json!("Hamster"));
     rig.done("downshift");
 }
+
+fn animations_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Options")}}])),
+        1 => {
+            // Read once the menu has faded in: its items are there.
+            sees(req, "<menuitem>Rename");
+            not_seen(req, "<button>Save draft");
+            answer(json!([{"click": {"index": el(req, "Rename")}}]))
+        }
+        2 => {
+            // Read once it has faded out: it no longer covers the button.
+            sees(req, "log: rename");
+            not_seen(req, "<menuitem>");
+            answer(json!([{"click": {"index": el(req, "Save draft")}}]))
+        }
+        3 => {
+            sees(req, "log: rename saved");
+            answer(json!([{"done": {"text": "renamed and saved", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A popup that fades in and out with Web Animations in its shadow root:
+/// read when it has opened, and gone (not covering) when it has closed.
+#[test]
+fn animated_popups_are_read_when_settled() {
+    let rig = Rig::start(animations_script);
+    let (tab, _run) =
+        rig.run("/components/animations.html", "Rename the document, then save").unwrap();
+    let log = tab.eval("document.getElementById('log').textContent").unwrap();
+    assert_eq!(log, json!("log: rename saved"));
+    rig.done("animations");
+}
