@@ -320,3 +320,46 @@ fn animated_popups_are_read_when_settled() {
     assert_eq!(log, json!("log: rename saved"));
     rig.done("animations");
 }
+
+/// The select's number, kept from the first observation (a model may reuse
+/// it after the page replaced the select).
+static SPEED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn replaced_script(req: &Value, call: usize) -> Reply {
+    use std::sync::atomic::Ordering::SeqCst;
+    match call {
+        0 => {
+            SPEED.store(el(req, "Speed"), SeqCst);
+            answer(json!([{"click": {"index": el(req, "Enhance the form")}}]))
+        }
+        1 => {
+            // The original is no longer offered: the widget is.
+            not_seen(req, "<select");
+            answer(json!([{"click": {"index": el(req, "Speed")}}]))
+        }
+        2 => answer(json!([{"click": {"index": el(req, "Fast")}}])),
+        3 => {
+            sees(req, "speed: fast");
+            answer(json!([{"done": {"text": "fast", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A select that a widget replaced after it was listed: an action on it is
+/// refused with a pointer to the widget, which the agent then uses.
+#[test]
+fn an_action_on_a_replaced_select_points_at_the_widget() {
+    let rig = Rig::start(replaced_script);
+    let (tab, _run) = rig.run("/components/replaced.html", "Choose fast delivery").unwrap();
+    assert_eq!(tab.eval("ts.getValue()").unwrap(), json!("fast"));
+    // The host offers only the current list's numbers; the content script
+    // refuses the old number of the replaced select by itself too.
+    let cs = ContentScript::of(&rig.browser, &tab).unwrap();
+    let old = SPEED.load(std::sync::atomic::Ordering::SeqCst);
+    let reply =
+        cs.act(json!({"select_option": {"index": old, "options": ["Slow"]}})).unwrap().to_string();
+    assert!(reply.contains("replaced it with a widget") && reply.contains("use ["), "{reply}");
+    assert_eq!(tab.eval("ts.getValue()").unwrap(), json!("fast"), "nothing chosen behind it");
+    rig.done("replaced select");
+}
