@@ -1230,6 +1230,10 @@ impl Walk {
             "settings",
             "cart",
             "heart",
+            "back",
+            "forward",
+            "chevron",
+            "arrow",
         ];
         let mut todo = vec![el.clone()];
         let mut looked = 0;
@@ -1238,7 +1242,18 @@ impl Walk {
             if looked > 12 {
                 break;
             }
-            let class = dom::get(&e, Name::Class).unwrap_or_default();
+            let mut class = dom::get(&e, Name::Class).unwrap_or_default();
+            // An icon named by its sprite (`<svg><use href="#chevron-left">`)
+            // or a `data-icon` says the same.
+            for attr in ["data-icon", "href", "xlink:href"] {
+                if let Some(v) = proto::get_attribute(&e, attr) {
+                    if attr == "data-icon" || proto::local_name(&e) == "use" {
+                        let id = v.rsplit('#').next().unwrap_or_default();
+                        class.push(' ');
+                        class.push_str(id);
+                    }
+                }
+            }
             for token in class.split_whitespace() {
                 let words: Vec<&str> = token.split(['-', '_']).collect();
                 if words.iter().any(|w| SAYS.contains(&w.to_ascii_lowercase().as_str())) {

@@ -363,3 +363,22 @@ fn an_action_on_a_replaced_select_points_at_the_widget() {
     assert_eq!(tab.eval("ts.getValue()").unwrap(), json!("fast"), "nothing chosen behind it");
     rig.done("replaced select");
 }
+
+/// Prev/next arrows, sliders and comboboxes named and valued as a person
+/// reads them (no model: the observation itself).
+#[test]
+fn arrows_sliders_and_comboboxes_say_what_they_are() {
+    let fixtures = FixtureServer::start().unwrap();
+    let browser = TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1")).unwrap();
+    let tab = browser.new_page(&fixtures.url("/components/names.html")).unwrap();
+    let cs = ContentScript::of(&browser, &tab).unwrap();
+    let text = cs.observe(false).unwrap().text;
+    let has = |s: &str| assert!(text.contains(s), "no {s:?} in\n{text}");
+    has("<button=\"Previous month\">‹");
+    has("<button icon=chevron-right>");
+    has("icon=carousel__prev");
+    has("icon=carousel__next");
+    has("<range=Volume value=\"7 of 0–11\">");
+    has("<slider=Rating value=\"3 of 1–5\">");
+    has("<combobox=Theme collapsed>Light");
+}
