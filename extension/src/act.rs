@@ -942,7 +942,32 @@ pub fn usable(index: u32) -> Result<Element, Fail> {
     if dom::is_disabled(&el, &proto::local_name(&el)) {
         return Err(failed(&format!("{} is disabled", describe(index, &el))));
     }
+    if dom::replaced(&el) {
+        // The page hid it and shows a widget in its place: what is chosen
+        // here may never reach what the page uses.
+        let instead = dom::replacement_of(&el).and_then(|w| listed_in(&w));
+        let use_it = match instead {
+            Some((n, w)) => format!("use {} instead", describe(n, &w)),
+            None => "use the widget shown in its place instead".to_owned(),
+        };
+        return Err(failed(&format!(
+            "{} is hidden: the page replaced it with a widget of its own; {use_it}",
+            describe(index, &el)
+        )));
+    }
     Ok(el)
+}
+
+/// The first element numbered by an observation in `w` (itself first).
+fn listed_in(w: &Element) -> Option<(u32, Element)> {
+    if let Some(n) = registry::known(w) {
+        return Some((n, w.clone()));
+    }
+    let all = proto::query_selector_all(w.unchecked_ref(), "*").ok()?;
+    (0..all.length().min(400))
+        .filter_map(|i| all.item(i))
+        .map(|n| n.unchecked_into::<Element>())
+        .find_map(|e| registry::known(&e).map(|n| (n, e)))
 }
 
 /// Scrolls the element to the middle of its window when its centre is not

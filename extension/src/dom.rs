@@ -57,6 +57,14 @@ names! {
     FormAction = "formaction",
     Display = "display",
     Opacity = "opacity",
+    Clip = "clip",
+    ClipPath = "clip-path",
+    AriaValueNow = "aria-valuenow",
+    AriaValueText = "aria-valuetext",
+    AriaValueMin = "aria-valuemin",
+    AriaValueMax = "aria-valuemax",
+    Min = "min",
+    Max = "max",
     Visibility = "visibility",
     Cursor = "cursor",
     FlexDirection = "flex-direction",
@@ -155,8 +163,89 @@ pub fn element_at(el: &Element, x: f64, y: f64) -> Option<Element> {
 }
 
 /// Whether `hit` (what a click at the point lands on) belongs to `el`.
+///
+/// An ancestor of `el` counts across shadow roots: a shadow root's hit test
+/// answers its host where the host's light content, slotted into the
+/// shadow tree, is on top (a web component's label text inside its
+/// `<label>`).
 pub fn hit_belongs(el: &Element, hit: &Element) -> bool {
-    hit == el || proto::contains(&el, Some(hit)) || proto::contains(&hit, Some(el))
+    if hit == el || proto::contains(&el, Some(hit)) || proto::contains(&hit, Some(el)) {
+        return true;
+    }
+    if proto::shadow_root(hit).is_none() {
+        return false;
+    }
+    let mut up = flat_parent(el);
+    for _ in 0..256 {
+        match up {
+            Some(p) if p == *hit => return true,
+            Some(p) => up = flat_parent(&p),
+            None => return false,
+        }
+    }
+    false
+}
+
+/// Whether `el` is a native `<select>` (or a text field taken out of the
+/// tab order) that the page hides from sight while keeping it in the
+/// layout, the way widget libraries hide the control they replace (Tom
+/// Select's `ts-hidden-accessible`, Select2's `select2-hidden-accessible`):
+/// a box of a pixel or less, or clipped to nothing. A person uses the
+/// widget, not it. (`display: none`, `opacity: 0` and `aria-hidden` leave
+/// it out of the walk already.)
+pub fn replaced(el: &Element) -> bool {
+    let tag = proto::local_name(el);
+    let field = match tag.as_str() {
+        "select" => true,
+        "input" => {
+            let kind = get(el, Name::Type).unwrap_or_default().trim().to_ascii_lowercase();
+            !matches!(
+                kind.as_str(),
+                "checkbox" | "radio" | "file" | "hidden" | "submit" | "button" | "reset" | "image"
+            ) && get(el, Name::TabIndex).is_some_and(|t| t.trim() == "-1")
+        }
+        _ => false,
+    };
+    if !field {
+        return false;
+    }
+    let r = proto::get_bounding_client_rect(el);
+    if r.width() <= 1.0 || r.height() <= 1.0 {
+        return true;
+    }
+    let Some(style) = window_of(el).and_then(|w| w.get_computed_style(el).ok().flatten()) else {
+        return false;
+    };
+    let clip = property(&style, Name::Clip);
+    let clip_path = property(&style, Name::ClipPath);
+    clip.starts_with("rect(0px, 0px, 0px, 0px)")
+        || clip.starts_with("rect(0px 0px 0px 0px)")
+        || clip_path == "inset(50%)"
+}
+
+/// The visible widget that stands in for a [`replaced`] control: the
+/// nearest sibling box after (or before) it, or after its wrapper, that
+/// shows.
+pub fn replacement_of(el: &Element) -> Option<Element> {
+    let shows = |e: &Element| {
+        let r = proto::get_bounding_client_rect(e);
+        r.width() > 2.0 && r.height() > 2.0 && !replaced(e)
+    };
+    let mut from = el.clone();
+    for _ in 0..3 {
+        let mut next = proto::next_element_sibling(&from);
+        while let Some(n) = next {
+            if shows(&n) {
+                return Some(n);
+            }
+            next = proto::next_element_sibling(&n);
+        }
+        from = proto::parent_element(&from)?;
+        if shows(&from) {
+            return Some(from);
+        }
+    }
+    None
 }
 
 /// Whether a click focuses the element (natively or by `tabindex`).
@@ -230,13 +319,51 @@ pub fn row_label(el: &Element) -> Option<String> {
     None
 }
 
+/// A widget without a label named by the short line just before it (a
+/// `<div>Destination country</div>` over a combobox): the previous sibling
+/// of it or of its wrapper (up to two levels), when that holds short text
+/// and no control.
+pub fn label_before(el: &Element) -> Option<String> {
+    let mut at = el.clone();
+    for _ in 0..3 {
+        if let Some(prev) = previous_shown_sibling(&at) {
+            const CONTROLS: &str = "input, select, textarea, button, a[href], [role], \
+                [tabindex], [contenteditable], [onclick]";
+            let controls = proto::query_selector(&prev, CONTROLS).ok()?.is_some();
+            let own = proto::matches(&prev, CONTROLS).unwrap_or(true);
+            if controls || own {
+                return None;
+            }
+            let mut text = String::new();
+            label_text(&prev, &mut text);
+            let text = crate::text::collapse(&text);
+            return (!text.is_empty() && text.len() <= ROW_LABEL_MAX).then_some(text);
+        }
+        at = proto::parent_element(&at)?;
+        if matches!(proto::local_name(&at).as_str(), "form" | "body" | "html") {
+            return None;
+        }
+    }
+    None
+}
+
+/// The previous element sibling that shows (has a box).
+fn previous_shown_sibling(el: &Element) -> Option<Element> {
+    let mut prev = proto::previous_element_sibling(el);
+    while let Some(p) = prev {
+        if p.get_client_rects().length() > 0 {
+            return Some(p);
+        }
+        prev = proto::previous_element_sibling(&p);
+    }
+    None
+}
+
 /// The text a label shows of itself: not the options of a select or the
 /// text of a textarea it wraps, nor a button inside it (listed on its own:
 /// `Keep me signed in. [Details]`).
 fn label_text(node: &Node, out: &mut String) {
-    let kids = proto::child_nodes(&node);
-    for i in 0..kids.length() {
-        let Some(k) = kids.item(i) else { continue };
+    for k in shown_children(node) {
         match proto::node_type(&k) {
             Node::TEXT_NODE => out.push_str(&proto::text_content(&k).unwrap_or_default()),
             Node::ELEMENT_NODE => {
@@ -256,6 +383,22 @@ fn label_text(node: &Node, out: &mut String) {
     }
 }
 
+/// The children a node shows: a `<slot>`'s are the light nodes assigned
+/// to it (a web component's label text), else its own.
+pub fn shown_children(node: &Node) -> Vec<Node> {
+    if proto::node_type(node) == Node::ELEMENT_NODE {
+        let el = node.unchecked_ref::<Element>();
+        if proto::local_name(el) == "slot" {
+            let assigned = proto::assigned_nodes(el);
+            if !assigned.is_empty() {
+                return assigned;
+            }
+        }
+    }
+    let kids = proto::child_nodes(node);
+    (0..kids.length()).filter_map(|i| kids.item(i)).collect()
+}
+
 /// Whether `el` is no part of a name a person reads beside a field: an
 /// autocomplete's list or live status ("0 results"), or something not
 /// shown at all.
@@ -266,7 +409,8 @@ fn not_a_name(el: &Element) -> bool {
         || proto::has_attribute(el, "aria-live")
         || proto::has_attribute(el, "hidden")
         || proto::get_attribute(el, "aria-hidden").is_some_and(|v| v.trim() == "true")
-        || el.get_client_rects().length() == 0
+        // (A `<slot>` has no box of its own: it shows what is assigned.)
+        || (el.get_client_rects().length() == 0 && proto::local_name(el) != "slot")
 }
 
 /// Runs `write` (Errand's own DOM writes) so that `observer` does not take

@@ -321,6 +321,7 @@ pub fn end() {
 
 /// Watches the shadow roots and frames a walk went into.
 fn watch(shadows: &[web_sys::ShadowRoot], frames: &[FrameSeen]) {
+    crate::ready::watch_shadows(shadows);
     WATCHER.with(|w| {
         let mut w = w.borrow_mut();
         let Some(w) = w.as_mut() else { return };
@@ -783,6 +784,15 @@ fn segments(
                 continue;
             }
             return Err("<head> changed");
+        }
+        // Inside a shadow host's light children, which show where its
+        // slots put them (`observe.rs`): the outermost such host.
+        let mut up = proto::parent_element(&el);
+        while let Some(p) = up {
+            up = proto::parent_element(&p);
+            if proto::shadow_root(&p).is_some() {
+                el = p;
+            }
         }
         let Some((s, kind)) = segment_of(&el, from_frame, changes, cache)? else {
             continue;

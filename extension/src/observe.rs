@@ -451,7 +451,15 @@ fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
     // combobox's input made transparent while the box shows its chosen
     // value (react-select after a choice): the box is what a person uses.
     let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
-    if display == "none" || (transparent && !is_file_input(el) && !is_combobox_input(el)) {
+    // So is a transparent `<select>` laid over a date picker's month or
+    // year caption (Pikaday's): a person clicks the caption and gets it.
+    // (One under the widget that replaced it is left out as covered.)
+    if display == "none"
+        || (transparent
+            && !is_file_input(el)
+            && !is_combobox_input(el)
+            && proto::local_name(el) != "select")
+    {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let visibility = prop(Name::Visibility);
@@ -587,6 +595,9 @@ pub(crate) struct Walk {
     /// Per line: whether it is inside an `aria-hidden` subtree (read by
     /// `incremental.rs` to tell what the first walk would have found).
     pub(crate) line_hidden: Vec<bool>,
+    /// The last text added ran to its end with no space after it, and no
+    /// box came since: the next text joins it without a space.
+    glue: bool,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -818,6 +829,11 @@ impl Walk {
             }
         };
         if st.skip {
+            return;
+        }
+        // A native control a widget library hid and replaced (Tom Select,
+        // Select2): the widget is what a person uses (`dom::replaced`).
+        if matches!(tag.as_str(), "select" | "input") && dom::replaced(el) {
             return;
         }
         self.hidden_depth += usize::from(aria_hidden);
@@ -1055,6 +1071,28 @@ impl Walk {
                     child = proto::next_element_sibling(&c);
                 }
             }
+            // What a slot of a shadow tree shows is the light content
+            // assigned to it, in its place (a web component's button text
+            // inside its inner `<button>`): the composed tree a person sees.
+            "slot" if self.host.is_some() => {
+                let assigned = proto::assigned_nodes(el);
+                if assigned.is_empty() {
+                    self.children(el, frame, inner);
+                }
+                for node in assigned {
+                    match proto::node_type(&node) {
+                        Node::ELEMENT_NODE => {
+                            self.visit(node.unchecked_ref::<Element>(), frame, inner)
+                        }
+                        Node::TEXT_NODE if !inner.text_hidden => {
+                            if let Some(t) = proto::node_value(&node) {
+                                self.add_text(&t, &node);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
             _ => {
                 if let Some(shadow) = proto::shadow_root(&el) {
                     // Mutations inside a shadow root are not observed.
@@ -1063,12 +1101,15 @@ impl Walk {
                         self.host = Some(el.clone());
                     }
                     self.shadows.push(shadow.clone());
+                    // The light children show only where the shadow tree's
+                    // slots put them (walked there); others do not show.
                     self.children(&shadow, frame, Ctx { dirty: true, ..inner });
                     if outermost {
                         self.host = None;
                     }
+                } else {
+                    self.children(el, frame, inner);
                 }
-                self.children(el, frame, inner);
             }
         }
         if block {
@@ -1089,10 +1130,23 @@ impl Walk {
             if let Some(i) = closed.filter(|i| self.listener_only.last() == Some(i)) {
                 self.listener_only.pop();
                 self.demote_delegate(i, el);
+            } else if let Some(i) =
+                closed.filter(|_| self.host.is_some() || proto::shadow_root(el).is_some())
+            {
+                // A web component (or a box of its shadow tree) listed for
+                // its pointer cursor or listeners that holds the real
+                // control (its `<button>`, its combobox `<input>`) and no
+                // text of its own: the control is the one element.
+                if self.plain_line(i) {
+                    self.demote_delegate(i, el);
+                }
             }
             if let Some(i) = closed {
                 self.name_by_class(i, el);
             }
+        }
+        if parts {
+            self.glue = false;
         }
         self.hidden_depth -= usize::from(aria_hidden);
     }
@@ -1130,6 +1184,20 @@ impl Walk {
                 "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
             )
             && !dom::has(node, Name::ContentEditable)
+    }
+
+    /// Whether line `i` is a plain listed box (see [`Walk::inside_plain`]).
+    fn plain_line(&self, i: usize) -> bool {
+        let (Line::Element(outer), Some(node)) = (&self.lines[i], &self.nodes[i]) else {
+            return false;
+        };
+        outer.role.is_none()
+            && !matches!(
+                outer.tag.as_str(),
+                "a" | "button" | "input" | "select" | "textarea" | "summary" | "label" | "option"
+            )
+            && !dom::has(node, Name::ContentEditable)
+            && !dom::has(node, Name::TabIndex)
     }
 
     /// Whether `el` covers less than half of the innermost listed
@@ -1273,6 +1341,10 @@ impl Walk {
             "clean",
             "undo",
             "redo",
+            "back",
+            "forward",
+            "chevron",
+            "arrow",
         ];
         let mut todo = vec![el.clone()];
         let mut looked = 0;
@@ -1281,7 +1353,18 @@ impl Walk {
             if looked > 12 {
                 break;
             }
-            let class = dom::get(&e, Name::Class).unwrap_or_default();
+            let mut class = dom::get(&e, Name::Class).unwrap_or_default();
+            // An icon named by its sprite (`<svg><use href="#chevron-left">`)
+            // or a `data-icon` says the same.
+            for attr in ["data-icon", "href", "xlink:href"] {
+                if let Some(v) = proto::get_attribute(&e, attr) {
+                    if attr == "data-icon" || proto::local_name(&e) == "use" {
+                        let id = v.rsplit('#').next().unwrap_or_default();
+                        class.push(' ');
+                        class.push_str(id);
+                    }
+                }
+            }
             for token in class.split_whitespace() {
                 let words: Vec<&str> = token.split(['-', '_']).collect();
                 if words.iter().any(|w| SAYS.contains(&w.to_ascii_lowercase().as_str())) {
@@ -1503,6 +1586,32 @@ impl Walk {
                     .is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
         }
+        // A slider says where it stands and between what: its input's
+        // value, or an ARIA slider's `aria-valuetext` / `aria-valuenow`
+        // (a range slider library's handle).
+        let aria_slider = !field
+            && role.as_deref().is_some_and(|r| matches!(r, "slider" | "spinbutton" | "scrollbar"));
+        if aria_slider {
+            let text = dom::attr_named(el, Name::AriaValueText).filter(|t| !t.trim().is_empty());
+            seen.value = text.or_else(|| dom::attr_named(el, Name::AriaValueNow).map(trim_number));
+        }
+        let range = input_type.as_deref() == Some("range");
+        if let (true, Some(v)) = (aria_slider || range, seen.value.as_mut()) {
+            let (lo, hi) = if range {
+                (
+                    dom::attr_named(el, Name::Min).map_or_else(|| "0".to_owned(), trim_number),
+                    dom::attr_named(el, Name::Max).map_or_else(|| "100".to_owned(), trim_number),
+                )
+            } else {
+                (
+                    dom::attr_named(el, Name::AriaValueMin).map(trim_number).unwrap_or_default(),
+                    dom::attr_named(el, Name::AriaValueMax).map(trim_number).unwrap_or_default(),
+                )
+            };
+            if !lo.is_empty() && !hi.is_empty() {
+                v.push_str(&format!(" of {lo}–{hi}"));
+            }
+        }
         seen.selected =
             dom::attr_named(el, Name::AriaSelected).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if tag == "summary" && seen.expanded.is_none() {
@@ -1520,6 +1629,14 @@ impl Walk {
         {
             seen.label = labelled_by(el, &ids).or(seen.label);
         }
+        // A combobox, list box or slider of a library, named by nothing of
+        // its own: the short line just before it, as a person reads it.
+        let widget = role.as_deref().is_some_and(|r| {
+            matches!(r, "combobox" | "listbox" | "slider" | "spinbutton" | "searchbox" | "textbox")
+        });
+        if widget && seen.label.is_none() && seen.aria_label.is_none() {
+            seen.label = dom::label_before(el);
+        }
         seen.role = role;
         if tag == "label" && seen.role.is_none() {
             // Listed for a hidden checkbox or radio (a styled one): it says
@@ -1530,12 +1647,30 @@ impl Walk {
                 let kind = input.type_();
                 if matches!(kind.as_str(), "checkbox" | "radio") {
                     seen.checked = input.checked();
-                    seen.role = Some(kind);
+                    // A switch says so (`<input type=checkbox role=switch>`).
+                    let switch = proto::get_attribute(&c, "role")
+                        .is_some_and(|r| r.trim().eq_ignore_ascii_case("switch"));
+                    seen.role = Some(if switch { "switch".to_owned() } else { kind });
                 }
             }
         }
         seen.input_type = input_type;
         seen
+    }
+}
+
+/// A number as a person reads it: `20.0` → `20`, `1.50` → `1.5`.
+fn trim_number(v: String) -> String {
+    let t = v.trim();
+    match t.parse::<f64>() {
+        Ok(n) if n.is_finite() => {
+            let mut s = format!("{n}");
+            if s.contains('e') {
+                s = t.to_owned();
+            }
+            s
+        }
+        _ => t.to_owned(),
     }
 }
 
@@ -1614,10 +1749,23 @@ fn navigation_target(el: &Element, tag: &str, input_type: Option<&str>) -> Optio
 
 fn labelled_by(el: &Element, ids: &str) -> Option<String> {
     let doc: Document = proto::owner_document(&el)?;
+    // In a shadow tree the ids are the shadow root's (a design system's
+    // combobox labelled by its own `<label id="label">`).
+    let root = proto::get_root_node(&el);
+    let in_shadow = proto::node_type(&root) == dom::FRAGMENT_NODE;
+    let find = |id: &str| {
+        if in_shadow {
+            let quoted = id.replace('\\', "\\\\").replace('"', "\\\"");
+            proto::query_selector(&root, &format!("[id=\"{quoted}\"]")).ok().flatten()
+        } else {
+            proto::get_element_by_id(&doc, id)
+        }
+    };
+    // Through slots: the label's text may be the host's light content.
     let text: Vec<String> = ids
         .split_whitespace()
-        .filter_map(|id| proto::get_element_by_id(&doc, id))
-        .filter_map(|e| proto::text_content(&e))
+        .filter_map(find)
+        .filter_map(|e| dom::label_text_of(e.unchecked_ref()).or_else(|| proto::text_content(&e)))
         .map(|t| text::collapse(&t))
         .collect();
     Some(text.join(" ")).filter(|t| !t.is_empty())

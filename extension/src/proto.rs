@@ -67,6 +67,7 @@ props! {
     ElementChildren = "Element"."children",
     ElementFirstChild = "Element"."firstElementChild",
     NextElementSibling = "Element"."nextElementSibling",
+    PreviousElementSibling = "Element"."previousElementSibling",
     ScrollTop = "Element"."scrollTop",
     ScrollLeft = "Element"."scrollLeft",
     ScrollWidth = "Element"."scrollWidth",
@@ -257,6 +258,9 @@ pub fn shadow_root(el: &Element) -> Option<ShadowRoot> {
 pub fn next_element_sibling(el: &Element) -> Option<Element> {
     object(read(el, Prop::NextElementSibling))
 }
+pub fn previous_element_sibling(el: &Element) -> Option<Element> {
+    object(read(el, Prop::PreviousElementSibling))
+}
 pub fn scroll_top(el: &Element) -> i32 {
     int(read(el, Prop::ScrollTop))
 }
@@ -394,6 +398,8 @@ extern "C" {
     type PShadowRoot;
     #[wasm_bindgen(js_name = HTMLFormElement)]
     type PForm;
+    #[wasm_bindgen(js_name = HTMLSlotElement)]
+    type PSlot;
 
     #[wasm_bindgen(method, final, js_class = "Node", js_name = contains)]
     fn node_contains(this: &PNode, other: Option<&Node>) -> bool;
@@ -473,6 +479,8 @@ extern "C" {
     fn document_element_from_point(this: &PDocument, x: f32, y: f32) -> Option<Element>;
     #[wasm_bindgen(method, final, js_class = "ShadowRoot", js_name = elementFromPoint)]
     fn shadow_element_from_point(this: &PShadowRoot, x: f32, y: f32) -> Option<Element>;
+    #[wasm_bindgen(method, final, js_class = "HTMLSlotElement", js_name = assignedNodes)]
+    fn slot_assigned_nodes(this: &PSlot) -> js_sys::Array;
     #[wasm_bindgen(method, final, catch, js_class = "Element", js_name = checkVisibility)]
     fn element_check_visibility(this: &PElement, options: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(method, final, catch, js_class = "Document", js_name = execCommand)]
@@ -629,6 +637,17 @@ pub fn dispatch_event(target: &EventTarget, event: &web_sys::Event) -> Result<bo
 }
 
 /// The topmost element at a point of a document's or shadow root's viewport.
+/// What a `<slot>` shows: the light nodes assigned to it (empty when none
+/// are, and the slot shows its own children). `el` must be a `slot` by
+/// [`local_name`] (an HTML one: a slot of another namespace has no such
+/// method).
+pub fn assigned_nodes(el: &Element) -> Vec<Node> {
+    if !is_html(el) {
+        return Vec::new();
+    }
+    el.unchecked_ref::<PSlot>().slot_assigned_nodes().iter().map(JsCast::unchecked_into).collect()
+}
+
 pub fn element_from_point(root: &Node, x: f32, y: f32) -> Option<Element> {
     match node_type(root) {
         Node::DOCUMENT_NODE => root.unchecked_ref::<PDocument>().document_element_from_point(x, y),

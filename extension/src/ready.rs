@@ -66,6 +66,8 @@ struct State {
     /// When the last observation ended (`Date.now()`): the requests that
     /// started since count.
     since: f64,
+    /// The open shadow roots watched too ([`watch_shadows`]).
+    shadows: Vec<web_sys::ShadowRoot>,
 }
 
 thread_local! {
@@ -90,15 +92,54 @@ fn loaded_at(document: &Document) -> Option<f64> {
 }
 
 /// Whether a finite transition or animation is running in the document
-/// (through shadow roots: `getAnimations` on the document includes them).
+/// or in one of the open shadow roots the walks went into: the document's
+/// `getAnimations` leaves out those of shadow trees (checked: a design
+/// system's popup fading out in its shadow root is not in it).
 fn animating(document: &Document) -> bool {
-    let Ok(get) = js_sys::Reflect::get(document, &"getAnimations".into()) else {
+    animating_in(document.as_ref())
+        || STATE.with(|s| {
+            s.borrow().as_ref().is_some_and(|s| {
+                s.shadows.iter().any(|r| {
+                    crate::proto::is_connected(r.unchecked_ref()) && animating_in(r.as_ref())
+                })
+            })
+        })
+}
+
+/// Watches these open shadow roots (those a walk went into) too: their
+/// mutations and animations are the page's changes.
+pub fn watch_shadows(roots: &[web_sys::ShadowRoot]) {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(s) = s.as_mut() else { return };
+        s.shadows.retain(|r| crate::proto::is_connected(r.unchecked_ref()));
+        for r in roots {
+            if !s.shadows.contains(r) {
+                let _ = s.observer.observe_with_options(r, &options());
+                s.shadows.push(r.clone());
+            }
+        }
+    });
+}
+
+fn options() -> MutationObserverInit {
+    let init = MutationObserverInit::new();
+    init.set_subtree(true);
+    init.set_child_list(true);
+    init.set_attributes(true);
+    init.set_character_data(true);
+    init
+}
+
+/// Whether a finite animation runs in a document or shadow root.
+fn animating_in(target: &JsValue) -> bool {
+    let Ok(get) = js_sys::Reflect::get(target, &"getAnimations".into()) else {
         return false;
     };
     let Some(get) = get.dyn_ref::<js_sys::Function>() else {
         return false;
     };
-    let Ok(list) = get.call0(document) else {
+    let Ok(list) = get.call0(target) else {
         return false;
     };
     let list: js_sys::Array = list.unchecked_into();
@@ -133,12 +174,7 @@ fn begin(document: &Document) -> bool {
     let Ok(observer) = MutationObserver::new(callback.as_ref().unchecked_ref()) else {
         return true;
     };
-    let init = MutationObserverInit::new();
-    init.set_subtree(true);
-    init.set_child_list(true);
-    init.set_attributes(true);
-    init.set_character_data(true);
-    let _ = observer.observe_with_options(document, &init);
+    let _ = observer.observe_with_options(document, &options());
     ON_TIMERS.with(|f| {
         let _ = document.add_event_listener_with_callback_and_bool(
             "errand-timers-pending",
@@ -156,6 +192,7 @@ fn begin(document: &Document) -> bool {
             _callback: callback,
             last,
             since: origin,
+            shadows: Vec::new(),
         }) {
             old.observer.disconnect();
         }
