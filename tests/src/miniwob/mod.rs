@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::browser::{LaunchOptions, TestBrowser, repo_root};
 use crate::cdp::Page;
 use crate::fixtures::FixtureServer;
-use crate::model::{Reply, ScriptedModel, all_text};
+use crate::model::{ScriptedModel, all_text};
 use crate::side_panel::{self, Panel};
 use errand_host::config::ProviderKind;
 use solver::Solver;
@@ -194,12 +194,9 @@ impl Miniwob {
                 let bpe = tiktoken_rs::o200k_base().map_err(|e| anyhow::anyhow!("{e}"))?;
                 let model = ScriptedModel::start(move |req, _| {
                     let reply = s.answer(req);
-                    let answer = match &reply {
-                        Reply::Content(t) | Reply::Delayed(_, t) => t.as_str(),
-                        Reply::Status(_) => "",
-                    };
+                    let answer = reply.text().unwrap_or_default();
                     let n = bpe.encode_ordinary(&all_text(req)).len()
-                        + bpe.encode_ordinary(answer).len();
+                        + bpe.encode_ordinary(&answer).len();
                     count.fetch_add(n as i64, Ordering::Relaxed);
                     reply
                 })?;
