@@ -416,3 +416,24 @@ fn malformed_updates_are_answered_with_clear_errors_and_change_nothing() {
     let text = std::fs::read_to_string(host.config_dir.join("config.toml")).unwrap();
     assert_eq!(text, "# untouched\n[agent]\nmax_steps = 9\n");
 }
+
+#[test]
+fn doctor_names_the_file_key_and_the_rule_a_value_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "[agent]\nmax_steps = 900\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_errand"))
+        .arg("doctor")
+        .env("ERRAND_DATA_DIR", dir.path().join("data"))
+        .env("ERRAND_CONFIG_DIR", dir.path().join("config"))
+        .env("ERRAND_SECRETS_STORE", "file")
+        .env_remove("ERRAND_MAX_STEPS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("config: `[agent] max_steps` in")
+            && text.contains("config.toml must be between 1 and 500, not 900"),
+        "{text}"
+    );
+}
