@@ -6,6 +6,8 @@
 // (`envelope`, `check`); no message shape is written here.
 import init, { envelope, check, net_request, net_answer, net_forget, frame_route } from './pkg/wasm/errand_page.js';
 import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
+// Rules written from Rust (errand-protocol's rules_js.rs): one copy of each.
+import { CHUNK_TIMEOUT_MS, MAX_CHUNKED, PANEL_KINDS } from './generated/rules.js';
 
 const HOST = 'errand.host';
 const INSTALL_HINT =
@@ -132,8 +134,7 @@ async function onHostMessage(raw) {
 // dropped), and the joined message, parsed, after the last chunk; the
 // caller then checks it with the crate like any other message. Chunks never
 // reach a panel.
-const CHUNK_TIMEOUT_MS = 30000; // an incomplete set is dropped after this
-const CHUNKED_MAX = 64 * 1024 * 1024; // MAX_CHUNKED (UTF-16 units here)
+// An incomplete set is dropped after CHUNK_TIMEOUT_MS; MAX_CHUNKED counts UTF-16 units here.
 let chunkSet = null; // {of, count, parts, size, timer}: one message at a time
 
 function reassemble(raw) {
@@ -159,7 +160,7 @@ function reassemble(raw) {
     return drop(`chunk ${index}/${count} is out of order`);
   }
   set.size += data.length;
-  if (set.size > CHUNKED_MAX) return drop('it is over 64 MiB');
+  if (set.size > MAX_CHUNKED) return drop('it is over 64 MiB');
   set.parts.push(data);
   clearTimeout(set.timer);
   if (set.parts.length < count) {
@@ -432,12 +433,7 @@ async function relayToFrame(message, sender) {
 
 // ---- the side panels ----
 
-const PANEL_KINDS = new Set([
-  'start_task', 'stop_task', 'get_status', 'answer', 'follow_up',
-  'pause_task', 'resume_task', 'approve',
-  'list_tasks', 'get_task', 'get_settings', 'save_settings', 'test_connection',
-  'get_profile', 'set_fact', 'set_secret', 'forget', 'ping',
-]);
+// PANEL_KINDS (imported above): the kinds a panel may send.
 
 chrome.runtime.onConnect.addListener((port) => {
   if (port.name !== 'panel' || port.sender?.id !== chrome.runtime.id || port.sender?.tab?.url?.startsWith('http')) {

@@ -174,6 +174,7 @@ mkdir -p "$DIST.new/extension/pkg"
 cp manifest.json "$DIST.new/"
 cp extension/*.js "$DIST.new/extension/"
 cp -r extension/panel "$DIST.new/extension/"
+cp -r extension/generated "$DIST.new/extension/"
 cp -r "$PKG/wasm" "$PKG/js" "$DIST.new/extension/pkg/"
 stray="$(find "$DIST.new" \( -name '*.rs' -o -name 'Cargo.*' -o -name node_modules -o -name target \) -print)"
 if [[ -n "$stray" ]]; then

@@ -1,5 +1,7 @@
 // Which tab the panel works on, and whether Errand can run there.
 
+import { STORE_PAGES } from '../generated/rules.js';
+
 /** Why Errand cannot work on `url`, or `null` when it can. */
 export async function cannotRunOn(url) {
   if (!url) return null; // not known (yet): let the host decide
@@ -19,23 +21,15 @@ export async function cannotRunOn(url) {
     return 'This page belongs to an extension; other extensions cannot work on it.';
   }
   if (scheme === 'view-source:') return 'This is a page\'s source view; extensions cannot work on it.';
-  if (u.hostname === 'chromewebstore.google.com'
-      || (u.hostname === 'chrome.google.com' && u.pathname.startsWith('/webstore'))
-      || (u.hostname === 'microsoftedge.microsoft.com' && u.pathname.startsWith('/addons'))) {
+  // The same list as the host's (native-host/src/sites.rs).
+  const host = u.hostname.toLowerCase();
+  const path = u.pathname.toLowerCase();
+  if (STORE_PAGES.some((p) => host === p.host && path.startsWith(p.path))) {
     return 'The browser does not let extensions work on its extension store.';
   }
-  if (scheme === 'file:') {
-    const allowed = await new Promise((resolve) => {
-      try {
-        chrome.extension.isAllowedFileSchemeAccess(resolve);
-      } catch {
-        resolve(false);
-      }
-    });
-    if (!allowed) {
-      return 'This is a file on your computer. To let Errand work on files, turn on “Allow access '
-        + 'to file URLs” in Errand\'s details on the chrome://extensions page.';
-    }
+  // The host never opens local files (sites.rs), whatever the browser allows.
+  if (scheme === 'file:' || scheme === 'filesystem:') {
+    return 'This is a file on your computer; Errand works only on web pages.';
   }
   if (scheme === 'data:' || scheme === 'javascript:' || scheme === 'blob:') {
     return 'Extensions cannot work on this kind of page.';

@@ -18,11 +18,6 @@ use crate::origin::Origin;
 
 use crate::config::SitesSection;
 
-/// Hosts of the Chrome Web Store (extensions may not script it, and Errand
-/// never acts there).
-const WEB_STORE: [(&str, &str); 2] =
-    [("chromewebstore.google.com", ""), ("chrome.google.com", "/webstore")];
-
 /// Why Errand will not go somewhere.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SiteRefusal {
@@ -164,10 +159,8 @@ fn never(url: &Url) -> Option<&'static str> {
     }
     let host = url.host_str().unwrap_or("").to_ascii_lowercase();
     let path = url.path().to_ascii_lowercase();
-    WEB_STORE
-        .iter()
-        .any(|(h, p)| host == *h && path.starts_with(p))
-        .then_some("the Chrome Web Store")
+    // One list with the side panel's (extension/generated/rules.js).
+    errand_protocol::rules_js::is_store_page(&host, &path).then_some("the extension stores")
 }
 
 fn cut(url: &str) -> String {
@@ -195,6 +188,7 @@ mod tests {
             "view-source:https://a.example",
             "https://chromewebstore.google.com/detail/x",
             "https://chrome.google.com/webstore/category/extensions",
+            "https://microsoftedge.microsoft.com/addons/detail/x",
             "edge://flags",
             "about:settings",
         ] {

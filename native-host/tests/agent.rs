@@ -38,7 +38,7 @@ fn failed_text(o: &Outcome) -> &str {
 
 #[test]
 fn anthropic_messages_in_their_wire_format() {
-    let server = ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(CLICK), Reply::content(DONE)]);
     let (host, task_id, events, _dir) = run(
         &server,
         "/v1",
@@ -85,10 +85,10 @@ fn anthropic_messages_in_their_wire_format() {
 #[test]
 fn gemini_with_browsergym_calls_in_their_wire_format() {
     let server = ModelServer::start(vec![
-        Reply::Answer(
+        Reply::content(
             "Evaluation: first look\nMemory: none\nNext goal: submit\nAction:\nfill('2', \"ada@example.com\")\nclick('1')",
         ),
-        Reply::Answer(
+        Reply::content(
             "Evaluation: sent\nMemory: done\nNext goal: tell the user\nAction:\nsend_msg_to_user('The form was sent.')",
         ),
     ]);
@@ -135,11 +135,11 @@ fn gemini_with_browsergym_calls_in_their_wire_format() {
 #[test]
 fn glm_text_protocol_with_a_broken_answer_asked_again() {
     let server = ModelServer::start(vec![
-        Reply::Answer(
+        Reply::content(
             "<think>The button is 1.</think>Thought: press Submit\nAction: Click [1]\nMemory_Updated: {\"step\": \"submitted\",}",
         ),
-        Reply::Answer("Thought: I will jump\nAction: Jump [3]\nMemory_Updated: {}"),
-        Reply::Answer(
+        Reply::content("Thought: I will jump\nAction: Jump [3]\nMemory_Updated: {}"),
+        Reply::content(
             "Thought: done\nAction: <|begin_of_box|>ANSWER; <content>The form was sent.</content><|end_of_box|>\nMemory_Updated: {}",
         ),
     ]);
@@ -167,14 +167,14 @@ fn glm_text_protocol_with_a_broken_answer_asked_again() {
 #[test]
 fn rate_limited_then_answered_after_retry_after() {
     let server = ModelServer::start(vec![
-        Reply::Status(
+        Reply::error(
             429,
             Some("1"),
             r#"{"error": {"message": "Rate limit reached", "type": "rate_limit"}}"#,
         ),
-        Reply::Status(503, None, "upstream overloaded"),
-        Reply::Answer(CLICK),
-        Reply::Answer(DONE),
+        Reply::error(503, None, "upstream overloaded"),
+        Reply::content(CLICK),
+        Reply::content(DONE),
     ]);
     let (host, task_id, events, _dir) = run(&server, "/v1", &[]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
@@ -192,8 +192,10 @@ fn rate_limited_then_answered_after_retry_after() {
 
 #[test]
 fn a_slow_model_times_out_and_the_task_goes_on() {
-    let server =
-        ModelServer::start(vec![Reply::Slow(CLICK, Duration::from_secs(4)), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![
+        Reply::delayed(Duration::from_secs(4), CLICK),
+        Reply::content(DONE),
+    ]);
     let (host, task_id, events, _dir) = run(&server, "/v1", &[("ERRAND_TIMEOUT_SECS", "1")]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     let evaluation: String = host
@@ -232,7 +234,7 @@ fn nothing_configured_means_a_local_ollama_and_says_so() {
 
 #[test]
 fn bad_keys_and_unknown_models_end_the_task_clearly() {
-    let server = ModelServer::start(vec![Reply::Status(
+    let server = ModelServer::start(vec![Reply::error(
         401,
         None,
         r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
@@ -244,7 +246,7 @@ fn bad_keys_and_unknown_models_end_the_task_clearly() {
         "{error}"
     );
 
-    let server = ModelServer::start(vec![Reply::Status(
+    let server = ModelServer::start(vec![Reply::error(
         400,
         None,
         r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}"#,
@@ -253,7 +255,7 @@ fn bad_keys_and_unknown_models_end_the_task_clearly() {
     let error = failed_text(&outcome(&events)).to_owned();
     assert!(error.contains("refused the API key"), "{error}");
 
-    let server = ModelServer::start(vec![Reply::Status(
+    let server = ModelServer::start(vec![Reply::error(
         404,
         None,
         r#"{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#,
@@ -330,8 +332,10 @@ fn the_money_budget_uses_the_users_price_table() {
 
 #[test]
 fn a_host_killed_mid_task_is_found_interrupted_by_the_next() {
-    let server =
-        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Slow(DONE, Duration::from_secs(60))]);
+    let server = ModelServer::start(vec![
+        Reply::content(CLICK),
+        Reply::delayed(Duration::from_secs(60), DONE),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let base_url = format!("{}/v1", server.addr);
     let env = [("ERRAND_BASE_URL", base_url.as_str())];
@@ -362,13 +366,13 @@ fn a_host_killed_mid_task_is_found_interrupted_by_the_next() {
 #[test]
 fn ask_user_waits_for_the_panels_answer_and_a_follow_up_continues() {
     let server = ModelServer::start(vec![
-        Reply::Answer(
+        Reply::content(
             r#"{"evaluation_previous_goal": "", "memory": "", "next_goal": "Ask", "actions": [{"ask_user": {"question": "Which e-mail address?"}}]}"#,
         ),
-        Reply::Answer(
+        Reply::content(
             r#"{"evaluation_previous_goal": "The user answered", "memory": "", "next_goal": "Fill", "actions": [{"fill": {"index": 2, "text": "ada@example.com"}}, {"done": {"text": "Filled in ada@example.com.", "success": true}}]}"#,
         ),
-        Reply::Answer(
+        Reply::content(
             r#"{"actions": [{"done": {"text": "Nothing else to do.", "success": true}}]}"#,
         ),
     ]);
@@ -446,13 +450,13 @@ fn a_profile_fact_is_used_and_a_secret_is_filled_without_ever_reaching_the_model
     assert!(!list.contains(SECRET) && !list.contains(OTHER), "{list}");
 
     let server = ModelServer::start(vec![
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Log in", "actions": [{"fill": {"index": 2, "text": "{{secret:site_password}}"}}]}"#,
         ),
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Try the other", "actions": [{"fill": {"index": 2, "text": "{{secret:other_pw}}"}}]}"#,
         ),
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Report", "actions": [{"done": {"text": "Logged in as ada@example.com.", "success": true}}]}"#,
         ),
     ]);
@@ -516,28 +520,28 @@ fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
     let server = ModelServer::start(vec![
         // The planner, before step 1: a loop whose list is still to be
         // found on the page (no values: not run item by item).
-        Reply::Answer(
+        Reply::content(
             r#"{"reasoning": "Nothing done yet", "plan": [{"kind": "loop", "goal": "Enter each address listed on the page"}, {"kind": "extract", "goal": "Report"}]}"#,
         ),
         // Step 1: claims done too early.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Report", "actions": [{"done": {"text": "All sent.", "success": true}}]}"#,
         ),
         // The check refuses.
-        Reply::Answer(
+        Reply::content(
             r#"```json
 {"done": false, "reason": "no address was entered on the page"}
 ```"#,
         ),
         // Step 2.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Enter b", "actions": [{"fill": {"index": 2, "text": "b@example.com"}}]}"#,
         ),
         // Step 3, then the check agrees.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Report", "actions": [{"done": {"text": "Both sent.", "success": true}}]}"#,
         ),
-        Reply::Answer(r#"{"done": true, "reason": "the field holds the address"}"#),
+        Reply::content(r#"{"done": true, "reason": "the field holds the address"}"#),
     ]);
     let (host, task_id, events, _dir) =
         run(&server, "/v1", &[("ERRAND_PLANNER", "1"), ("ERRAND_VALIDATE", "true")]);
@@ -572,7 +576,7 @@ fn the_planner_plans_a_loop_and_the_check_refuses_an_early_done() {
 #[test]
 fn a_new_task_on_the_same_site_is_told_what_worked_before() {
     let server =
-        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE), Reply::Answer(DONE)]);
+        ModelServer::start(vec![Reply::content(CLICK), Reply::content(DONE), Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let base_url = format!("{}/v1", server.addr);
     let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
@@ -643,7 +647,7 @@ const VISION_ON: &str = "[agent]\nvision = true\n";
 #[test]
 fn vision_sends_the_screenshot_as_openai_image_url_parts() {
     let (host, events, seen, _dir) =
-        run_with_config(VISION_ON, "/v1", &[], vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+        run_with_config(VISION_ON, "/v1", &[], vec![Reply::content(CLICK), Reply::content(DONE)]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     // Vision draws the marks; each step captured the tab once.
     assert_eq!(host.observed_marks.lock().unwrap().as_slice(), [true, true]);
@@ -679,7 +683,7 @@ fn vision_sends_the_screenshot_as_an_anthropic_base64_block() {
         VISION_ON,
         "/v1",
         &[("ERRAND_PROVIDER", "anthropic"), ("ERRAND_MODEL", "claude-sonnet-4-5")],
-        vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+        vec![Reply::content(CLICK), Reply::content(DONE)],
     );
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     let captured = host.captured.lock().unwrap().clone();
@@ -709,7 +713,7 @@ fn vision_sends_the_screenshot_as_gemini_inline_data() {
         VISION_ON,
         "/v1beta",
         &[("ERRAND_PROVIDER", "gemini"), ("ERRAND_MODEL", "gemini-2.5-flash")],
-        vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+        vec![Reply::content(CLICK), Reply::content(DONE)],
     );
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     let captured = host.captured.lock().unwrap().clone();
@@ -740,7 +744,7 @@ fn without_vision_nothing_is_captured_or_sent() {
             "[agent]\nvision = false\n",
             base,
             &env,
-            vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+            vec![Reply::content(CLICK), Reply::content(DONE)],
         );
         assert_eq!(done_text(&outcome(&events)), "The form was sent.");
         assert!(host.captured.lock().unwrap().is_empty(), "{env:?}: captured");
@@ -769,7 +773,7 @@ fn a_model_that_refuses_images_ends_the_task_saying_what_to_do() {
         VISION_ON,
         "/v1",
         &[],
-        vec![Reply::Status(
+        vec![Reply::error(
             400,
             None,
             r#"{"error":{"message":"Invalid content type. image_url is only supported by certain models.","type":"invalid_request_error"}}"#,
@@ -793,7 +797,7 @@ fn vision_draws_the_marks_even_when_they_are_turned_off() {
         "[agent]\nvision = true\nmarks = false\n",
         "/v1",
         &[],
-        vec![Reply::Answer(CLICK), Reply::Answer(DONE)],
+        vec![Reply::content(CLICK), Reply::content(DONE)],
     );
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     assert_eq!(host.observed_marks.lock().unwrap().as_slice(), [true, true]);
@@ -805,7 +809,7 @@ fn vision_draws_the_marks_even_when_they_are_turned_off() {
 fn a_task_in_the_current_tab_shows_the_model_a_marked_first_screenshot() {
     // Started from the side panel in its tab (no URL): the observation that
     // learns the tab's URL is step 1's, so it draws the marks (and blanks).
-    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     support::write_config(dir.path(), VISION_ON);
     let base_url = format!("{}/v1", server.addr);
@@ -836,7 +840,7 @@ fn actions_beyond_the_step_s_limit_are_reported_as_not_run() {
         {"fill": {"index": 2, "text": "a7"}}, {"fill": {"index": 2, "text": "a8"}},
         {"fill": {"index": 2, "text": "a9"}}, {"fill": {"index": 2, "text": "a10"}},
         {"fill": {"index": 2, "text": "a11"}}, {"fill": {"index": 2, "text": "a12"}}]}"#;
-    let server = ModelServer::start_with_fallback(vec![Reply::Answer(TWELVE)], DONE);
+    let server = ModelServer::start_with_fallback(vec![Reply::content(TWELVE)], DONE);
     let (_host, _task_id, events, _dir) = run(&server, "/v1", &[]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     let step = events

@@ -48,7 +48,7 @@ fn action_names(items: &Value) -> Vec<String> {
 
 #[test]
 fn openai_compatible_gets_a_strict_json_schema_and_streams() {
-    let server = ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(CLICK), Reply::content(DONE)]);
     // A local server: structured output is on by default (auto).
     let (_host, events, seen, _dir) = run(&server, "/v1", &[]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
@@ -80,13 +80,13 @@ fn openai_compatible_gets_a_strict_json_schema_and_streams() {
 #[test]
 fn a_server_that_refuses_response_format_is_asked_again_without_it_for_the_session() {
     let server = ModelServer::start(vec![
-        Reply::Status(
+        Reply::error(
             400,
             None,
             r#"{"error":{"message":"Unrecognized request argument supplied: response_format","type":"invalid_request_error"}}"#,
         ),
-        Reply::Answer(CLICK),
-        Reply::Answer(DONE),
+        Reply::content(CLICK),
+        Reply::content(DONE),
     ]);
     let (host, events, seen, _dir) = run(&server, "/v1", &[("ERRAND_STRUCTURED", "on")]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
@@ -111,7 +111,7 @@ fn a_server_that_refuses_response_format_is_asked_again_without_it_for_the_sessi
 
 #[test]
 fn structured_off_and_the_side_calls_send_no_schema() {
-    let server = ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(CLICK), Reply::content(DONE)]);
     let (_h, events, seen, _d) =
         run(&server, "/v1", &[("ERRAND_STRUCTURED", "off"), ("ERRAND_STREAM", "0")]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
@@ -121,10 +121,10 @@ fn structured_off_and_the_side_calls_send_no_schema() {
     }
     // The planner's call is free text, the step's constrained.
     let server = ModelServer::start(vec![
-        Reply::Answer(
+        Reply::content(
             r#"{"reasoning": "start", "plan": [{"kind": "navigate", "goal": "Send it"}]}"#,
         ),
-        Reply::Answer(DONE),
+        Reply::content(DONE),
     ]);
     let (_h, events, seen, _d) = run(&server, "/v1", &[("ERRAND_PLANNER", "1")]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
@@ -134,7 +134,7 @@ fn structured_off_and_the_side_calls_send_no_schema() {
 
 #[test]
 fn anthropic_answers_through_its_answer_tool() {
-    let server = ModelServer::start(vec![Reply::Tool(CLICK), Reply::Tool(DONE)]);
+    let server = ModelServer::start(vec![Reply::tool(CLICK), Reply::tool(DONE)]);
     let (host, events, seen, _dir) = run(
         &server,
         "/v1",
@@ -157,7 +157,7 @@ fn anthropic_answers_through_its_answer_tool() {
 
 #[test]
 fn gemini_gets_a_response_schema_in_its_own_subset() {
-    let server = ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(CLICK), Reply::content(DONE)]);
     let (_host, events, seen, _dir) = run(
         &server,
         "/v1beta",
@@ -174,7 +174,7 @@ fn gemini_gets_a_response_schema_in_its_own_subset() {
     );
     assert!(!seen[0].raw.contains("additionalProperties"), "{}", seen[0].raw);
     // Not for another dialect: the schema is the JSON answer's.
-    let server = ModelServer::start(vec![Reply::Answer(
+    let server = ModelServer::start(vec![Reply::content(
         "Evaluation: x\nMemory: y\nNext goal: z\nAction:\nsend_msg_to_user('The form was sent.')",
     )]);
     let (_h, _e, seen, _d) = run(
@@ -200,7 +200,7 @@ const PIECES: &[&str] = &[
 #[test]
 fn a_slow_stream_outlasts_the_timeout_while_tokens_flow() {
     // Three pieces 600 ms apart: 1.8 s in all, with a 1 s timeout.
-    let server = ModelServer::start(vec![Reply::Streamed(PIECES, Duration::from_millis(600))]);
+    let server = ModelServer::start(vec![Reply::streamed(PIECES, Duration::from_millis(600))]);
     let (host, events, _seen, _dir) = run(&server, "/v1", &[("ERRAND_TIMEOUT_SECS", "1")]);
     assert_eq!(done_text(&outcome(&events)), "The form was sent.");
     // The usage came in the last chunk.
@@ -211,8 +211,8 @@ fn a_slow_stream_outlasts_the_timeout_while_tokens_flow() {
     assert_eq!((tin, tout), (321, 17));
     // Without streaming the same answer is too slow.
     let server = ModelServer::start(vec![
-        Reply::Streamed(PIECES, Duration::from_millis(600)),
-        Reply::Answer(DONE),
+        Reply::streamed(PIECES, Duration::from_millis(600)),
+        Reply::content(DONE),
     ]);
     let (host, events, _seen, _dir) =
         run(&server, "/v1", &[("ERRAND_TIMEOUT_SECS", "1"), ("ERRAND_STREAM", "false")]);
@@ -226,7 +226,7 @@ fn a_slow_stream_outlasts_the_timeout_while_tokens_flow() {
 
 #[test]
 fn a_stop_ends_the_task_in_the_middle_of_a_streamed_answer() {
-    let server = ModelServer::start(vec![Reply::Streamed(PIECES, Duration::from_secs(5))]);
+    let server = ModelServer::start(vec![Reply::streamed(PIECES, Duration::from_secs(5))]);
     let dir = tempfile::tempdir().unwrap();
     let base_url = format!("{}/v1", server.addr);
     let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
@@ -247,23 +247,23 @@ fn a_stop_ends_the_task_in_the_middle_of_a_streamed_answer() {
 fn the_planner_is_on_by_default_and_a_loop_runs_once_per_item() {
     let server = ModelServer::start(vec![
         // The planner, before step 1 (on by default).
-        Reply::Answer(
+        Reply::content(
             r#"{"reasoning": "Two products to price", "plan": [{"kind": "loop", "goal": "Find the price", "values": ["mug", "plate"]}, {"kind": "extract", "goal": "Report the cheapest"}]}"#,
         ),
         // Step 1: works on the mug.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Search the mug", "actions": [{"fill": {"index": 2, "text": "mug"}}]}"#,
         ),
         // Step 2: the mug is done.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Note it", "actions": [{"done": {"text": "mug costs 12 €", "success": true}}]}"#,
         ),
         // Step 3: the plate is done.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Note it", "actions": [{"fill": {"index": 2, "text": "plate"}}, {"done": {"text": "plate costs 8 €", "success": true}}]}"#,
         ),
         // Step 4: the task's own end.
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Report", "actions": [{"done": {"text": "The plate is cheapest (8 €).", "success": true}}]}"#,
         ),
     ]);
@@ -315,10 +315,10 @@ fn ask_user_is_answered_from_a_large_profile_without_bothering_the_user() {
         HostProc::cli(dir.path(), &["memory", "fact", name, value], "");
     }
     let server = ModelServer::start(vec![
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Ask", "actions": [{"ask_user": {"question": "Which e-mail address should I use?"}}]}"#,
         ),
-        Reply::Answer(
+        Reply::content(
             r#"{"next_goal": "Fill", "actions": [{"fill": {"index": 2, "text": "ada@example.com"}}, {"done": {"text": "Subscribed ada@example.com.", "success": true}}]}"#,
         ),
     ]);
@@ -351,7 +351,7 @@ fn ask_user_is_answered_from_a_large_profile_without_bothering_the_user() {
 fn a_small_profile_is_listed_with_its_values() {
     let dir = tempfile::tempdir().unwrap();
     HostProc::cli(dir.path(), &["memory", "fact", "email", "ada@example.com"], "");
-    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(DONE)]);
     let base_url = format!("{}/v1", server.addr);
     let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
     host.start("Send the form");

@@ -60,7 +60,7 @@ fn finished(b: &Body) -> bool {
 
 #[test]
 fn an_irreversible_click_waits_for_approval_and_runs_once_approved() {
-    let server = ModelServer::start(vec![Reply::Answer(PLACE_ORDER), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(PLACE_ORDER), Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "");
     shop(&host);
@@ -95,7 +95,7 @@ fn an_irreversible_click_waits_for_approval_and_runs_once_approved() {
 
 #[test]
 fn a_rejected_action_is_not_run_and_the_model_is_told() {
-    let server = ModelServer::start(vec![Reply::Answer(PLACE_ORDER), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(PLACE_ORDER), Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "");
     shop(&host);
@@ -112,7 +112,7 @@ fn a_rejected_action_is_not_run_and_the_model_is_told() {
 #[test]
 fn ask_first_sites_need_approval_even_for_a_fill() {
     let fill = r#"{"actions": [{"fill": {"index": 2, "text": "ada@example.com"}}]}"#;
-    let server = ModelServer::start(vec![Reply::Answer(fill), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(fill), Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "[sites]\nask_first = [\"form.test\"]\n");
     host.start("Fill my e-mail");
@@ -131,8 +131,8 @@ fn ask_first_sites_need_approval_even_for_a_fill() {
 fn pause_holds_the_next_step_and_take_over_is_told_to_the_model() {
     let click = r#"{"evaluation_previous_goal": "", "memory": "", "next_goal": "Press", "actions": [{"click": {"index": 1}}]}"#;
     let server = ModelServer::start(vec![
-        Reply::Slow(click, Duration::from_millis(600)),
-        Reply::Answer(DONE),
+        Reply::delayed(Duration::from_millis(600), click),
+        Reply::content(DONE),
     ]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "");
@@ -170,7 +170,7 @@ fn pause_holds_the_next_step_and_take_over_is_told_to_the_model() {
 #[test]
 fn denied_sites_are_never_opened() {
     let goto = r#"{"actions": [{"goto": {"url": "https://evil.example/steal"}}]}"#;
-    let server = ModelServer::start(vec![Reply::Answer(goto), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(goto), Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "[sites]\ndeny = [\"evil.example\"]\n");
     host.start("Go somewhere");
@@ -202,7 +202,7 @@ fn denied_sites_are_never_opened() {
 
 #[test]
 fn a_page_reached_on_a_site_outside_the_allow_list_is_left() {
-    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "[sites]\nallow = [\"form.test\"]\n");
     host.start("Read the page");
@@ -231,12 +231,12 @@ fn a_prompt_injection_obeyed_by_the_model_changes_nothing_the_host_allows() {
     // A model that does what the page says: paste the password here, go to
     // the attacker's site, delete the account.
     let server = ModelServer::start(vec![
-        Reply::Answer(r#"{"actions": [{"fill": {"index": 2, "text": "{{secret:bank_pw}}"}}]}"#),
-        Reply::Answer(r#"{"actions": [{"goto": {"url": "https://evil.example/collect"}}]}"#),
-        Reply::Answer(r#"{"actions": [{"scroll": {"direction": "down"}}]}"#),
-        Reply::Answer(r#"{"actions": [{"new_tab": {"url": "https://evil.example/collect"}}]}"#),
-        Reply::Answer(r#"{"actions": [{"click": {"index": 1}}]}"#),
-        Reply::Answer(DONE),
+        Reply::content(r#"{"actions": [{"fill": {"index": 2, "text": "{{secret:bank_pw}}"}}]}"#),
+        Reply::content(r#"{"actions": [{"goto": {"url": "https://evil.example/collect"}}]}"#),
+        Reply::content(r#"{"actions": [{"scroll": {"direction": "down"}}]}"#),
+        Reply::content(r#"{"actions": [{"new_tab": {"url": "https://evil.example/collect"}}]}"#),
+        Reply::content(r#"{"actions": [{"click": {"index": 1}}]}"#),
+        Reply::content(DONE),
     ]);
     let mut host = host_with(&server, dir.path(), "[sites]\nallow = [\"form.test\"]\n");
     {
@@ -290,8 +290,11 @@ fn a_prompt_injection_obeyed_by_the_model_changes_nothing_the_host_allows() {
 fn a_link_or_form_leading_to_a_denied_site_is_not_clicked() {
     let click = r#"{"actions": [{"click": {"index": 1}}]}"#;
     let enter = r#"{"actions": [{"press": {"key": "Enter", "index": 2}}]}"#;
-    let server =
-        ModelServer::start(vec![Reply::Answer(click), Reply::Answer(enter), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![
+        Reply::content(click),
+        Reply::content(enter),
+        Reply::content(DONE),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "[sites]\ndeny = [\"evil.example\"]\n");
     {
@@ -314,7 +317,7 @@ fn a_link_or_form_leading_to_a_denied_site_is_not_clicked() {
 #[test]
 fn a_task_kept_to_its_site_opens_nothing_else() {
     let goto = r#"{"actions": [{"goto": {"url": "https://news.example/"}}]}"#;
-    let server = ModelServer::start(vec![Reply::Answer(goto), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(goto), Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "");
     let id = host.send(Body::StartTask {
@@ -339,7 +342,7 @@ fn a_secret_goes_to_the_page_only_for_its_own_origin() {
         "Form-Secret-77\n",
     );
     let fills = r#"{"actions": [{"fill": {"index": 2, "text": "{{secret:pw}}"}}, {"fill": {"index": 2, "text": "plain"}}]}"#;
-    let server = ModelServer::start(vec![Reply::Answer(fills), Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(fills), Reply::content(DONE)]);
     let mut host = host_with(&server, dir.path(), "");
     host.start("Log in");
     let bodies = host.serve_until(finished);
@@ -355,7 +358,7 @@ fn a_secret_goes_to_the_page_only_for_its_own_origin() {
 
 #[test]
 fn a_closed_tab_ends_the_task_at_once_with_its_steps_kept() {
-    let server = ModelServer::start(vec![Reply::Answer(DONE)]);
+    let server = ModelServer::start(vec![Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "");
     let task_id = host.start("Read the page");
@@ -395,8 +398,8 @@ fn a_closed_tab_ends_the_task_at_once_with_its_steps_kept() {
 fn a_step_that_cannot_be_saved_ends_the_task_clearly() {
     let click = r#"{"actions": [{"click": {"index": 1}}]}"#;
     let server = ModelServer::start(vec![
-        Reply::Slow(click, Duration::from_millis(300)),
-        Reply::Answer(DONE),
+        Reply::delayed(Duration::from_millis(300), click),
+        Reply::content(DONE),
     ]);
     let dir = tempfile::tempdir().unwrap();
     let mut host = host_with(&server, dir.path(), "");

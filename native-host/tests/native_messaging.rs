@@ -1,25 +1,21 @@
 //! The real `errand` binary in native messaging mode: started as the browser
 //! starts it, with the test playing the service worker over its stdin and
-//! stdout, and a scripted OpenAI-compatible model server on 127.0.0.1.
+//! stdout, and the scripted model server (`errand-scripted-model`) on 127.0.0.1.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::routing::post;
 use errand_host::transport::{MAX_INBOUND, Reassembler, frame, raw_frame, read_frame};
 use errand_protocol::{
     Body, Build, Effect, ElementInfo, Envelope, ErrorCode, MAX_TO_EXTENSION, Observation, Outcome,
     PageCommand, TaskEvent,
 };
+use errand_scripted_model::{Reply, ScriptedModel};
 use serde_json::{Value, json};
 
 const ORIGIN: &str = "chrome-extension://ipdllapojbkjjhcikcodfhbklgfddfol/";
@@ -237,78 +233,38 @@ fn error_of(env: &Envelope) -> (ErrorCode, String) {
     }
 }
 
-// ---- The scripted model server ----
+// ---- The scripted model server (the one both suites use) ----
 
 /// A request body the model server received, with its `Authorization` header.
 type Seen = (Value, Option<String>);
 
-#[derive(Clone)]
-struct Script {
-    answers: Arc<Mutex<VecDeque<(String, Duration)>>>,
-    requests: Arc<Mutex<Vec<Seen>>>,
-}
-
 struct ModelServer {
     base_url: String,
-    script: Script,
+    model: ScriptedModel,
 }
 
 impl ModelServer {
+    /// Says `answers` in order, each after its delay, then that the script ran out.
     fn start(answers: &[(&str, Duration)]) -> ModelServer {
-        let script = Script {
-            answers: Arc::new(Mutex::new(
-                answers.iter().map(|(a, d)| ((*a).to_owned(), *d)).collect(),
-            )),
-            requests: Arc::new(Mutex::new(Vec::new())),
-        };
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let state = script.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-            rt.block_on(async move {
-                let app =
-                    axum::Router::new().route("/v1/chat/completions", post(chat)).with_state(state);
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        ModelServer { base_url, script }
+        let replies = answers.iter().map(|(a, d)| Reply::delayed(*d, *a)).collect();
+        let model = ScriptedModel::queue(
+            replies,
+            r#"{"actions": [{"done": {"text": "script ran out", "success": false}}]}"#,
+        )
+        .unwrap();
+        ModelServer { base_url: model.base_url(), model }
     }
 
     fn requests(&self) -> Vec<Seen> {
-        self.script.requests.lock().unwrap().clone()
+        self.model
+            .seen()
+            .into_iter()
+            .map(|s| {
+                let auth = s.header("authorization").map(str::to_owned);
+                (s.body, auth)
+            })
+            .collect()
     }
-}
-
-async fn chat(
-    State(script): State<Script>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    script.requests.lock().unwrap().push((body, auth));
-    let next = script.answers.lock().unwrap().pop_front();
-    let (content, delay) = next.unwrap_or_else(|| {
-        (
-            r#"{"actions": [{"done": {"text": "script ran out", "success": false}}]}"#.to_owned(),
-            Duration::ZERO,
-        )
-    });
-    tokio::time::sleep(delay).await;
-    Json(json!({
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "scripted",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": "stop"
-        }],
-        "usage": {"prompt_tokens": 321, "completion_tokens": 17, "total_tokens": 338}
-    }))
 }
 
 const CLICK: &str = "```json\n{\"evaluation_previous_goal\": \"Start\", \"memory\": \"\", \"next_goal\": \"Press Submit\", \"actions\": [{\"click\": {\"index\": 1}}]}\n```";

@@ -51,7 +51,7 @@ fn mode(path: &std::path::Path) -> u32 {
 
 #[test]
 fn a_saved_model_is_the_one_the_next_task_asks_for() {
-    let server = ModelServer::start(vec![Reply::Answer(SENT)]);
+    let server = ModelServer::start(vec![Reply::content(SENT)]);
     let dir = tempfile::tempdir().unwrap();
     let users_file = format!(
         "# my settings\n[model]\nmodel = \"old-model\"   # the first one\nbase_url = \"{}/v1\"\n\n\
@@ -114,8 +114,11 @@ fn a_saved_model_is_the_one_the_next_task_asks_for() {
 
 #[test]
 fn past_tasks_are_listed_searched_and_opened() {
-    let server =
-        ModelServer::start(vec![Reply::Answer(CLICK), Reply::Answer(SENT), Reply::Answer(PRICE)]);
+    let server = ModelServer::start(vec![
+        Reply::content(CLICK),
+        Reply::content(SENT),
+        Reply::content(PRICE),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let base_url = format!("{}/v1", server.addr);
     let mut host = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", base_url.as_str())]);
@@ -312,13 +315,9 @@ fn the_connection_check_answers_and_a_dead_server_is_a_problem_at_once() {
     assert!(checks.iter().all(|c| c.level == CheckLevel::Ok), "{checks:?}");
     assert!(checks[2].detail.contains("scripted"), "{checks:?}");
     assert!(!format!("{checks:?}").contains(API_KEY), "the key is masked");
-    // The scripted server has no model list: the check made one small call.
-    let seen = server.seen();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(
-        (seen[0].body["model"].as_str(), seen[0].body["max_tokens"].as_u64()),
-        (Some("scripted"), Some(1))
-    );
+    // The scripted server lists its models (`GET /v1/models`): the check
+    // found the model there and made no chat call.
+    assert_eq!(server.seen().len(), 0);
 
     let dir = tempfile::tempdir().unwrap();
     let mut dead = HostProc::spawn(dir.path(), &[("ERRAND_BASE_URL", "http://127.0.0.1:9/v1")]);
@@ -416,4 +415,25 @@ fn malformed_updates_are_answered_with_clear_errors_and_change_nothing() {
     assert_eq!(settings_of(&host.request(Body::GetSettings {})), before);
     let text = std::fs::read_to_string(host.config_dir.join("config.toml")).unwrap();
     assert_eq!(text, "# untouched\n[agent]\nmax_steps = 9\n");
+}
+
+#[test]
+fn doctor_names_the_file_key_and_the_rule_a_value_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "[agent]\nmax_steps = 900\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_errand"))
+        .arg("doctor")
+        .env("ERRAND_DATA_DIR", dir.path().join("data"))
+        .env("ERRAND_CONFIG_DIR", dir.path().join("config"))
+        .env("ERRAND_SECRETS_STORE", "file")
+        .env_remove("ERRAND_MAX_STEPS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("config: `[agent] max_steps` in")
+            && text.contains("config.toml must be between 1 and 500, not 900"),
+        "{text}"
+    );
 }

@@ -178,7 +178,8 @@ fn extension_sources(repo: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    for dir in ["extension/panel", "extension/pkg/wasm", "extension/pkg/js"] {
+    for dir in ["extension/panel", "extension/generated", "extension/pkg/wasm", "extension/pkg/js"]
+    {
         walk(&repo.join(dir), repo, &mut out);
     }
     out

@@ -22,14 +22,129 @@ pub struct Rig {
     pub fixtures: FixtureServer,
 }
 
-impl Rig {
-    /// Starts the model with `script`, the fixture server and the browser.
-    pub fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
+/// The scripted model's wire format the host is set up for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Provider {
+    /// OpenAI-compatible chat completions (the default).
+    #[default]
+    OpenAi,
+    /// Anthropic Messages (`ERRAND_PROVIDER=anthropic`).
+    Anthropic,
+    /// Gemini generateContent (`ERRAND_PROVIDER=gemini`).
+    Gemini,
+}
+
+type Script = Box<dyn Fn(&Value, usize) -> Reply + Send + Sync + 'static>;
+type Setup = Box<dyn FnOnce(&mut LaunchOptions)>;
+
+/// How a test's [`Rig`] is made: `Rig::builder().script(f).build()`, with
+/// what the test needs besides (`.planner(true)`, `.env(k, v)`,
+/// `.provider(Provider::Anthropic)`, `.options(|o| …)` for anything else of
+/// [`LaunchOptions`]). [`Rig::start`] is the shortcut for a script alone.
+#[must_use]
+pub struct RigBuilder {
+    script: Option<Script>,
+    provider: Provider,
+    fixtures_dir: Option<std::path::PathBuf>,
+    setup: Vec<Setup>,
+}
+
+impl RigBuilder {
+    /// The model's script: `script(request_body, call_index)` (without one,
+    /// every model call is a test failure).
+    pub fn script(
+        mut self,
+        script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        self.script = Some(Box::new(script));
+        self
+    }
+
+    /// The wire format the host speaks to the scripted model.
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.provider = provider;
+        self
+    }
+
+    /// Lets the host's planner run (off by default: scripts answer every call).
+    pub fn planner(self, on: bool) -> Self {
+        self.options(move |o| o.planner = on)
+    }
+
+    /// One more environment variable for Chromium and the host.
+    pub fn env(self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let (key, value) = (key.into(), value.into());
+        self.options(move |o| o.env.push((key, value)))
+    }
+
+    /// One more Chromium flag.
+    pub fn arg(self, arg: impl Into<String>) -> Self {
+        let arg = arg.into();
+        self.options(move |o| o.args.push(arg))
+    }
+
+    /// Serves the fixtures from `dir` instead of `tests/fixtures/`.
+    pub fn fixtures_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.fixtures_dir = Some(dir.into());
+        self
+    }
+
+    /// Any other launch option (applied in order, after the model's).
+    pub fn options(mut self, setup: impl FnOnce(&mut LaunchOptions) + 'static) -> Self {
+        self.setup.push(Box::new(setup));
+        self
+    }
+
+    /// Starts the model, the fixture server and the browser.
+    pub fn build(self) -> Rig {
+        let script = self.script.unwrap_or_else(|| {
+            Box::new(|_: &Value, call: usize| {
+                panic!("model call {call}, and the test has no script")
+            })
+        });
         let model = ScriptedModel::start(script).expect("starting the scripted model");
-        let fixtures = FixtureServer::start().expect("starting the fixture server");
-        let browser = TestBrowser::launch(LaunchOptions::new(model.base_url()))
-            .unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
+        let fixtures = match &self.fixtures_dir {
+            Some(dir) => FixtureServer::start_in(dir.clone()),
+            None => FixtureServer::start(),
+        }
+        .expect("starting the fixture server");
+        let mut opts = match self.provider {
+            Provider::OpenAi => LaunchOptions::new(model.base_url()),
+            Provider::Anthropic => {
+                let mut o = LaunchOptions::new(format!("{}/v1", model.url()));
+                o.env.push(("ERRAND_PROVIDER".into(), "anthropic".into()));
+                o
+            }
+            Provider::Gemini => {
+                let mut o = LaunchOptions::new(format!("{}/v1beta", model.url()));
+                o.env.push(("ERRAND_PROVIDER".into(), "gemini".into()));
+                o
+            }
+        };
+        for setup in self.setup {
+            setup(&mut opts);
+        }
+        let browser =
+            TestBrowser::launch(opts).unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
         Rig { browser, model, fixtures }
+    }
+}
+
+impl Rig {
+    /// A builder for a rig with more than a script.
+    pub fn builder() -> RigBuilder {
+        RigBuilder {
+            script: None,
+            provider: Provider::default(),
+            fixtures_dir: None,
+            setup: Vec::new(),
+        }
+    }
+
+    /// Starts the model with `script`, the fixture server and the browser
+    /// (`Rig::builder().script(script).build()`).
+    pub fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Rig {
+        Rig::builder().script(script).build()
     }
 
     /// Reports the test's own time (the browser's turn, launch included).

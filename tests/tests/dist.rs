@@ -42,6 +42,7 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         "extension/loader.js",
         "extension/sw.js",
         "extension/panel/panel.html",
+        "extension/generated/rules.js",
         "extension/pkg/wasm/errand_page_bg.wasm",
         "extension/pkg/js/errand_page_bg.wasm.js",
     ] {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail, ensure};
 use errand_e2e::model::{Reply, all_text, find_element};
-use errand_e2e::rig::Rig;
+use errand_e2e::rig::{Provider, Rig};
 use errand_e2e::store;
 use serde_json::{Value, json};
 
@@ -104,6 +104,15 @@ fn task_from_side_panel_clicks_submit() {
         "every step should have run the WASM build; stored builds: {builds:?}"
     );
     rig.done("task_from_side_panel_clicks_submit");
+}
+
+#[test]
+fn the_same_task_over_anthropics_wire_format() {
+    let rig = Rig::builder().provider(Provider::Anthropic).script(submit_script).build();
+    submit_task_on(&rig, "/submit.html").unwrap_or_else(|e| panic!("{e:#}"));
+    let seen = rig.model.seen();
+    assert!(seen.iter().all(|s| s.path == "/v1/messages"), "{:?}", seen.iter().map(|s| &s.path));
+    rig.done("the_same_task_over_anthropics_wire_format");
 }
 
 #[test]

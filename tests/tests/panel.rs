@@ -17,6 +17,7 @@ use errand_e2e::browser::{LaunchOptions, ModelSetup, TestBrowser};
 use errand_e2e::cdp::Page;
 use errand_e2e::fixtures::FixtureServer;
 use errand_e2e::model::{Reply, ScriptedModel, all_text, find_element, last_user_message};
+use errand_e2e::rig::Rig;
 use errand_e2e::side_panel::{self, Panel};
 use errand_e2e::store;
 use serde_json::{Value, json};
@@ -40,15 +41,10 @@ struct PanelRig {
 
 impl PanelRig {
     fn start(
-        setup: impl FnOnce(&mut LaunchOptions),
+        setup: impl FnOnce(&mut LaunchOptions) + 'static,
         script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static,
     ) -> PanelRig {
-        let model = ScriptedModel::start(script).expect("starting the scripted model");
-        let fixtures = FixtureServer::start().expect("starting the fixture server");
-        let mut opts = LaunchOptions::new(model.base_url());
-        setup(&mut opts);
-        let browser =
-            TestBrowser::launch(opts).unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
+        let Rig { browser, model, fixtures } = Rig::builder().script(script).options(setup).build();
         PanelRig { browser, model, fixtures }
     }
 

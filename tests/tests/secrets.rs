@@ -15,10 +15,8 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use errand_e2e::browser::{LaunchOptions, TestBrowser};
 use errand_e2e::cdp::Page;
-use errand_e2e::fixtures::FixtureServer;
-use errand_e2e::model::{Reply, ScriptedModel, all_text, last_user_message};
+use errand_e2e::model::{Reply, all_text, last_user_message};
 use errand_e2e::rig::{Rig, answer, element_by_label as el, record};
 use errand_e2e::side_panel::Panel;
 use serde_json::{Value, json};
@@ -283,13 +281,8 @@ fn side_calls_script(req: &Value, _call: usize) -> Reply {
 
 #[test]
 fn the_planner_and_the_validator_see_only_the_placeholder_too() {
-    let model = ScriptedModel::start(side_calls_script).expect("starting the scripted model");
-    let fixtures = FixtureServer::start().expect("starting the fixture server");
-    let mut opts = LaunchOptions::new(model.base_url());
-    opts.planner = true;
-    opts.env.push(("ERRAND_VALIDATE".into(), "1".into()));
-    let browser = TestBrowser::launch(opts).unwrap_or_else(|e| panic!("launching: {e:#}"));
-    let rig = Rig { browser, model, fixtures };
+    let rig =
+        Rig::builder().script(side_calls_script).planner(true).env("ERRAND_VALIDATE", "1").build();
     store_secrets(&rig, &[("member", ID, true)]);
     check(
         &rig,

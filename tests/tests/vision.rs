@@ -22,7 +22,7 @@ use errand_e2e::browser::{LaunchOptions, TestBrowser};
 use errand_e2e::cdp::Page;
 use errand_e2e::content::ContentScript;
 use errand_e2e::fixtures::FixtureServer;
-use errand_e2e::model::{Reply, ScriptedModel, find_element};
+use errand_e2e::model::{Reply, find_element};
 use errand_e2e::rig::Rig;
 use errand_e2e::side_panel;
 use image::RgbImage;
@@ -524,7 +524,7 @@ fn listen_for_steps(panel: &Page) -> Result<()> {
 fn the_model_sees_the_marked_screenshot_with_the_password_blanked() {
     let config = tempfile::tempdir().unwrap();
     std::fs::write(config.path().join("config.toml"), "[agent]\nvision = true\n").unwrap();
-    let model = ScriptedModel::start(|req, call| match call {
+    let script = |req: &Value, call: usize| match call {
         0 => {
             let n = find_element(req, "Sign in").unwrap_or_else(|e| panic!("{e:#}"));
             Reply::json(&json!({
@@ -537,16 +537,13 @@ fn the_model_sees_the_marked_screenshot_with_the_password_blanked() {
             "actions": [{"done": {"text": "Signed in.", "success": true}}],
         })),
         n => panic!("unexpected model call {n}"),
-    })
-    .unwrap();
-    let fixtures = FixtureServer::start().unwrap();
-    let mut opts = LaunchOptions::new(model.base_url());
-    opts.env.push(("ERRAND_CONFIG_DIR".into(), config.path().display().to_string()));
-    // Wider than 1280 px, so the screenshot must be scaled down.
-    opts.args.push("--window-size=2200,1000".into());
-    let browser =
-        TestBrowser::launch(opts).unwrap_or_else(|e| panic!("launching the browser: {e:#}"));
-    let rig = Rig { browser, model, fixtures };
+    };
+    let rig = Rig::builder()
+        .script(script)
+        .env("ERRAND_CONFIG_DIR", config.path().display().to_string())
+        // Wider than 1280 px, so the screenshot must be scaled down.
+        .arg("--window-size=2200,1000")
+        .build();
     run_signin(&rig).unwrap_or_else(|e| panic!("{e:#}"));
     rig.done("the_model_sees_the_marked_screenshot_with_the_password_blanked");
 }

@@ -43,6 +43,7 @@ use crate::answer::dialect::Dialect;
 mod edit;
 mod entries;
 mod resolve;
+pub mod validate;
 
 pub use edit::*;
 pub use entries::*;
@@ -230,6 +231,10 @@ pub enum ConfigError {
     Write { path: PathBuf, source: std::io::Error },
     #[error("`{key}` in {path} is not a table ([{key}]): fix the file by hand")]
     NotATable { path: PathBuf, key: String },
+    /// A value from the file, the environment or a flag that breaks a rule
+    /// of [`validate`]; `origin` names where it came from.
+    #[error("{origin} {rule}")]
+    Invalid { origin: String, rule: String },
 }
 
 /// The file's shape.

@@ -76,9 +76,29 @@ impl Settings {
             Some((d, _)) if d.trim().eq_ignore_ascii_case("auto") => None,
             Some((d, _)) => Some(Dialect::parse(&d).ok_or(ConfigError::BadDialect(d))?),
         };
+        // Where a value came from, for a message naming it.
+        let file_path = config_dir.join(CONFIG_FILE);
+        let in_file = |key: &str| format!("`{key}` in {}", file_path.display());
+        let origin = |source: Source, flag: &str, var: &str, key: &str| match source {
+            Source::Flag => format!("--{flag}"),
+            Source::Env => var.to_owned(),
+            _ => in_file(key),
+        };
         let (base_url, base_url_source) =
-            pick(&flags.base_url, env::BASE_URL, &file.model.base_url)
-                .unwrap_or((provider.default_base_url().to_owned(), Source::Default));
+            match pick(&flags.base_url, env::BASE_URL, &file.model.base_url) {
+                Some((b, source)) => match validate::base_url(&b) {
+                    Ok(Some(url)) => (url, source),
+                    Ok(None) => (provider.default_base_url().to_owned(), Source::Default),
+                    Err(rule) => {
+                        let from = origin(source, "base-url", env::BASE_URL, "[model] base_url");
+                        return Err(validate::invalid(
+                            from,
+                            format!("`{}` {rule}", validate::shown(&b)),
+                        ));
+                    }
+                },
+                None => (provider.default_base_url().to_owned(), Source::Default),
+            };
         let (model, model_source) = pick(&flags.model, env::MODEL, &file.model.model)
             .unwrap_or((DEFAULT_MODEL.to_owned(), Source::Default));
         let (api_key, api_key_source) =
@@ -98,12 +118,37 @@ impl Settings {
                 },
             }
         };
-        let max_steps = flags
-            .max_steps
-            .or(number(env::MAX_STEPS)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
-            .or(file.agent.max_steps)
-            .unwrap_or(DEFAULT_MAX_STEPS)
-            .max(1);
+        // Every value given is checked, also one a higher source overrides.
+        if let Some(n) = file.agent.max_steps {
+            validate::max_steps(u64::from(n))
+                .map_err(|rule| validate::invalid(in_file("[agent] max_steps"), rule))?;
+        }
+        if let Some(b) = &file.model.base_url {
+            validate::base_url(b).map_err(|rule| {
+                validate::invalid(
+                    in_file("[model] base_url"),
+                    format!("`{}` {rule}", validate::shown(b)),
+                )
+            })?;
+        }
+        let max_steps = match (flags.max_steps, number(env::MAX_STEPS)?, file.agent.max_steps) {
+            (Some(n), _, _) => (u64::from(n), "--max-steps".to_owned()),
+            (None, Some(n), _) => (n, env::MAX_STEPS.to_owned()),
+            (None, None, Some(n)) => (u64::from(n), in_file("[agent] max_steps")),
+            (None, None, None) => (u64::from(DEFAULT_MAX_STEPS), String::new()),
+        };
+        let max_steps = validate::max_steps(max_steps.0)
+            .map_err(|rule| validate::invalid(max_steps.1, rule))?;
+        let mut sites = file.sites;
+        for (key, list) in [
+            ("allow", &mut sites.allow),
+            ("deny", &mut sites.deny),
+            ("ask_first", &mut sites.ask_first),
+        ] {
+            *list = validate::sites(list).map_err(|bad| {
+                validate::invalid(in_file(&format!("[sites] {key}")), bad.join("; "))
+            })?;
+        }
         let timeout_secs = flags
             .timeout_secs
             .or(number(env::TIMEOUT_SECS)?)
@@ -189,7 +234,7 @@ impl Settings {
             structured,
             stream,
             secrets_store,
-            sites: file.sites,
+            sites,
             provider,
             dialect,
             max_retries,

@@ -33,8 +33,8 @@ use crate::memory::store::{StepRow, StoreError, TaskRow};
 pub const DEFAULT_LIST_LIMIT: u32 = 50;
 /// The most tasks one `list_tasks` returns.
 pub const MAX_LIST_LIMIT: u32 = 500;
-/// The most steps a task may be given (`max_steps`).
-pub const MAX_STEPS_LIMIT: u32 = 500;
+/// The most steps a task may be given (`max_steps`; the rule is in `config/validate.rs`).
+pub use crate::config::validate::MAX_STEPS_LIMIT;
 
 /// Saves of the settings, one at a time in this process (read, edit,
 /// write, switch).
@@ -325,10 +325,9 @@ pub fn edits_for(u: &SettingsUpdate) -> Result<Vec<Edit>, InvalidSettings> {
         }
     }
     if let Some(n) = u.max_steps {
-        if (1..=MAX_STEPS_LIMIT).contains(&n) {
-            edits.push(Edit::set("agent", "max_steps", i64::from(n)));
-        } else {
-            problem("max_steps", format!("must be between 1 and {MAX_STEPS_LIMIT}, not {n}"));
+        match crate::config::validate::max_steps(u64::from(n)) {
+            Ok(n) => edits.push(Edit::set("agent", "max_steps", i64::from(n))),
+            Err(rule) => problem("max_steps", rule),
         }
     }
     match u.max_tokens.map(i64::try_from) {
@@ -367,49 +366,7 @@ fn provider(p: &str) -> Option<ProviderKind> {
         .find(|k| k.name() == p)
 }
 
-/// A model server's address: http(s) with a host, without a query or a
-/// fragment, no trailing `/`. Empty: back to the provider's default
-/// (`None`).
-fn base_url(b: &str) -> Result<Option<String>, &'static str> {
-    let b = b.trim();
-    if b.is_empty() {
-        return Ok(None);
-    }
-    let url = url::Url::parse(b).map_err(|_| "is not a web address like https://api.example/v1")?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err("must start with http:// or https://");
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err("has no host");
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err("may not hold a query (`?…`) or a fragment (`#…`)");
-    }
-    Ok(Some(b.trim_end_matches('/').to_owned()))
-}
-
-/// A site list normalised and without repeats (blank entries dropped), or
-/// one message per bad entry, naming it.
-fn sites(list: &[String]) -> Result<Vec<String>, Vec<String>> {
-    let mut good: Vec<String> = Vec::new();
-    let mut bad = Vec::new();
-    for entry in list.iter().filter(|e| !e.trim().is_empty()) {
-        match config::normalize_site(entry) {
-            Ok(site) if !good.contains(&site) => good.push(site),
-            Ok(_) => {}
-            Err(why) => bad.push(format!(
-                "`{}`: {why} (write example.com, *.example.com or https://example.com)",
-                shown(entry)
-            )),
-        }
-    }
-    if bad.is_empty() { Ok(good) } else { Err(bad) }
-}
-
-/// A value as a message may quote it: trimmed, cut to 80 characters.
-fn shown(v: &str) -> String {
-    crate::text::cut(v.trim(), 80)
-}
+use crate::config::validate::{base_url, shown, sites};
 
 // ---- Connection ----
 

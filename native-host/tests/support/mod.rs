@@ -1,28 +1,21 @@
 //! Test support: the real `errand` binary over native-messaging pipes, the
-//! test playing the service worker and the content script, and a scripted
-//! model server speaking the real wire formats of OpenAI-compatible chat
-//! completions, Anthropic Messages and Gemini generateContent.
+//! test playing the service worker and the content script, and the scripted
+//! model server both suites use (`errand-scripted-model`: OpenAI-compatible
+//! chat completions, Anthropic Messages, Gemini generateContent).
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::Json;
-use axum::extract::{Path as UrlPath, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use errand_host::transport::{MAX_INBOUND, frame, read_frame};
 use errand_protocol::{
     Body, Build, Effect, ElementInfo, Envelope, Observation, Outcome, PageCommand, TaskEvent,
 };
-use serde_json::{Value, json};
 
 pub const ORIGIN: &str = "chrome-extension://ipdllapojbkjjhcikcodfhbklgfddfol/";
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -340,60 +333,16 @@ pub fn outcome(events: &[TaskEvent]) -> Outcome {
     }
 }
 
-// ---- The scripted model server ----
+// ---- The scripted model server (the one both suites use) ----
 
-/// One scripted reply.
-#[derive(Clone, Debug)]
-pub enum Reply {
-    /// The model's answer text, in the provider's format.
-    Answer(&'static str),
-    /// The answer after a delay.
-    Slow(&'static str, Duration),
-    /// An HTTP error: status, `Retry-After`, body.
-    Status(u16, Option<&'static str>, &'static str),
-    /// The answer as the input of Anthropic's answer tool (a `tool_use`
-    /// block named `errand_answer`); the other formats send it as text.
-    Tool(&'static str),
-    /// The answer in pieces, one every `Duration`, as server-sent events
-    /// when the request asked for a stream (OpenAI-compatible), else whole
-    /// after the pieces' time.
-    Streamed(&'static [&'static str], Duration),
-}
+pub use errand_scripted_model::{Reply, Seen};
 
-/// What the scripted server answers: the text, how, and after what.
-enum Answer {
-    Text(String),
-    Tool(String),
-    Pieces(Vec<String>, Duration),
-}
-
-/// A request the server received.
-#[derive(Clone, Debug)]
-pub struct Seen {
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Value,
-    pub raw: String,
-    pub at: Instant,
-}
-
-impl Seen {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-}
-
-#[derive(Clone)]
-struct Script {
-    replies: Arc<Mutex<VecDeque<Reply>>>,
-    /// Said when the script runs out.
-    fallback: &'static str,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
+/// The scripted model (`errand-scripted-model`) saying a queue of replies,
+/// with fixed token counts ([`errand_scripted_model::Usage::Fixed`]).
 pub struct ModelServer {
+    /// `http://127.0.0.1:PORT` (tests add the provider's path).
     pub addr: String,
-    script: Script,
+    model: errand_scripted_model::ScriptedModel,
 }
 
 impl ModelServer {
@@ -404,200 +353,13 @@ impl ModelServer {
         )
     }
 
-    pub fn start_with_fallback(replies: Vec<Reply>, fallback: &'static str) -> ModelServer {
-        let script = Script {
-            replies: Arc::new(Mutex::new(replies.into())),
-            fallback,
-            seen: Arc::new(Mutex::new(Vec::new())),
-        };
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = format!("http://{}", listener.local_addr().unwrap());
-        let state = script.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-            rt.block_on(async move {
-                let app = axum::Router::new()
-                    .route("/v1/chat/completions", post(openai))
-                    .route("/v1/messages", post(anthropic))
-                    .route("/v1beta/models/{model}", post(gemini))
-                    .with_state(state);
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        ModelServer { addr, script }
+    pub fn start_with_fallback(replies: Vec<Reply>, fallback: &str) -> ModelServer {
+        let model = errand_scripted_model::ScriptedModel::queue(replies, fallback).unwrap();
+        ModelServer { addr: model.url(), model }
     }
 
     pub fn seen(&self) -> Vec<Seen> {
-        self.script.seen.lock().unwrap().clone()
-    }
-}
-
-async fn next(
-    script: &Script,
-    path: String,
-    headers: &HeaderMap,
-    raw: String,
-) -> Result<String, Response> {
-    match next_answer(script, path, headers, raw).await? {
-        Answer::Text(a) | Answer::Tool(a) => Ok(a),
-        Answer::Pieces(pieces, every) => {
-            tokio::time::sleep(every * u32::try_from(pieces.len()).unwrap_or(1)).await;
-            Ok(pieces.concat())
-        }
-    }
-}
-
-async fn next_answer(
-    script: &Script,
-    path: String,
-    headers: &HeaderMap,
-    raw: String,
-) -> Result<Answer, Response> {
-    let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
-    let headers = headers
-        .iter()
-        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-        .collect();
-    script.seen.lock().unwrap().push(Seen { path, headers, body, raw, at: Instant::now() });
-    let reply = script.replies.lock().unwrap().pop_front();
-    match reply.unwrap_or(Reply::Answer(script.fallback)) {
-        Reply::Answer(a) => Ok(Answer::Text(a.to_owned())),
-        Reply::Tool(a) => Ok(Answer::Tool(a.to_owned())),
-        Reply::Streamed(pieces, every) => {
-            Ok(Answer::Pieces(pieces.iter().map(|p| (*p).to_owned()).collect(), every))
-        }
-        Reply::Slow(a, d) => {
-            tokio::time::sleep(d).await;
-            Ok(Answer::Text(a.to_owned()))
-        }
-        Reply::Status(status, retry_after, body) => {
-            let mut resp = (StatusCode::from_u16(status).unwrap(), body.to_owned()).into_response();
-            if let Some(r) = retry_after {
-                resp.headers_mut().insert("retry-after", r.parse().unwrap());
-            }
-            resp.headers_mut().insert("content-type", "application/json".parse().unwrap());
-            Err(resp)
-        }
-    }
-}
-
-async fn openai(State(script): State<Script>, headers: HeaderMap, raw: String) -> Response {
-    let wants_stream = serde_json::from_str::<Value>(&raw)
-        .ok()
-        .and_then(|v| v["stream"].as_bool())
-        .unwrap_or(false);
-    if wants_stream {
-        let peeked = script.replies.lock().unwrap().front().cloned();
-        if let Some(Reply::Streamed(..)) = peeked {
-            return match next_answer(&script, "/v1/chat/completions".into(), &headers, raw).await {
-                Err(r) => r,
-                Ok(Answer::Pieces(pieces, every)) => sse(pieces, every),
-                Ok(_) => unreachable!(),
-            };
-        }
-    }
-    match next(&script, "/v1/chat/completions".into(), &headers, raw).await {
-        Err(r) => r,
-        Ok(content) => Json(json!({
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": 1_700_000_000,
-            "model": "scripted",
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop"
-            }],
-            "usage": {"prompt_tokens": 321, "completion_tokens": 17, "total_tokens": 338}
-        }))
-        .into_response(),
-    }
-}
-
-/// OpenAI-compatible server-sent events: a role chunk, one chunk per piece
-/// (`every` apart), a finish chunk, a usage chunk, `[DONE]`.
-fn sse(pieces: Vec<String>, every: Duration) -> Response {
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1_700_000_000,
-               "model": "scripted", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut events =
-        vec![(Duration::ZERO, chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
-    events.extend(pieces.into_iter().map(|p| (every, chunk(json!({"content": p}), Value::Null))));
-    events.push((Duration::ZERO, chunk(json!({}), json!("stop"))));
-    events.push((
-        Duration::ZERO,
-        json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [],
-               "usage": {"prompt_tokens": 321, "completion_tokens": 17, "total_tokens": 338}}),
-    ));
-    let mut lines: Vec<(Duration, String)> =
-        events.into_iter().map(|(d, e)| (d, format!("data: {e}\n\n"))).collect();
-    lines.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
-    let stream = futures_util::stream::unfold(lines.into_iter(), |mut rest| async move {
-        let (wait, line) = rest.next()?;
-        tokio::time::sleep(wait).await;
-        Some((Ok::<_, std::convert::Infallible>(line), rest))
-    });
-    let mut resp = axum::body::Body::from_stream(stream).into_response();
-    resp.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
-    resp
-}
-
-async fn anthropic(State(script): State<Script>, headers: HeaderMap, raw: String) -> Response {
-    match next_answer(&script, "/v1/messages".into(), &headers, raw).await {
-        Err(r) => r,
-        Ok(Answer::Tool(input)) => Json(json!({
-            "id": "msg_test",
-            "type": "message",
-            "role": "assistant",
-            "model": "scripted",
-            "content": [{"type": "tool_use", "id": "toolu_test", "name": "errand_answer",
-                         "input": serde_json::from_str::<Value>(&input).unwrap()}],
-            "stop_reason": "tool_use",
-            "stop_sequence": null,
-            "usage": {"input_tokens": 400, "output_tokens": 20}
-        }))
-        .into_response(),
-        Ok(answer) => {
-            let content = match answer {
-                Answer::Text(a) | Answer::Tool(a) => a,
-                Answer::Pieces(p, _) => p.concat(),
-            };
-            Json(json!({
-            "id": "msg_test",
-            "type": "message",
-            "role": "assistant",
-            "model": "scripted",
-            "content": [{"type": "text", "text": content}],
-            "stop_reason": "end_turn",
-            "stop_sequence": null,
-            "usage": {"input_tokens": 400, "output_tokens": 20}
-            }))
-            .into_response()
-        }
-    }
-}
-
-async fn gemini(
-    State(script): State<Script>,
-    UrlPath(model): UrlPath<String>,
-    headers: HeaderMap,
-    raw: String,
-) -> Response {
-    match next(&script, format!("/v1beta/models/{model}"), &headers, raw).await {
-        Err(r) => r,
-        Ok(content) => Json(json!({
-            "candidates": [{
-                "content": {"role": "model", "parts": [{"text": content}]},
-                "finishReason": "STOP",
-                "index": 0
-            }],
-            "usageMetadata": {"promptTokenCount": 500, "candidatesTokenCount": 25, "totalTokenCount": 525},
-            "modelVersion": "scripted"
-        }))
-        .into_response(),
+        self.model.seen()
     }
 }
 

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
-use crate::browser::{LaunchOptions, TestBrowser, repo_root};
+use crate::browser::{TestBrowser, repo_root};
 use crate::cdp::Page;
 use crate::fixtures::FixtureServer;
-use crate::model::{Reply, ScriptedModel, all_text};
+use crate::model::{ScriptedModel, all_text};
+use crate::rig::Rig;
 use crate::side_panel::{self, Panel};
 use errand_host::config::ProviderKind;
 use solver::Solver;
@@ -177,7 +178,7 @@ pub struct Miniwob {
     tab: Page,
     panel: Panel,
     pages: FixtureServer,
-    _model: Option<ScriptedModel>,
+    _model: ScriptedModel,
     solver: Arc<Solver>,
     /// The scripted episode's o200k token count (`None` for real providers).
     counted: Option<Arc<AtomicI64>>,
@@ -187,38 +188,37 @@ impl Miniwob {
     pub fn start(choice: ModelChoice) -> Result<Miniwob> {
         let html = html_dir()?;
         let solver = Arc::new(Solver::default());
-        let (model, opts, counted) = match choice {
+        let rig = Rig::builder().fixtures_dir(html);
+        let (rig, counted) = match choice {
             ModelChoice::Scripted => {
                 let s = Arc::clone(&solver);
                 let counted = Arc::new(AtomicI64::new(0));
                 let count = Arc::clone(&counted);
                 let bpe = tiktoken_rs::o200k_base().map_err(|e| anyhow::anyhow!("{e}"))?;
-                let model = ScriptedModel::start(move |req, _| {
+                let rig = rig.script(move |req, _| {
                     let reply = s.answer(req);
-                    let answer = match &reply {
-                        Reply::Content(t) | Reply::Delayed(_, t) => t.as_str(),
-                        Reply::Status(_) => "",
-                    };
+                    let answer = reply.text().unwrap_or_default();
                     let n = bpe.encode_ordinary(&all_text(req)).len()
-                        + bpe.encode_ordinary(answer).len();
+                        + bpe.encode_ordinary(&answer).len();
                     count.fetch_add(n as i64, Ordering::Relaxed);
                     reply
-                })?;
-                let opts = LaunchOptions::new(model.base_url());
-                (Some(model), opts, Some(counted))
+                });
+                (rig, Some(counted))
             }
             ModelChoice::Real(real) => {
+                // The scripted model runs unused: the host talks to the real one.
                 let env = real.env()?;
                 let base_url =
                     env.iter().find(|(k, _)| k == "ERRAND_BASE_URL").map(|(_, v)| v.clone());
-                let mut opts = LaunchOptions::new(base_url.unwrap_or_default());
-                opts.model = real.model.clone();
-                opts.env.extend(env);
-                (None, opts, None)
+                let rig = rig.options(move |opts| {
+                    opts.model_base_url = base_url.unwrap_or_default();
+                    opts.model = real.model.clone();
+                    opts.env.extend(env);
+                });
+                (rig, None)
             }
         };
-        let browser = TestBrowser::launch(opts)?;
-        let pages = FixtureServer::start_in(html)?;
+        let Rig { browser, model, fixtures: pages } = rig.build();
         let tab = browser.new_page(&pages.url("/miniwob/click-test.html"))?;
         let panel = side_panel::open(&browser, &tab)?;
         Ok(Miniwob { browser, tab, panel, pages, _model: model, solver, counted })
