@@ -595,9 +595,6 @@ pub(crate) struct Walk {
     /// Per line: whether it is inside an `aria-hidden` subtree (read by
     /// `incremental.rs` to tell what the first walk would have found).
     pub(crate) line_hidden: Vec<bool>,
-    /// The last text added ran to its end with no space after it, and no
-    /// box came since: the next text joins it without a space.
-    glue: bool,
     /// Context text not inside any listed element, waiting for its block
     /// to end.
     pending: String,
@@ -1144,9 +1141,6 @@ impl Walk {
             if let Some(i) = closed {
                 self.name_by_class(i, el);
             }
-        }
-        if parts {
-            self.glue = false;
         }
         self.hidden_depth -= usize::from(aria_hidden);
     }
