@@ -4,10 +4,10 @@
 // host's browser requests: tabs, content-script injection, screenshots.
 // Every message is built and checked by the Rust protocol crate
 // (`envelope`, `check`); no message shape is written here.
-import init, { envelope, check, net_request, net_answer, net_forget, frame_route } from './pkg/wasm/errand_page.js';
+import init, { envelope, check, net_request, net_answer, net_forget, frame_route, ChunkJoiner } from './pkg/wasm/errand_page.js';
 import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
 // Rules written from Rust (errand-protocol's rules_js.rs): one copy of each.
-import { CHUNK_TIMEOUT_MS, MAX_CHUNKED, PANEL_KINDS } from './generated/rules.js';
+import { CHUNK_TIMEOUT_MS, PANEL_KINDS } from './generated/rules.js';
 
 const HOST = 'errand.host';
 const INSTALL_HINT =
@@ -95,11 +95,12 @@ async function toHost(msg) {
 }
 
 async function onHostMessage(raw) {
-  if ((raw = reassemble(raw)) === null) return; // a `chunk`: wait for the rest
   await crate;
+  let text = JSON.stringify(raw);
+  if (raw?.kind === 'chunk' && (text = joinChunk(text)) === null) return; // wait for the rest
   let msg;
   try {
-    msg = JSON.parse(check(JSON.stringify(raw)));
+    msg = JSON.parse(check(text));
   } catch (e) {
     console.error('errand: bad message from host:', e);
     return;
@@ -129,53 +130,39 @@ async function onHostMessage(raw) {
 // sends a longer one as `chunk` envelopes (`Body::Chunk` in
 // shared/src/lib.rs): slices of the message's JSON text, back to back, in
 // order, each with `of` (the message's id), `index` and `count`.
-// `reassemble` returns a non-chunk message unchanged, `null` for a chunk
-// while the message is incomplete (or when its set is bad: logged,
-// dropped), and the joined message, parsed, after the last chunk; the
-// caller then checks it with the crate like any other message. Chunks never
-// reach a panel.
-// An incomplete set is dropped after CHUNK_TIMEOUT_MS; MAX_CHUNKED counts UTF-16 units here.
-let chunkSet = null; // {of, count, parts, size, timer}: one message at a time
+// The crate's `ChunkJoiner` joins them: the protocol crate's joiner, the
+// one copy of the rules (in order, one message at a time, the size limit,
+// the announced id), fuzzed with the host. `joinChunk` returns `null` for a
+// chunk while the message is incomplete (or when its set is bad: logged,
+// dropped), and the joined message's JSON after the last chunk; the caller
+// then checks it with the crate like any other message. Chunks never reach
+// a panel. An incomplete set is dropped after CHUNK_TIMEOUT_MS (a timer
+// here: the crate keeps no clock). The crate is initialised before the
+// first message is handled (`await crate` above), so the joiner adds no
+// start-up work of its own.
+let joiner = null; // made on the first chunk
+let chunkTimer = null;
 
-function reassemble(raw) {
-  if (raw?.kind !== 'chunk') return raw;
-  const { of, index, count, data } = raw;
-  const drop = (why, which = of) => {
-    if (chunkSet) clearTimeout(chunkSet.timer);
-    chunkSet = null;
-    console.error(`errand: dropped the chunked message ${which} from the host: ${why}`);
-    return null;
-  };
-  if (!Number.isSafeInteger(of) || !Number.isInteger(count) || count < 1 ||
-      !Number.isInteger(index) || index < 0 || index >= count || typeof data !== 'string') {
-    return drop('a malformed chunk');
-  }
-  if (index === 0) {
-    // A new message starts; an unfinished one before it will never end.
-    if (chunkSet) drop(`message ${of} started before it was complete`, chunkSet.of);
-    chunkSet = { of, count, parts: [], size: 0, timer: null };
-  }
-  const set = chunkSet;
-  if (!set || set.of !== of || set.count !== count || set.parts.length !== index) {
-    return drop(`chunk ${index}/${count} is out of order`);
-  }
-  set.size += data.length;
-  if (set.size > MAX_CHUNKED) return drop('it is over 64 MiB');
-  set.parts.push(data);
-  clearTimeout(set.timer);
-  if (set.parts.length < count) {
-    set.timer = setTimeout(() => { if (chunkSet === set) drop('it did not arrive in time'); }, CHUNK_TIMEOUT_MS);
-    return null;
-  }
-  chunkSet = null;
-  let msg;
+function joinChunk(text) {
+  joiner ??= new ChunkJoiner();
+  clearTimeout(chunkTimer);
+  let joined = null;
+  let why = null;
   try {
-    msg = JSON.parse(set.parts.join(''));
+    joined = joiner.accept(text) ?? null;
   } catch (e) {
-    return drop(`the joined text is not JSON: ${e?.message ?? e}`);
+    why = e?.message ?? String(e);
   }
-  if (msg?.kind === 'chunk' || msg?.id !== of) return drop('the joined text is not the announced message');
-  return msg;
+  const superseded = joiner.superseded(); // a set started before the last one completed
+  if (superseded) console.error(`errand: ${superseded}`);
+  if (why) console.error(`errand: ${why}`);
+  if (joiner.pending()) {
+    chunkTimer = setTimeout(() => {
+      const why = joiner.expire();
+      if (why) console.error(`errand: ${why}`);
+    }, CHUNK_TIMEOUT_MS);
+  }
+  return joined;
 }
 
 // ---- what the host asks of the browser ----

@@ -31,11 +31,5 @@ export const STORE_PAGES = [
   { host: "microsoftedge.microsoft.com", path: "/addons" },
 ];
 
-/** The largest message sent in chunks (bytes in Rust; UTF-16 units in JavaScript). */
-export const MAX_CHUNKED = 67108864;
-
-/** The most data in one chunk. */
-export const CHUNK_DATA_MAX = 921600;
-
 /** How long an incomplete set of chunks is kept. */
 export const CHUNK_TIMEOUT_MS = 30000;

@@ -9,7 +9,9 @@
 //! * `build()` — `"wasm"` or `"js"`;
 //! * `envelope(id, re, kind, fields)` and `check(message)` — the protocol
 //!   helpers the service worker and the side panel build and check every
-//!   message with.
+//!   message with;
+//! * `ChunkJoiner` — joins the host's `chunk` envelopes in the service
+//!   worker ([`chunks`]).
 //!
 //! Modules: [`observe`] (the walk), [`registry`] (element numbers),
 //! [`marks`] (the overlay), [`act`] (actions), [`text`] (the model-facing
@@ -24,6 +26,7 @@ use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
 use wasm_bindgen::prelude::*;
 
 pub mod act;
+pub mod chunks;
 pub mod deadline;
 pub mod dialogs;
 pub mod dom;

@@ -1,7 +1,9 @@
 //! `Envelope::decode` (and the host's `transport::decode`, which also digs
 //! out the id of a refused message) on arbitrary text. Nothing may panic; a
 //! message read must encode to text that reads back the same. The same text
-//! is also cut into chunks, which must join back to it.
+//! is also cut into chunks, which must join back to it, and read as
+//! envelopes one a line fed to the chunk joiner the service worker runs
+//! (`errand_protocol::chunk::Reassembler`): refusals, never a panic.
 #![no_main]
 
 use errand_host::transport;
@@ -20,4 +22,13 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     common::splits(text);
+    let mut joiner = errand_protocol::chunk::Reassembler::new();
+    for line in text.lines() {
+        let Ok(env) = errand_protocol::Envelope::decode(line) else { continue };
+        if let Err(e) = joiner.accept(env) {
+            let _ = (e.of(), e.to_string());
+        }
+        let _ = joiner.take_superseded();
+    }
+    let _ = joiner.abandon();
 });

@@ -20,6 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 mod action;
+pub mod chunk;
 mod diff;
 mod observation;
 mod panel;
@@ -421,7 +422,7 @@ pub enum Body {
     /// fit in one frame are sent unchanged. Nothing is chunked towards the
     /// host (the browser takes 64 MiB that way).
     ///
-    /// The service worker (`extension/sw.js`, `reassemble`) collects the
+    /// The service worker (`extension/sw.js`, with [`chunk::Reassembler`]) collects the
     /// slices by `of`, checks `index` and `count`, joins the `data` strings
     /// and handles the joined text exactly as a message received whole
     /// (checked by this crate, then dispatched); an incomplete set is dropped

@@ -2,14 +2,15 @@
 //! `extension/generated/rules.js` so there is one copy of each: the kinds a
 //! side panel may send ([`PANEL_KINDS`]), the extension stores Errand never
 //! touches ([`STORE_PAGES`]; the host's `sites.rs` uses the same list), and
-//! the chunking limits ([`MAX_CHUNKED`], [`CHUNK_DATA_MAX`],
-//! [`CHUNK_TIMEOUT_MS`]).
+//! how long the service worker keeps an incomplete set of chunks
+//! ([`CHUNK_TIMEOUT_MS`]; the joiner itself, with its limits, is the
+//! crate's [`crate::chunk::Reassembler`], called from the service worker).
 //!
 //! `cargo run -p errand-protocol --example export-js` writes the file; this
 //! crate's test `rules_js_is_current` fails when the committed file is
 //! stale.
 
-use crate::{CHUNK_DATA_MAX, MAX_CHUNKED, PANEL_KINDS};
+use crate::PANEL_KINDS;
 
 /// The extension stores, as (host, path prefix): browsers do not let
 /// extensions script them, and Errand never acts there (the host refuses
@@ -49,11 +50,7 @@ pub fn rules_js() -> String {
     }
     out.push_str("];\n\n");
     out.push_str(&format!(
-        "/** The largest message sent in chunks (bytes in Rust; UTF-16 units in JavaScript). */\n\
-         export const MAX_CHUNKED = {MAX_CHUNKED};\n\n\
-         /** The most data in one chunk. */\n\
-         export const CHUNK_DATA_MAX = {CHUNK_DATA_MAX};\n\n\
-         /** How long an incomplete set of chunks is kept. */\n\
+        "/** How long an incomplete set of chunks is kept. */\n\
          export const CHUNK_TIMEOUT_MS = {CHUNK_TIMEOUT_MS};\n"
     ));
     out

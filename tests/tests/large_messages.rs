@@ -1,7 +1,10 @@
 //! A host → extension message over the browser's 1 MiB limit arrives
 //! whole: the host sends it as `chunk` envelopes, the service worker joins
-//! them (`reassemble` in `extension/sw.js`) and hands the side panels the
-//! message, never a chunk.
+//! them (the crate's `ChunkJoiner` in `extension/sw.js`) and hands the side panels the
+//! message, never a chunk. The same joiner (the extension crate's WASM
+//! build, as the service worker loads it) refuses bad sets with the
+//! sentences the service worker logs, and the service worker goes on
+//! relaying.
 //!
 //! The test listens as a side panel does — a `panel` port opened from an
 //! extension page — so it checks the service worker's relay, not the panel's
@@ -95,7 +98,81 @@ fn run() -> Result<()> {
         Ok(std::fs::read_to_string(&log).unwrap_or_default().contains("in chunks"))
     })?;
 
+    bad_sets_are_refused(&listener)?;
     rig.done("an_answer_over_a_mebibyte_reaches_the_panels_whole");
+    Ok(())
+}
+
+/// Bad sets of chunks, fed to the extension's WASM `ChunkJoiner` (the one
+/// `sw.js` runs) in an extension page: out of order, another message's
+/// chunk, malformed, a new set before the last completed, the timeout,
+/// over 64 MiB, the wrong id. Each is refused with its sentence; then the
+/// service worker still answers the panel's port.
+fn bad_sets_are_refused(page: &errand_e2e::cdp::Page) -> Result<()> {
+    let got = page.eval(
+        r#"(async () => {
+            const m = await import('/extension/pkg/wasm/errand_page.js');
+            await m.default({ module_or_path: '/extension/pkg/wasm/errand_page_bg.wasm' });
+            const j = new m.ChunkJoiner();
+            const chunk = (of, index, count, data) =>
+                JSON.stringify({ v: 1, id: of, kind: 'chunk', of, index, count, data });
+            const refused = (f) => { try { f(); return null; } catch (e) { return e.message; } };
+            const whole = JSON.stringify({ v: 1, id: 7, kind: 'get_status' });
+            const [a, b] = [whole.slice(0, 10), whole.slice(10)];
+            const out = {};
+            out.first = j.accept(chunk(7, 0, 2, a)) ?? null;
+            out.joined = j.accept(chunk(7, 1, 2, b)) ?? null;
+            out.outOfOrder = refused(() => j.accept(chunk(7, 1, 2, b)));
+            j.accept(chunk(7, 0, 2, a));
+            out.otherMessage = refused(() => j.accept(chunk(8, 1, 2, b)));
+            j.accept(chunk(7, 0, 2, a));
+            out.malformed = refused(() => j.accept('{"v":1,"id":7,"kind":"chunk","of":-1}'));
+            out.pendingAfterMalformed = j.pending();
+            j.accept(chunk(6, 0, 2, '{'));
+            j.accept(chunk(7, 0, 2, a));
+            out.superseded = j.superseded() ?? null;
+            out.expired = j.expire() ?? null;
+            const big = 'x'.repeat(921600);
+            out.tooLarge = null;
+            for (let i = 0; i < 80 && !out.tooLarge; i++) {
+                out.tooLarge = refused(() => j.accept(chunk(9, i, 80, big)));
+            }
+            out.pending = j.pending();
+            out.wrongId = refused(() => j.accept(chunk(8, 0, 1, whole)));
+            return out;
+        })()"#,
+    )?;
+    let says = |key: &str| got[key].as_str().unwrap_or_default().to_owned();
+    ensure!(got["first"].is_null(), "a first chunk joined to {}", got["first"]);
+    ensure!(says("joined").contains(r#""kind":"get_status""#), "joined: {}", got["joined"]);
+    let expected = [
+        ("outOfOrder", "dropped the chunked message 7 from the host: chunk 1/2 is out of order"),
+        ("otherMessage", "dropped the chunked message 8 from the host: chunk 1/2 is out of order"),
+        ("malformed", "dropped the chunked message 7 from the host: a malformed chunk"),
+        (
+            "superseded",
+            "dropped the chunked message 6 from the host: message 7 started before it was complete",
+        ),
+        ("expired", "dropped the chunked message 7 from the host: it did not arrive in time"),
+        ("tooLarge", "dropped the chunked message 9 from the host: it is over 64 MiB"),
+        ("wrongId", "dropped the chunked message 8 from the host: the joined text is message"),
+    ];
+    for (key, sentence) in expected {
+        ensure!(says(key).starts_with(sentence), "{key}: {:?}, not {sentence:?}…", got[key]);
+    }
+    ensure!(got["pendingAfterMalformed"] == false && got["pending"] == false, "{got}");
+
+    // The service worker still relays: the panel's port gets its status.
+    page.eval(
+        "(() => {
+            const port = chrome.runtime.connect({ name: 'panel' });
+            window.after = [];
+            port.onMessage.addListener((m) => window.after.push(m));
+            port.postMessage({ v: 1, id: 2, kind: 'get_status' });
+            return true;
+        })()",
+    )?;
+    page.wait_for("window.after.some((m) => m.re === 2)", Duration::from_secs(10))?;
     Ok(())
 }
 

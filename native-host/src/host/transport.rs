@@ -17,17 +17,17 @@
 //! writes one message at a time). Up to [`MAX_CHUNKED`] bytes go this way;
 //! a larger message is replaced by an `error` reply, as before.
 //!
-//! The service worker joins them (`reassemble` in `extension/sw.js`);
-//! [`Reassembler`] is the same algorithm in Rust, for tests and tools that
-//! read the host's output: chunks arrive in order (`index` 0 starts a set
-//! and drops any unfinished one), the joined text must be a message whose
-//! `id` is the chunks' `of`, and it is then checked like any message.
+//! The service worker joins them with [`Reassembler`] (errand-protocol's
+//! `chunk` module, the one copy of the joiner's rules, through the
+//! content-script crate's `ChunkJoiner`); tests and tools that read the
+//! host's output use it too.
 
 use std::io::{self, Read, Write};
 use std::thread;
 
+pub use errand_protocol::chunk::{ChunkError, Reassembler, split};
 use errand_protocol::{
-    Body, CHUNK_DATA_MAX, DecodeError, Envelope, ErrorCode, MAX_CHUNKED, MAX_FROM_EXTENSION,
+    CHUNK_DATA_MAX, DecodeError, Envelope, ErrorCode, MAX_CHUNKED, MAX_FROM_EXTENSION,
     MAX_TO_EXTENSION,
 };
 use native_messaging::host::{NmError, decode_message_opt, send_frame};
@@ -214,131 +214,6 @@ pub fn to_extension(env: &Envelope) -> Result<Vec<String>, Oversize> {
             Err(Oversize { len: longest, max: MAX_TO_EXTENSION })
         }
         _ => Ok(chunks),
-    }
-}
-
-/// How many bytes `c` takes inside a JSON string as `serde_json` writes it.
-fn escaped_len(c: char) -> usize {
-    match c {
-        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
-        '\0'..='\u{1f}' => 6, // \u00XX
-        c => c.len_utf8(),
-    }
-}
-
-/// Cuts the JSON text `text` of message `of` into `chunk` envelopes whose
-/// `data`, once escaped, takes at most `budget` bytes each (`budget` of at
-/// least 6, the longest escape of one character). Cuts fall on character
-/// boundaries only, so every slice is valid UTF-8 text.
-pub fn split(of: u64, text: &str, budget: usize) -> Vec<Envelope> {
-    let budget = budget.max(6);
-    let mut slices = Vec::new();
-    let (mut start, mut size) = (0, 0);
-    for (i, c) in text.char_indices() {
-        let n = escaped_len(c);
-        if size + n > budget && i > start {
-            slices.push(&text[start..i]);
-            (start, size) = (i, 0);
-        }
-        size += n;
-    }
-    if start < text.len() || slices.is_empty() {
-        slices.push(&text[start..]);
-    }
-    let count = u32::try_from(slices.len()).unwrap_or(u32::MAX);
-    slices
-        .into_iter()
-        .enumerate()
-        .map(|(index, data)| {
-            let index = u32::try_from(index).unwrap_or(u32::MAX);
-            Envelope::new(of, Body::Chunk { of, index, count, data: data.to_owned() })
-        })
-        .collect()
-}
-
-/// Why a run of chunks was refused.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ChunkError {
-    #[error("chunk {index} of message {of} is out of order or does not fit its set of {count}")]
-    OutOfOrder { of: u64, index: u32, count: u32 },
-    #[error("the chunks of message {of} add up to more than {max} bytes")]
-    TooLarge { of: u64, max: usize },
-    #[error("the joined chunks of message {of} are not a message: {error}")]
-    Joined { of: u64, error: DecodeError },
-    #[error("the joined chunks of message {of} make up message {id:?}, not {of}")]
-    WrongId { of: u64, id: Option<u64> },
-    #[error("the joined chunks of message {of} are a chunk themselves")]
-    Nested { of: u64 },
-}
-
-/// The chunks of one message received so far.
-#[derive(Debug)]
-struct Partial {
-    of: u64,
-    count: u32,
-    parts: Vec<String>,
-    bytes: usize,
-}
-
-/// Joins `chunk` envelopes back into the message they carry, the way the
-/// service worker does; any other envelope passes through.
-#[derive(Debug, Default)]
-pub struct Reassembler {
-    partial: Option<Partial>,
-}
-
-impl Reassembler {
-    pub fn new() -> Reassembler {
-        Reassembler::default()
-    }
-
-    /// Whether a message is partly received.
-    pub fn pending(&self) -> bool {
-        self.partial.is_some()
-    }
-
-    /// Takes one envelope. Returns it unchanged when it is not a chunk,
-    /// `Ok(None)` while a message is incomplete, the joined message once
-    /// its last chunk came, or why the set was dropped.
-    pub fn accept(&mut self, env: Envelope) -> Result<Option<Envelope>, ChunkError> {
-        let Body::Chunk { of, index, count, data } = env.body else {
-            return Ok(Some(env));
-        };
-        if index == 0 {
-            if let Some(old) = self.partial.take() {
-                tracing::warn!(of = old.of, "dropped an unfinished chunked message");
-            }
-            if count == 0 {
-                return Err(ChunkError::OutOfOrder { of, index, count });
-            }
-            self.partial = Some(Partial { of, count, parts: Vec::new(), bytes: 0 });
-        }
-        let Some(partial) = self.partial.as_mut() else {
-            return Err(ChunkError::OutOfOrder { of, index, count });
-        };
-        if partial.of != of || partial.count != count || partial.parts.len() != index as usize {
-            self.partial = None;
-            return Err(ChunkError::OutOfOrder { of, index, count });
-        }
-        partial.bytes = partial.bytes.saturating_add(data.len());
-        if partial.bytes > MAX_CHUNKED {
-            self.partial = None;
-            return Err(ChunkError::TooLarge { of, max: MAX_CHUNKED });
-        }
-        partial.parts.push(data);
-        if partial.parts.len() < count as usize {
-            return Ok(None);
-        }
-        let Some(partial) = self.partial.take() else { return Ok(None) };
-        let text = partial.parts.concat();
-        let joined = Envelope::decode(&text).map_err(|error| ChunkError::Joined { of, error })?;
-        if matches!(joined.body, Body::Chunk { .. }) {
-            return Err(ChunkError::Nested { of });
-        }
-        if joined.id != of {
-            return Err(ChunkError::WrongId { of, id: Some(joined.id) });
-        }
-        Ok(Some(joined))
     }
 }
 
@@ -669,57 +544,6 @@ pub(crate) mod tests {
             "{env:?}"
         );
         assert_eq!(env.v, PROTOCOL_VERSION);
-    }
-
-    #[test]
-    fn the_reassembler_refuses_bad_sets() {
-        let chunk = |of, index, count, data: &str| {
-            Envelope::new(of, Body::Chunk { of, index, count, data: data.into() })
-        };
-        let whole = Envelope::new(7, Body::GetStatus {}).encode();
-        let (a, b) = whole.split_at(10);
-
-        // Other messages pass through; a set in order is joined.
-        let mut r = Reassembler::new();
-        let other = Envelope::new(1, Body::Ack {});
-        assert_eq!(r.accept(other.clone()), Ok(Some(other)));
-        assert_eq!(r.accept(chunk(7, 0, 2, a)), Ok(None));
-        assert!(r.pending());
-        assert_eq!(r.accept(chunk(7, 1, 2, b)).unwrap().unwrap().id, 7);
-
-        // Out of order, a changed count, another message's chunk, a
-        // missing start, no parts at all.
-        assert!(matches!(r.accept(chunk(7, 1, 2, b)), Err(ChunkError::OutOfOrder { .. })));
-        r.accept(chunk(7, 0, 2, a)).unwrap();
-        assert!(matches!(r.accept(chunk(7, 1, 3, b)), Err(ChunkError::OutOfOrder { .. })));
-        r.accept(chunk(7, 0, 2, a)).unwrap();
-        assert!(matches!(r.accept(chunk(8, 1, 2, b)), Err(ChunkError::OutOfOrder { .. })));
-        assert!(!r.pending());
-        assert!(matches!(r.accept(chunk(7, 0, 0, "")), Err(ChunkError::OutOfOrder { .. })));
-
-        // A new set drops an unfinished one.
-        r.accept(chunk(6, 0, 2, "{")).unwrap();
-        r.accept(chunk(7, 0, 2, a)).unwrap();
-        assert_eq!(r.accept(chunk(7, 1, 2, b)).unwrap().unwrap().id, 7);
-
-        // The joined text must be a message, with the set's id, not a chunk.
-        assert!(matches!(r.accept(chunk(7, 0, 1, "{nope")), Err(ChunkError::Joined { .. })));
-        assert!(matches!(r.accept(chunk(8, 0, 1, &whole)), Err(ChunkError::WrongId { .. })));
-        let nested = chunk(7, 0, 1, "{}").encode();
-        assert!(matches!(r.accept(chunk(7, 0, 1, &nested)), Err(ChunkError::Nested { .. })));
-
-        // The total is capped.
-        let big = "x".repeat(CHUNK_DATA_MAX);
-        let count = (MAX_CHUNKED / CHUNK_DATA_MAX + 2) as u32;
-        let mut last = Ok(None);
-        for i in 0..count {
-            last = r.accept(chunk(9, i, count, &big));
-            if last.is_err() {
-                break;
-            }
-        }
-        assert!(matches!(last, Err(ChunkError::TooLarge { .. })), "{last:?}");
-        assert!(!r.pending());
     }
 
     #[tokio::test]
