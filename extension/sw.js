@@ -228,6 +228,10 @@ const browserRequests = {
     throw withCode(new Error(answer?.failed ?? 'the content script did not answer'), 'page_unavailable');
   },
 };
+// The end-to-end suite reaches a tab's content script through this same
+// relay (tests/src/content.rs), not a copy of it. A service worker's
+// globals are reachable only from the extension's own contexts.
+globalThis.errandBrowserRequests = browserRequests;
 
 // Screenshots for the model: at most 1280 px wide, JPEG, and small enough
 // for one host-bound message (the reply envelope stays far below the

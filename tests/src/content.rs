@@ -1,14 +1,16 @@
 //! Talking to the content script of a tab the way the service worker does,
 //! from the service worker itself.
 //!
-//! [`ContentScript::command`] evaluates, in the extension's real service
-//! worker, the same two steps its `page` relay takes: `chrome.tabs.sendMessage`
-//! of a `page` envelope to the tab's top frame, and — when no content script
-//! answers yet — `chrome.scripting.executeScript` of `extension/loader.js`
-//! and a retry. So the real loader picks the real build (WASM, or JS under a
-//! strict CSP), and the real Rust crate answers. Only the native host's hop
-//! is left out (the end-to-end tests in `e2e.rs` cover it), which lets the
-//! observation tests ask for exactly the command they check.
+//! [`ContentScript::command`] calls, in the extension's real service worker,
+//! the very relay the host's `page` requests go through
+//! (`browserRequests.page` in `extension/sw.js`, exposed to the extension's
+//! own contexts as `globalThis.errandBrowserRequests`): it waits for the
+//! tab's load, sends the `page` envelope to the top frame, and — when no
+//! content script answers yet — injects `extension/loader.js` and retries.
+//! So the real loader picks the real build (WASM, or JS under a strict CSP),
+//! and the real Rust crate answers. Only the native host's hop is left out
+//! (the end-to-end tests in `e2e.rs` cover it), which lets the observation
+//! tests ask for exactly the command they check.
 
 use std::cell::Cell;
 
@@ -36,7 +38,7 @@ impl ContentScript {
         let mut last = None;
         for _ in 0..20 {
             let sw = browser.service_worker()?;
-            match sw.eval("typeof chrome !== 'undefined' && !!chrome.tabs") {
+            match sw.eval("typeof chrome !== 'undefined' && !!chrome.tabs && !!globalThis.errandBrowserRequests") {
                 Ok(Value::Bool(true)) => {
                     let tab_id = crate::side_panel::chrome_tab_id(browser, tab)?;
                     return Ok(ContentScript { sw, tab_id, next_id: Cell::new(1) });
@@ -56,14 +58,8 @@ impl ContentScript {
             json!({"v": 1, "id": id, "kind": "page", "tab_id": self.tab_id, "command": command});
         let answer = self.sw.eval(&format!(
             "(async () => {{
-               const msg = {msg};
-               const send = () => chrome.tabs.sendMessage(msg.tab_id, msg, {{ frameId: 0 }});
-               let answer;
-               try {{ answer = await send(); }} catch (notThere) {{
-                 await chrome.scripting.executeScript({{ target: {{ tabId: msg.tab_id }}, files: ['extension/loader.js'] }});
-                 answer = await send();
-               }}
-               return answer;
+               try {{ return {{ ok: await globalThis.errandBrowserRequests.page({msg}) }}; }}
+               catch (e) {{ return {{ failed: String(e?.message ?? e) }}; }}
              }})()"
         ))?;
         match (answer.get("ok"), answer.get("failed")) {
