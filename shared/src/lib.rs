@@ -778,6 +778,10 @@ pub struct ActionRecord {
     pub ok: bool,
     /// The effect's summary, or the error, in plain words.
     pub detail: String,
+    /// For an action the page carries out: milliseconds from sending it to
+    /// having its verified effect (the settle wait included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<f64>,
 }
 
 /// How a task ended.

@@ -211,19 +211,25 @@ impl Rig {
     }
 }
 
-/// Every page action the host carried out, in order, from its log: name,
-/// whether it worked, and milliseconds from sending it to having its effect.
+/// Every action the page carried out in the rig's tasks, in order, from the
+/// stored steps (each record's `ms`): name, whether it worked, and
+/// milliseconds from sending it to having its verified effect.
 pub fn action_times(rig: &Rig) -> Vec<(String, bool, f64)> {
-    let log = std::fs::read_to_string(rig.browser.host_log_path()).unwrap();
+    let db = rig.browser.db_path();
     let mut times = Vec::new();
-    for line in log.lines().filter(|l| l.contains("action carried out")) {
-        let field = |k: &str| {
-            line.split(&format!("{k}="))
-                .nth(1)
-                .map(|r| r.split_whitespace().next().unwrap_or("").trim_matches('"').to_owned())
-                .unwrap_or_default()
-        };
-        times.push((field("action"), field("ok") == "true", field("action_ms").parse().unwrap()));
+    for task in store::tasks(&db).unwrap() {
+        for step in store::steps(&db, &task.id).unwrap() {
+            let records: Vec<Value> = serde_json::from_str(&step.actions_json).unwrap();
+            for r in records {
+                let Some(ms) = r["ms"].as_f64() else { continue };
+                let action = &r["action"];
+                let name = action
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| action.as_object().and_then(|o| o.keys().next().cloned()));
+                times.push((name.unwrap_or_default(), r["ok"] == true, ms));
+            }
+        }
     }
     times
 }

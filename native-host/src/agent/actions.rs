@@ -87,6 +87,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             if self.wait_if_paused().await {
                 break;
             }
+            let mut ms = None;
             let label = action.element().and_then(|i| prompt::label_in(obs, i));
             labels.push(label.clone().unwrap_or_default());
             let (ok, detail, stop_here) = match (action.element(), label) {
@@ -107,7 +108,13 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                             let action =
                                 if approved { action.accepting_dialogs() } else { action.clone() };
                             let document = crate::memory::secrets::document_of(obs, &action);
-                            self.run_action(tab_id, document, &action, &mut finish).await
+                            let started = std::time::Instant::now();
+                            let ran = self.run_action(tab_id, document, &action, &mut finish).await;
+                            if action.runs_in_page() {
+                                let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+                                ms = Some((elapsed * 10.0).round() / 10.0);
+                            }
+                            ran
                         }
                     },
                 },
@@ -115,7 +122,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             // What the action brought back (page text, an extract, the
             // user's answer, a tab list) is scrubbed as it comes in.
             let detail = self.scrubber().text(&detail);
-            records.push(ActionRecord { action: action.clone(), ok, detail });
+            records.push(ActionRecord { action: action.clone(), ok, detail, ms });
             if stop_here || !ok || finish.is_some() {
                 break;
             }

@@ -398,7 +398,7 @@ mod tests {
     #[test]
     fn earlier_results_are_fenced_and_the_users_answers_are_not() {
         let record = |action: Action, detail: &str| {
-            (ActionRecord { action, ok: true, detail: detail.into() }, String::new())
+            (ActionRecord { action, ok: true, detail: detail.into(), ms: None }, String::new())
         };
         let history = [PastStep {
             step: 1,
@@ -465,6 +465,7 @@ mod tests {
                             action: Action::Fill { index: 1, text: "Ada".into() },
                             ok: true,
                             detail: "filled".into(),
+                            ms: None,
                         },
                         "<input type=text> Name".into(),
                     ),
@@ -473,6 +474,7 @@ mod tests {
                             action: click,
                             ok: false,
                             detail: "there is no element [9]".into(),
+                            ms: None,
                         },
                         String::new(),
                     ),

@@ -127,6 +127,7 @@ mod tests {
                     },
                     ok: true,
                     detail: "clicked".into(),
+                    ms: None,
                 }],
                 ..Default::default()
             }),

@@ -599,6 +599,7 @@ mod tests {
             },
             ok: true,
             detail: "clicked".into(),
+            ms: None,
         };
         for (n, cost) in [(1, Some(0.25)), (2, None)] {
             store
