@@ -603,10 +603,6 @@ pub(crate) struct Walk {
     pending: String,
     /// Whether the block the pending text is in shows in the viewport.
     pending_in_view: bool,
-    /// The last text added touches the next one: only plain inline
-    /// boxes lay between them, with no whitespace (a terminal's one
-    /// `<span>` per key reads `rmdir`, not `r m d i r`).
-    glue: bool,
     /// The block-level elements being walked, innermost last, with the
     /// frame's offset and clip, to place pending text, and whether it
     /// shows in the viewport once asked (a block's text often comes in
@@ -1144,9 +1140,6 @@ impl Walk {
             if let Some(i) = closed {
                 self.name_by_class(i, el);
             }
-        }
-        if parts {
-            self.glue = false;
         }
         self.hidden_depth -= usize::from(aria_hidden);
     }
