@@ -165,7 +165,7 @@ pub(super) fn segments(
             return Err("<head> changed");
         }
         // Inside a shadow host's light children, which show where its
-        // slots put them (`observe.rs`): the outermost such host.
+        // slots put them (`observe/`): the outermost such host.
         let mut up = proto::parent_element(&el);
         while let Some(p) = up {
             up = proto::parent_element(&p);

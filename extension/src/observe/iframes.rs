@@ -1,5 +1,5 @@
 //! Iframes during the walk: a same-origin one is walked into in place; a
-//! cross-origin one is noted for its own content script (`frames.rs`)
+//! cross-origin one is noted for its own content script (`frames/`)
 //! unless a person cannot see into it.
 
 use super::*;
@@ -64,7 +64,7 @@ impl Walk {
         !dom::has(el, Name::Inert) && (self.ignore_aria_hidden || !hidden) && !st.skip && st.block
     }
 
-    /// A cross-origin frame to observe (`frames.rs`), unless a person
+    /// A cross-origin frame to observe (`frames/`), unless a person
     /// cannot see into it: no size, pushed off the page, or in view but
     /// covered at every point tried (a modal over it).
     pub(super) fn cross_origin_frame(
@@ -91,7 +91,7 @@ impl Walk {
             }
         }
         // Only a frame of the top document's light tree is asked again by a
-        // re-observation that re-reads the rest in place (`incremental.rs`).
+        // re-observation that re-reads the rest in place (`incremental/`).
         self.saw_frame |= !(outer.cached && self.host.is_none() && self.in_frame.is_none());
         self.flush();
         let clip = visible.unwrap_or(Rect { x: dx, y: dy, width: 0.0, height: 0.0 });

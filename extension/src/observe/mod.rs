@@ -3,12 +3,12 @@
 //!
 //! The walk goes through open shadow roots (nested) and same-origin
 //! iframes, in document order; cross-origin iframes are observed by their
-//! own content scripts and spliced in (`frames.rs`). It only reads
+//! own content scripts and spliced in (`frames/`). It only reads
 //! (styles, rectangles, hit tests) — the DOM is written once, afterwards,
 //! when the marks are drawn — so the browser lays the page out at most
 //! once.
 //!
-//! Here: the entry points ([`build`], the frame walk for `frames.rs`) and
+//! Here: the entry points ([`build`], the frame walk for `frames/`) and
 //! the walk's shared types. The walk's parts, one concern each: `walk.rs`
 //! (the visit of each node), `style.rs` (computed style, read once) and
 //! `style_cache.rs` (kept between observations), `listing.rs` (which
@@ -88,7 +88,7 @@ pub fn build() -> Build {
 
 /// Observes the page; draws the marks when asked, removes old ones otherwise.
 /// Starts from the previous observation when only a few parts of the page
-/// changed since (see `incremental.rs`), unless `full`. Sent as a diff
+/// changed since (see `incremental/`), unless `full`. Sent as a diff
 /// against the observation numbered `since` when that was the last one
 /// sent (`sent.rs`).
 pub async fn observe(
@@ -199,7 +199,7 @@ pub async fn observe(
 }
 
 /// A kept line as written for the model and as recorded for the protocol,
-/// reused while the line is unchanged (see `incremental.rs`).
+/// reused while the line is unchanged (see `incremental/`).
 pub struct Rendered {
     /// Whether it was written with the new-element mark.
     is_new: bool,
@@ -305,7 +305,7 @@ pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
 pub(crate) type FrameWalk = (Vec<Line>, Vec<Option<Element>>, Vec<crate::frames::Pending>);
 
 /// The lines (with their elements) and cross-origin frames of this
-/// document, observed as a frame of another page (`frames.rs`): positions
+/// document, observed as a frame of another page (`frames/`): positions
 /// in the top viewport through `view`. Links are shown whole (the model
 /// reads them against the top page's address).
 pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String> {
@@ -354,7 +354,7 @@ pub(crate) struct Frame {
     cached: bool,
 }
 
-/// A same-origin iframe walked into, as `incremental.rs` checks it later.
+/// A same-origin iframe walked into, as `incremental/` checks it later.
 pub(crate) struct FrameSeen {
     pub(crate) iframe: Element,
     /// The document it showed.

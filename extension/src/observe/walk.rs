@@ -13,7 +13,7 @@ pub(crate) struct Walk {
     /// Per line, the node of the top document's light tree it comes from
     /// (the outermost shadow host for what a shadow tree shows): lines are
     /// in the document order of their anchors, which is how
-    /// `incremental.rs` finds the lines of a subtree.
+    /// `incremental/` finds the lines of a subtree.
     pub(crate) anchors: Vec<Node>,
     /// Per line, the part of the viewport it was seen through (for the
     /// hit tests an incremental observation repeats).
@@ -23,11 +23,11 @@ pub(crate) struct Walk {
     /// The elements whose line collects the text inside them (listed
     /// elements that are not scroll regions, headings).
     pub(crate) opened: js_sys::Set,
-    /// A same-origin iframe was walked that `incremental.rs` does not
+    /// A same-origin iframe was walked that `incremental/` does not
     /// watch (one in a shadow tree or in another frame).
     pub(crate) saw_frame: bool,
     /// The same-origin iframes of the top document's light tree walked
-    /// into (`incremental.rs` watches their documents).
+    /// into (`incremental/` watches their documents).
     pub(crate) frames: Vec<FrameSeen>,
     /// Inside such a frame: the anchor of its lines.
     pub(super) in_frame: Option<Element>,
@@ -52,7 +52,7 @@ pub(crate) struct Walk {
     /// the walk is in.
     pub(crate) hidden_depth: usize,
     /// Per line: whether it is inside an `aria-hidden` subtree (read by
-    /// `incremental.rs` to tell what the first walk would have found).
+    /// `incremental/` to tell what the first walk would have found).
     pub(crate) line_hidden: Vec<bool>,
     /// The last text added ran to its end with no space after it, and no
     /// box came since: the next text joins it without a space.
@@ -74,7 +74,7 @@ pub(crate) struct Walk {
     pub(super) scroll: (f64, f64),
     /// Elements whose `:hover` rule gives the pointer cursor (`hover.rs`).
     pub(super) hover: Option<String>,
-    /// Cross-origin frames met (`frames.rs` observes them).
+    /// Cross-origin frames met (`frames/` observes them).
     pub(crate) remote: Vec<crate::frames::Pending>,
     /// The fields' labels, found once per document or shadow root.
     pub(super) labels: std::cell::RefCell<crate::labels::Labels>,
@@ -279,7 +279,7 @@ impl Walk {
                 // The items of a flex row are laid out side by side, though
                 // each is a block box: a person reads their short texts as
                 // one line ("Price $5"), so the walk does not break between
-                // them (and `incremental.rs` takes the row for the block).
+                // them (and `incremental/` takes the row for the block).
                 // Kept with the element's style: a change of its parent's
                 // is a change of its own (`Ctx::dirty`).
                 st.block &= !ctx.row;

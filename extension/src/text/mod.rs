@@ -1,6 +1,6 @@
 //! The compact, model-facing page text, built from what the walk saw.
 //!
-//! Pure functions only: the DOM walk (`observe.rs`) fills [`Seen`] records
+//! Pure functions only: the DOM walk (`observe/`) fills [`Seen`] records
 //! and [`render`] turns them into lines such as `12<button>Submit`,
 //! `3<input="E-mail" value="a@b.c">` or `8>Pricing`: the element's number,
 //! then its kind (with its name after `=`) in angle brackets, a plain link
@@ -34,7 +34,7 @@ const OPTIONS_SHOWN: usize = 8;
 
 /// One interactive element as the walk saw it.
 // Serde: a cross-origin frame's content script sends its lines to its
-// parent's (`frames.rs`).
+// parent's (`frames/`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Seen {
     pub index: u32,
@@ -90,7 +90,7 @@ pub struct Seen {
     pub rect: Rect,
     pub in_viewport: bool,
     /// The origin of its document when it is in a cross-origin frame (set
-    /// by the instance that merges the frame's lines, `frames.rs`).
+    /// by the instance that merges the frame's lines, `frames/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
 }
