@@ -258,27 +258,3 @@ pub(super) async fn cleanup_frames(frames: Vec<Element>) {
         }
     }
 }
-
-// ---- acting: routing ----
-
-/// Replaces each `[n]` of `text` whose `n` is a key of `map` by its value
-/// (a frame's numbers in its summaries become the ones the model knows).
-pub fn relabel_text(text: &str, map: &[(u32, u32)]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..=open]);
-        rest = &rest[open + 1..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with(']') {
-            let n: Option<u32> = rest[..digits].parse().ok();
-            match n.and_then(|n| map.iter().find(|(from, _)| *from == n)) {
-                Some((_, to)) => out.push_str(&to.to_string()),
-                None => out.push_str(&rest[..digits]),
-            }
-            rest = &rest[digits..];
-        }
-    }
-    out.push_str(rest);
-    out
-}

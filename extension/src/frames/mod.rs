@@ -68,8 +68,8 @@ mod merge;
 mod route;
 
 pub use answer::handle_frame;
-pub use merge::{Pending, ask, cleanup, draw_marks, merge, relabel_text, renumber};
-pub use route::{relabel_action, route_act, route_upload};
+pub use merge::{Pending, ask, cleanup, draw_marks, merge, renumber};
+pub use route::{relabel_action, relabel_text, route_act, route_upload};
 #[allow(unused_imports)]
 use {answer::*, merge::*, route::*};
 
@@ -449,8 +449,6 @@ fn js_text(e: &JsValue) -> String {
         .or_else(|| Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()))
         .unwrap_or_else(|| "unknown error".into())
 }
-
-// ---- observing: the parent's half ----
 
 #[cfg(test)]
 mod tests {
