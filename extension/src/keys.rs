@@ -16,8 +16,8 @@ use web_sys::{
     KeyboardEvent, KeyboardEventInit,
 };
 
-use crate::act::{Keys, fire_change, set_native_value};
 use crate::dom;
+use crate::events::{Keys, fire_change, set_native_value};
 
 /// One key of a combination, parsed.
 #[derive(Debug, Clone, PartialEq)]

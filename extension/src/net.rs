@@ -211,7 +211,7 @@ fn perf_now() -> f64 {
 }
 
 /// `chrome.runtime` and its `sendMessage`, when this runs as a content
-/// script (`frames.rs` relays through it too).
+/// script (`frames/` relays through it too).
 pub(crate) fn runtime() -> Option<(JsValue, js_sys::Function)> {
     let chrome = js_sys::Reflect::get(&js_sys::global(), &"chrome".into()).ok()?;
     if !chrome.is_object() {

@@ -50,7 +50,7 @@ pub fn known(el: &Element) -> Option<u32> {
 // ---- frames.rs: numbers for elements of cross-origin frames ----
 
 /// The next number, for an element that lives in a cross-origin frame
-/// (`frames.rs` keeps which one); no element of this document gets it.
+/// (`frames/` keeps which one); no element of this document gets it.
 pub fn new_number() -> u32 {
     REGISTRY.with(|r| {
         let mut r = r.borrow_mut();

@@ -11,7 +11,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlOptionElement, HtmlSelectElement};
 
 use crate::Fail;
-use crate::act::{Done, describe, failed, fire_change, read_value};
+use crate::events::{fire_change, read_value};
+use crate::outcome::{Done, describe, failed};
 use crate::text::{self, collapse, truncate};
 
 /// One option as the model sees it.
@@ -104,7 +105,7 @@ pub fn select_options(index: u32, el: &Element, choices: &[OptionChoice]) -> Res
             o.set_selected(on);
         }
     }
-    crate::act::fire_input_and_change(el, "", false);
+    crate::events::fire_input_and_change(el, "", false);
     let _ = fire_change(el);
     let labels: Vec<String> = picked.iter().map(|i| options[*i].label.clone()).collect();
     // Read back: what the select holds now.

@@ -1,0 +1,420 @@
+//! Seeing the page: one walk over the document that finds the interactive,
+//! visible elements, numbers them, and collects their text.
+//!
+//! The walk goes through open shadow roots (nested) and same-origin
+//! iframes, in document order; cross-origin iframes are observed by their
+//! own content scripts and spliced in (`frames/`). It only reads
+//! (styles, rectangles, hit tests) — the DOM is written once, afterwards,
+//! when the marks are drawn — so the browser lays the page out at most
+//! once.
+//!
+//! Here: the entry points ([`build`], the frame walk for `frames/`) and
+//! the walk's shared types. The walk's parts, one concern each: `walk.rs`
+//! (the visit of each node), `style.rs` (computed style, read once) and
+//! `style_cache.rs` (kept between observations), `listing.rs` (which
+//! elements are listed), `naming.rs` (names of unnamed controls),
+//! `describe.rs` (what one element's line says), `cover.rs` (whether an
+//! element shows where it would be clicked) and `iframes.rs`.
+
+use crate::proto;
+use std::rc::Rc;
+
+use errand_protocol::{Build, ElementInfo, Observation, Rect, Viewport};
+use wasm_bindgen::JsCast;
+use web_sys::{
+    Document, Element, HtmlIFrameElement, HtmlInputElement, HtmlTextAreaElement, Node, Window,
+};
+
+use crate::dom::{self, Name};
+use crate::text::{self, Line, ScrollInfo, Seen};
+use crate::{incremental, marks, registry};
+
+mod cover;
+mod describe;
+mod iframes;
+mod listing;
+mod naming;
+mod style;
+pub(crate) mod style_cache;
+mod walk;
+
+pub(crate) use cover::{covering, intersect, rect_of, uncovered};
+pub(crate) use describe::read_select;
+pub use style::StyleBits;
+pub(crate) use walk::Walk;
+#[allow(unused_imports)]
+use {cover::*, describe::*, iframes::*, listing::*, naming::*, style::*, walk::*};
+
+/// The first line of an observation taken while the page kept changing.
+pub const STILL_CHANGING: &str =
+    "(The page was still changing after 3 s: this is how it looked then.)\n";
+
+/// Text collected per element before it is cut (in bytes of raw text).
+const TEXT_COLLECT_MAX: usize = 400;
+/// Context text collected per block before it is cut (in bytes).
+const CONTEXT_COLLECT_MAX: usize = 1200;
+
+thread_local! {
+
+    /// The numbers listed by the previous observation, to mark new ones.
+    static PREVIOUS: std::cell::RefCell<Option<Numbers>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A set of element numbers, one bit each: the registry's numbers are
+/// dense from 1, and this is read and rebuilt on every observation. (32-bit
+/// words: the JS build has no 64-bit integers, it emulates them.)
+#[derive(Default)]
+struct Numbers(Vec<u32>);
+
+impl Numbers {
+    fn insert(&mut self, n: u32) {
+        let (word, bit) = ((n / 32) as usize, n % 32);
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << bit;
+    }
+
+    fn contains(&self, n: u32) -> bool {
+        self.0.get((n / 32) as usize).is_some_and(|w| w & (1 << (n % 32)) != 0)
+    }
+}
+
+/// Which build is running.
+pub fn build() -> Build {
+    if cfg!(errand_js) { Build::Js } else { Build::Wasm }
+}
+
+/// Observes the page; draws the marks when asked, removes old ones otherwise.
+/// Starts from the previous observation when only a few parts of the page
+/// changed since (see `incremental/`), unless `full`. Sent as a diff
+/// against the observation numbered `since` when that was the last one
+/// sent (`sent.rs`).
+pub async fn observe(
+    marks_wanted: bool,
+    full: bool,
+    since: Option<u64>,
+) -> Result<Observation, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let document = window.document().ok_or("no document")?;
+    // Ready before seen: once the page has settled (`ready.rs`).
+    let settled = crate::ready::settle(&document).await;
+    let perf = window.performance();
+    let started = perf.as_ref().map_or(0.0, |p| p.now());
+
+    let vw = num(window.inner_width());
+    let vh = num(window.inner_height());
+    let location = document.location();
+    let url = location.as_ref().and_then(|l| l.href().ok()).unwrap_or_default();
+    let origin = location.as_ref().and_then(|l| l.origin().ok()).unwrap_or_default();
+    let root = proto::document_element(&document).ok_or("the document has no root element")?;
+
+    let top = Frame {
+        window: window.clone(),
+        dx: 0.0,
+        dy: 0.0,
+        clip: Rect { x: 0.0, y: 0.0, width: vw, height: vh },
+        width: vw,
+        height: vh,
+        cached: true,
+    };
+    style_cache::begin(&document, vw, vh);
+    // The previous observation's overlay goes before the walk: each of its
+    // boxes is a layer that every hit test would pass through (with
+    // hundreds of marks drawn, most of a walk's time). `finish` draws the
+    // new one.
+    own_writes(marks::clear);
+    let viewport = Viewport {
+        width: vw,
+        height: vh,
+        scroll_x: window.scroll_x().unwrap_or(0.0),
+        scroll_y: window.scroll_y().unwrap_or(0.0),
+        page_width: f64::from(proto::scroll_width(&root)),
+        page_height: f64::from(proto::scroll_height(&root)),
+    };
+    // Elements given click, pointer or key listeners since the last ask
+    // (`listeners.rs`): changes too.
+    crate::listeners::refresh(&document);
+    incremental::listeners_found(crate::listeners::take_fresh());
+    let changes = incremental::take_changes(&document);
+    crate::deadline::begin(crate::deadline::WALK_MS);
+    let (reobserved, fallback) = match full {
+        true => (None, None),
+        false => match incremental::reobserve(changes, &document, &top, &viewport, &origin) {
+            Ok(n) => (Some(n), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
+    // Cross-origin frames: what they show changes unseen by this
+    // document's observers, so each is asked again every time (its lines
+    // from a re-observation's kept ones taken out first).
+    let remote = match reobserved {
+        Some(_) => incremental::take_frames(),
+        None => {
+            registry::forget_gone();
+            let mut walk = walk_document(&root, &top, &origin);
+            let remote = std::mem::take(&mut walk.remote);
+            incremental::store(walk, &document, &viewport);
+            remote
+        }
+    };
+    // The walk's reads are done; what the page changes from here on (while
+    // the frames answer, say) is recorded for the next observation.
+    style_cache::end();
+    incremental::end();
+    if let Err(why) = crate::deadline::end() {
+        // What the walk kept is partial: the next observation starts over.
+        incremental::forget();
+        return Err(why);
+    }
+    // ---- frames.rs: cross-origin frames, observed by their own content
+    // scripts, their lines spliced in where their iframes are ----
+    if !remote.is_empty() {
+        let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
+        incremental::put_frames(remote, answers);
+    }
+    let title = proto::title(&document);
+    let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
+        finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
+    })?;
+    if !settled {
+        text.insert_str(0, STILL_CHANGING);
+    }
+    if marks_wanted {
+        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
+    }
+    let mut obs = Observation {
+        url,
+        title,
+        build: Some(build()),
+        viewport,
+        reobserved: reobserved.map(|n| n as u32),
+        fallback: fallback.map(str::to_owned),
+        ..Observation::default()
+    };
+    crate::sent::package(&mut obs, elements, text, since);
+    obs.elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
+    Ok(obs)
+}
+
+/// A kept line as written for the model and as recorded for the protocol,
+/// reused while the line is unchanged (see `incremental/`).
+pub struct Rendered {
+    /// Whether it was written with the new-element mark.
+    is_new: bool,
+    written: Option<text::Written>,
+    info: Option<Rc<ElementInfo>>,
+}
+
+/// Marks what is new, writes the text and the element records, and draws
+/// (or removes) the marks: the part of an observation after the walk.
+fn finish(
+    lines: &mut [Line],
+    nodes: &[Option<Element>],
+    rendered: &mut Vec<Option<Rendered>>,
+    document: &Document,
+    viewport: &Viewport,
+    marks_wanted: bool,
+) -> Result<(Vec<Rc<ElementInfo>>, String), String> {
+    // Mark what the previous observation did not list, and write again the
+    // lines re-walked (or all of them after a full walk) and those whose
+    // new-element mark changed: one pass over the lines, which on a large
+    // page costs more than the re-walk of one change.
+    if rendered.len() != lines.len() {
+        rendered.clear();
+        rendered.resize_with(lines.len(), || None);
+    }
+    let mut listed = Numbers::default();
+    PREVIOUS.with(|p| {
+        let mut p = p.borrow_mut();
+        for (line, r) in lines.iter_mut().zip(rendered.iter_mut()) {
+            if let Line::Element(seen) = line {
+                listed.insert(seen.index);
+                if let Some(prev) = p.as_ref() {
+                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
+                }
+            }
+            let is_new = matches!(line, Line::Element(seen) if seen.is_new);
+            if r.as_ref().is_none_or(|r| r.is_new != is_new) {
+                *r = Some(Rendered {
+                    is_new,
+                    written: text::write_line(line, viewport),
+                    info: match line {
+                        Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
+                        _ => None,
+                    },
+                });
+            }
+        }
+        *p = Some(listed);
+    });
+    let mut written: Vec<&text::Written> = Vec::with_capacity(rendered.len());
+    let mut elements: Vec<Rc<ElementInfo>> = Vec::new();
+    let mut marked: Vec<(u32, Element)> = Vec::new();
+    let mut boxes: Vec<Rect> = Vec::new();
+    for ((r, l), node) in rendered.iter().zip(lines.iter()).zip(nodes.iter()) {
+        let Some(r) = r else { continue };
+        written.extend(r.written.as_ref());
+        elements.extend(r.info.clone());
+        if let (true, Line::Element(seen), Some(el)) = (marks_wanted, l, node) {
+            if seen.index > 0 && seen.in_viewport {
+                marked.push((seen.index, el.clone()));
+                // Where the walk (or the check that it has not moved since)
+                // read it, in the top viewport.
+                boxes.push(seen.rect);
+            }
+        }
+    }
+    let text = text::render_written(&written, viewport, text::TEXT_CAP);
+
+    // The new overlay, after every layout read; Errand's own writes are not
+    // the page's changes.
+    if marks_wanted {
+        own_writes(|| marks::draw(document, &marked, Some(&boxes)))
+            .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+    }
+    Ok((elements, text))
+}
+
+/// One walk over a document from its root element.
+fn walk_document(root: &Element, top: &Frame, origin: &str) -> Walk {
+    let mut walk = Walk::new(origin.to_owned(), false);
+    walk.visit(root, top, Ctx::default());
+    walk.flush();
+    // A page that hides its whole background with `aria-hidden` (behind a
+    // dialog that a snapshot lost, say) still shows it to a person: when
+    // honouring `aria-hidden` leaves nothing usable in view, walk again
+    // without it; covered elements are still left out by the hit tests.
+    if walk.aria_hidden_skipped > 0 && !walk.any_in_view() {
+        walk = Walk::new(origin.to_owned(), true);
+        walk.visit(root, top, Ctx::default());
+        walk.flush();
+    }
+    walk
+}
+
+/// Runs Errand's own DOM writes (the overlay) so that the change observers
+/// (the style cache's and the incremental observation's) do not take them
+/// for the page's.
+pub(crate) fn own_writes<T>(write: impl FnOnce() -> T) -> T {
+    style_cache::own_writes(|| incremental::own_writes(|| crate::ready::own_writes(write)))
+}
+
+/// A frame's walk: its lines, their elements, its cross-origin frames.
+pub(crate) type FrameWalk = (Vec<Line>, Vec<Option<Element>>, Vec<crate::frames::Pending>);
+
+/// The lines (with their elements) and cross-origin frames of this
+/// document, observed as a frame of another page (`frames/`): positions
+/// in the top viewport through `view`. Links are shown whole (the model
+/// reads them against the top page's address).
+pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let document = window.document().ok_or("no document")?;
+    registry::forget_gone();
+    let vw = num(window.inner_width());
+    let vh = num(window.inner_height());
+    let root = proto::document_element(&document).ok_or("the document has no root element")?;
+    let top = Frame {
+        window,
+        dx: view.dx,
+        dy: view.dy,
+        clip: view.clip,
+        width: vw,
+        height: vh,
+        cached: true,
+    };
+    style_cache::begin(&document, vw, vh);
+    crate::deadline::begin(crate::deadline::WALK_MS);
+    crate::listeners::refresh(&document);
+    let walk = walk_document(&root, &top, "");
+    style_cache::end();
+    crate::deadline::end()?;
+    Ok((walk.lines, walk.nodes, walk.remote))
+}
+
+/// A JS number, or 0.
+fn num(v: Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>) -> f64 {
+    v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0)
+}
+
+/// A document being walked: the top one or a same-origin iframe's.
+pub(crate) struct Frame {
+    pub(crate) window: Window,
+    /// Where this document's viewport sits in the top viewport.
+    pub(crate) dx: f64,
+    pub(crate) dy: f64,
+    /// The part of the top viewport through which this document is seen.
+    pub(crate) clip: Rect,
+    /// This document's own viewport size.
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+    /// Whether style reads here may be cached: only the top document's
+    /// light tree is watched by the mutation observer.
+    cached: bool,
+}
+
+/// A same-origin iframe walked into, as `incremental/` checks it later.
+pub(crate) struct FrameSeen {
+    pub(crate) iframe: Element,
+    /// The document it showed.
+    pub(crate) document: Document,
+    /// Its box in the top viewport.
+    pub(crate) rect: Rect,
+    /// Its window's size and scroll position.
+    pub(crate) size: (f64, f64),
+    pub(crate) scroll: (f64, f64),
+    /// Its root element was walked as a block: its lines start and end
+    /// with a clean break, so it can be walked again alone.
+    pub(crate) breaks: bool,
+}
+
+/// An element left out because something covers it in view.
+pub(crate) struct Covered {
+    pub(crate) el: Element,
+    /// The part of the viewport it was seen through.
+    pub(crate) clip: Rect,
+    /// Its box in its own document's viewport.
+    pub(crate) rect: Rect,
+    /// What the hit tests landed on instead, with their boxes then (empty
+    /// when not known): while none of them changed or moved, nor the
+    /// element, it is still covered without asking again.
+    pub(crate) by: Vec<(Element, Rect)>,
+}
+
+/// What a node inherits from its parent during the walk.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Ctx {
+    /// The parent has `cursor: pointer` (or `move`, `grab`).
+    pub(crate) pointer: bool,
+    /// The parent has it only under the mouse (`hover.rs`): so does this
+    /// element, as the cursor is inherited.
+    pub(crate) hover: bool,
+    /// The parent's text is hidden (`visibility: hidden`).
+    pub(crate) text_hidden: bool,
+    /// The parent's style was read afresh (it or an ancestor changed):
+    /// so is this element's.
+    pub(crate) dirty: bool,
+    /// The parent has `cursor: move` or `grab` (a drag handle's inside).
+    pub(crate) grab: bool,
+    /// The parent is a flex row (`display: flex`, `flex-direction: row`,
+    /// `flex-wrap: nowrap`): its items read as one line.
+    pub(crate) row: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Numbers;
+
+    #[test]
+    fn numbers_hold_what_was_put_in() {
+        let mut n = Numbers::default();
+        let put = [1, 31, 32, 33, 63, 64, 1000, 4095];
+        for &i in &put {
+            n.insert(i);
+        }
+        for i in 0..5000 {
+            assert_eq!(n.contains(i), put.contains(&i), "{i}");
+        }
+    }
+}
