@@ -10,7 +10,7 @@
 //!
 //! - *Errand*: a real task from the side panel, the scripted model answering
 //!   ten actions at a time; each action timed by the host
-//!   (`native-host/src/agent/tabs.rs` logs `action_ms`: from sending
+//!   (the stored step records' `ms`, `native-host/src/agent/actions.rs`: from sending
 //!   `page {act}` through the service worker to the content script, which
 //!   acts, waits for the page to settle and reports the effect, until the
 //!   host has it).
