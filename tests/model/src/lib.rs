@@ -180,27 +180,56 @@ struct ModelState {
 
 /// A running scripted model; stopped on drop.
 pub struct ScriptedModel {
-    addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
+    server: Server,
     state: Arc<ModelState>,
 }
 
-impl Drop for ScriptedModel {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
+/// One tokio runtime for the test servers (the scripted model, the
+/// fixture pages).
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("scripted-model")
+            .thread_name("test-http")
             .enable_all()
             .build()
-            .expect("building the scripted model's tokio runtime")
+            .expect("building the test servers' tokio runtime")
     })
+}
+
+/// An axum router served on a fresh port of 127.0.0.1 in the test servers'
+/// runtime; stopped on drop.
+pub struct Server {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Serves `router` on a fresh port of 127.0.0.1.
+    pub fn start(router: axum::Router) -> Result<Server> {
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").context("binding a port on 127.0.0.1")?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let rt = runtime();
+        let listener = {
+            let _guard = rt.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        let task = rt.spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                eprintln!("the test server on {addr} stopped: {e}");
+            }
+        });
+        Ok(Server { addr, task })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl ScriptedModel {
@@ -239,37 +268,23 @@ impl ScriptedModel {
             .route("/v1/models", get(models))
             .fallback(unknown)
             .with_state(Arc::clone(&state));
-        let listener =
-            std::net::TcpListener::bind("127.0.0.1:0").context("binding a port on 127.0.0.1")?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let rt = runtime();
-        let listener = {
-            let _guard = rt.enter();
-            tokio::net::TcpListener::from_std(listener)?
-        };
-        let task = rt.spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
-                eprintln!("the scripted model on {addr} stopped: {e}");
-            }
-        });
-        Ok(ScriptedModel { addr, task, state })
+        Ok(ScriptedModel { server: Server::start(router)?, state })
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr
     }
 
     /// `http://127.0.0.1:PORT` (add the family's path: `/v1`, `/v1beta`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// The OpenAI-compatible base URL to configure (`ERRAND_BASE_URL`):
     /// `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.server.addr)
     }
 
     /// Every model request so far, in order, with its path and headers.
