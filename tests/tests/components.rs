@@ -25,26 +25,6 @@ fn not_seen(req: &Value, text: &str) {
     assert!(!last.contains(text), "the page shows {text:?}:\n{last}");
 }
 
-/// Prints the observation of the fixture in `ERRAND_PEEK` (a path under
-/// tests/fixtures): for looking at a page while writing its test.
-#[test]
-#[ignore]
-fn peek() {
-    let path = std::env::var("ERRAND_PEEK").unwrap_or_else(|_| "/components/plain.html".into());
-    let fixtures = FixtureServer::start().unwrap();
-    let browser = TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1")).unwrap();
-    let tab = browser.new_page(&fixtures.url(&path)).unwrap();
-    let cs = ContentScript::of(&browser, &tab).unwrap();
-    let o = cs.observe(false).unwrap();
-    println!("{}", o.text);
-    if let Ok(steps) = std::env::var("ERRAND_PEEK_JS") {
-        std::thread::sleep(std::time::Duration::from_millis(1000));
-        println!("eval: {}", tab.eval(&steps).unwrap());
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        println!("----\n{}", cs.observe(false).unwrap().text);
-    }
-}
-
 fn plain_script(req: &Value, call: usize) -> Reply {
     match call {
         0 => {

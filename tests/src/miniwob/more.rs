@@ -284,7 +284,12 @@ fn copy_paste(list: &[Listed], call: usize) -> Actions {
     if call > 0 {
         return Ok(vec![]);
     }
-    let area = first(list, |e| e.tag == "textarea")?;
+    copy_into_field(first(list, |e| e.tag == "textarea")?, list)
+}
+
+/// Copies the text area `area`'s whole text with the keys, pastes it into
+/// the text field, and submits.
+fn copy_into_field(area: u32, list: &[Listed]) -> Actions {
     let field = first(list, |e| e.tag == "input" && e.is_text_field())?;
     Ok(vec![
         click(area),
@@ -405,15 +410,7 @@ fn copy_paste_2(text: &str, list: &[Listed], call: usize) -> Actions {
     let n = ordinal(&between(text, "from the ", " text area")?)?;
     let areas: Vec<&Listed> = list.iter().filter(|e| e.tag == "textarea").collect();
     let area = areas.get(n - 1).ok_or_else(|| format!("{} text areas listed", areas.len()))?.index;
-    let field = first(list, |e| e.tag == "input" && e.is_text_field())?;
-    Ok(vec![
-        click(area),
-        press("ControlOrMeta+a", Some(area)),
-        press("ControlOrMeta+c", Some(area)),
-        click(field),
-        press("ControlOrMeta+v", Some(field)),
-        click(submit(list)?),
-    ])
+    copy_into_field(area, list)
 }
 
 /// A table of label and value lines; each field is named by a label.
