@@ -39,6 +39,7 @@ pub mod incremental;
 pub mod keys;
 pub mod labels;
 pub mod listeners;
+pub mod locator;
 pub mod marks;
 pub mod messages;
 pub mod net;
@@ -115,6 +116,10 @@ async fn answer(message: &str) -> Envelope {
             };
             acted(deadline::within(deadline::ACT_MS, "setting the files", done).await)
         }
+        PageCommand::Locate { locator } => match locator::locate(&locator) {
+            Ok(found) => Body::Located(found),
+            Err(Fail { code, message }) => Body::Error { code, message },
+        },
         PageCommand::Cleanup {} => {
             marks::clear();
             dropdown::disable();

@@ -100,3 +100,16 @@ pub fn element(index: u32) -> Result<Element, Fail> {
         }
     })
 }
+
+/// The numbered elements still on the page, in number order.
+pub fn live() -> Vec<(u32, Element)> {
+    REGISTRY.with(|r| {
+        let r = r.borrow();
+        r.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, slot)| slot.as_ref().map(|el| (i as u32 + 1, el.clone())))
+            .filter(|(_, el)| proto::is_connected(el))
+            .collect()
+    })
+}

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 mod action;
 pub mod chunk;
 mod diff;
+pub mod locator;
 mod observation;
 mod panel;
 pub mod rules_js;
@@ -30,6 +31,7 @@ pub use action::{
     Action, ClickButton, DialogAnswer, DialogChoice, Modifier, OptionChoice, ScrollDirection,
 };
 pub use diff::{DiffError, ObservationDiff, Splice, apply, splice_ends, splices};
+pub use locator::{Located, Locator};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 pub use panel::{
     CheckLevel, CheckLine, Fact, ProfileView, SecretInfo, SettingsUpdate, SettingsView, TaskDetail,
@@ -404,6 +406,8 @@ pub enum Body {
     Observation(Observation),
     /// Reply to [`PageCommand::Act`].
     ActionDone { effect: Effect },
+    /// Reply to [`PageCommand::Locate`].
+    Located(Located),
     /// Reply to a command that returns nothing.
     Ack {},
 
@@ -559,6 +563,11 @@ pub enum PageCommand {
     /// Put files into the file input numbered `index` (the host's half of
     /// `upload_file`: it read them from the folder the user allowed).
     SetFiles { index: u32, files: Vec<FilePayload> },
+    /// Find the element `locator` describes among the elements of the last
+    /// observation (open shadow roots and same-origin frames included), by
+    /// the rungs of [`locator::RUNGS`] in order: reply `located`, or
+    /// `no_such_element` saying what each rung found.
+    Locate { locator: Locator },
 }
 
 /// A file for a file input: its name, MIME type and bytes in base64.
@@ -607,6 +616,10 @@ pub struct Effect {
     /// since (a date widget emptying its field when its calendar closes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reverted: Vec<String>,
+    /// How to find the acted element again (recipes), read just before
+    /// the action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locator: Option<Locator>,
 }
 
 /// A JavaScript dialog the page opened, answered without blocking it.
@@ -782,6 +795,10 @@ pub struct ActionRecord {
     /// having its verified effect (the settle wait included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms: Option<f64>,
+    /// For an action the page carried out: its verified effect, with the
+    /// element's locator (what a recipe replays and checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
 }
 
 /// How a task ended.

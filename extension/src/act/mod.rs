@@ -57,9 +57,15 @@ pub async fn act(action: Action, guard: &Guard) -> Result<Effect, Fail> {
     }
     crate::marks::remember_secrets(&guard.secrets);
     crate::dialogs::arm(&action.dialog());
+    // Recipes: how to find this element again, read before the action
+    // changes it.
+    let locator = target.as_ref().map(crate::locator::of);
     let watch = Watch::start(target.as_ref());
     let done = run(action, &watch).await;
     let mut effect = effect_of(watch, target.as_ref(), done).await;
+    if let Ok(e) = &mut effect {
+        e.locator = locator;
+    }
     // Between actions, dialogs get the default answers.
     crate::dialogs::arm_default();
     let lost = changed_fills(target.as_ref());
@@ -162,6 +168,7 @@ async fn effect_of(
         new_tab: None,
         dialogs,
         reverted: Vec::new(),
+        locator: None,
     })
 }
 

@@ -88,6 +88,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                 break;
             }
             let mut ms = None;
+            self.progress().last_effect = None;
             let label = action.element().and_then(|i| prompt::label_in(obs, i));
             labels.push(label.clone().unwrap_or_default());
             let (ok, detail, stop_here) = match (action.element(), label) {
@@ -122,7 +123,10 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             // What the action brought back (page text, an extract, the
             // user's answer, a tab list) is scrubbed as it comes in.
             let detail = self.scrubber().text(&detail);
-            records.push(ActionRecord { action: action.clone(), ok, detail, ms });
+            // The verified effect and the element's locator (recipes),
+            // scrubbed like the rest of the record.
+            let effect = self.progress().last_effect.take().map(|e| self.scrubber().serde(e));
+            records.push(ActionRecord { action: action.clone(), ok, detail, ms, effect });
             if stop_here || !ok || finish.is_some() {
                 break;
             }
@@ -235,7 +239,11 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                     // Later actions of the answer were planned on the page as
                     // it was: stop when it changed in a way the model could
                     // not see.
-                    Ok(effect) => (true, effect.detail(), effect.unforeseen()),
+                    Ok(effect) => {
+                        let (detail, unforeseen) = (effect.detail(), effect.unforeseen());
+                        self.progress().last_effect = Some(effect);
+                        (true, detail, unforeseen)
+                    }
                     Err(BrowserError::Refused { message, .. })
                         if message.contains(NOT_A_SECRET_FIELD) =>
                     {

@@ -174,6 +174,10 @@ struct Progress {
     warning: Option<String>,
     /// Why a step could not be recorded: the task ends.
     unsaved: Option<String>,
+    /// The effect of the page action just run, for its record.
+    last_effect: Option<errand_protocol::Effect>,
+    /// For a recipe's replay handed to the agent: what the replay did.
+    handed_over: Option<String>,
 }
 
 /// How one step went.

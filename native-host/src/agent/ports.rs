@@ -17,7 +17,8 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use errand_protocol::{
-    Action, Effect, ErrorCode, FilePayload, Observation, Outcome, TabSummary, TaskEvent,
+    Action, Effect, ErrorCode, FilePayload, Located, Locator, Observation, Outcome, TabSummary,
+    TaskEvent,
 };
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -97,6 +98,22 @@ pub trait Browser: Send + Sync {
         index: u32,
         files: Vec<FilePayload>,
     ) -> impl Future<Output = Result<Effect, BrowserError>> + Send;
+
+    /// Finds the element `locator` describes among those of the tab's
+    /// last observation (recipes: see [`errand_protocol::locator`]).
+    fn locate(
+        &self,
+        tab_id: i64,
+        locator: Locator,
+    ) -> impl Future<Output = Result<Located, BrowserError>> + Send {
+        let _ = (tab_id, locator);
+        async {
+            Err(BrowserError::Refused {
+                code: ErrorCode::NoSuchElement,
+                message: "this browser cannot locate elements".to_owned(),
+            })
+        }
+    }
 
     /// Loads `url` in the tab.
     fn navigate(

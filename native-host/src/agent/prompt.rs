@@ -398,7 +398,10 @@ mod tests {
     #[test]
     fn earlier_results_are_fenced_and_the_users_answers_are_not() {
         let record = |action: Action, detail: &str| {
-            (ActionRecord { action, ok: true, detail: detail.into(), ms: None }, String::new())
+            (
+                ActionRecord { action, ok: true, detail: detail.into(), ms: None, effect: None },
+                String::new(),
+            )
         };
         let history = [PastStep {
             step: 1,
@@ -466,6 +469,7 @@ mod tests {
                             ok: true,
                             detail: "filled".into(),
                             ms: None,
+                            effect: None,
                         },
                         "<input type=text> Name".into(),
                     ),
@@ -475,6 +479,7 @@ mod tests {
                             ok: false,
                             detail: "there is no element [9]".into(),
                             ms: None,
+                            effect: None,
                         },
                         String::new(),
                     ),

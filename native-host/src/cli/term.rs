@@ -128,6 +128,7 @@ mod tests {
                     ok: true,
                     detail: "clicked".into(),
                     ms: None,
+                    effect: None,
                 }],
                 ..Default::default()
             }),

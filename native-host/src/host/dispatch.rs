@@ -165,6 +165,7 @@ impl Host {
             | Body::Captured { .. }
             | Body::Observation(_)
             | Body::ActionDone { .. }
+            | Body::Located(_)
             | Body::Ack {})
                 if env.re.is_some() =>
             {

@@ -600,6 +600,7 @@ mod tests {
             ok: true,
             detail: "clicked".into(),
             ms: None,
+            effect: None,
         };
         for (n, cost) in [(1, Some(0.25)), (2, None)] {
             store

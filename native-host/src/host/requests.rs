@@ -16,6 +16,7 @@ impl Host {
                     PageCommand::Act { action, .. } => format!("act: {}", action.name()),
                     PageCommand::Cleanup {} => "cleanup".to_owned(),
                     PageCommand::SetFiles { .. } => "set_files".to_owned(),
+                    PageCommand::Locate { .. } => "locate".to_owned(),
                 };
                 (
                     format!("the page in tab {tab_id} (`{op}`)"),
@@ -181,6 +182,18 @@ impl Browser for Host {
 
     async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, BrowserError> {
         Host::navigate(self, tab_id, url).await
+    }
+
+    async fn locate(
+        &self,
+        tab_id: i64,
+        locator: errand_protocol::Locator,
+    ) -> Result<errand_protocol::Located, BrowserError> {
+        let body = Body::Page { tab_id, command: PageCommand::Locate { locator } };
+        match self.request(body).await? {
+            Body::Located(found) => Ok(found),
+            other => Err(unexpected("page locate", &other)),
+        }
     }
 
     async fn open_tab(&self, url: &str) -> Result<TabInfo, BrowserError> {
