@@ -36,6 +36,7 @@ pub mod loop_detect;
 pub mod planner;
 pub mod ports;
 pub mod prompt;
+pub mod replay;
 pub mod tabs;
 
 mod actions;
@@ -88,6 +89,17 @@ pub async fn run<B: Browser, O: Operator>(
     stop: Stopper,
     pause: Pause,
 ) {
+    run_task(cx, spec, stop, pause, None).await;
+}
+
+/// [`run`], or with `recipe` a replay of it ([`replay`]).
+async fn run_task<B: Browser, O: Operator>(
+    cx: Context<B, O>,
+    spec: TaskSpec,
+    stop: Stopper,
+    pause: Pause,
+    recipe: Option<replay::Replay>,
+) {
     let agent = Agent {
         cx: &cx,
         spec: &spec,
@@ -99,7 +111,12 @@ pub async fn run<B: Browser, O: Operator>(
     let outcome = tokio::select! {
         biased;
         _ = stop.token().cancelled() => stop.outcome(),
-        outcome = agent.drive() => outcome,
+        outcome = async {
+            match &recipe {
+                Some(r) => agent.replay(r).await,
+                None => agent.drive().await,
+            }
+        } => outcome,
     };
     let outcome = agent.scrubber().serde(outcome);
     tracing::info!(task_id = %spec.id, status = outcome.status(), "task ended");
@@ -230,6 +247,9 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         if let Some(plan) = self.progress().plan.clone() {
             text = format!("{text}\n\n{plan}");
         }
+        if let Some(handed) = self.progress().handed_over.clone() {
+            text = format!("{text}\n\n{handed}");
+        }
         if let Some(looping) = self.progress().looping.as_ref().map(|l| l.prompt_text()) {
             text = format!("{text}\n\n{looping}");
         }
@@ -306,11 +326,21 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     }
 
     async fn drive(&self) -> Outcome {
+        match self.prepare().await {
+            Ok(first_obs) => self.steps_from(1, first_obs, Vec::new()).await,
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// Everything before the first step: the budget, the secrets, the
+    /// profile, the tab (checked against the site lists), the `started`
+    /// event. Returns the first observation when one was taken.
+    async fn prepare(&self) -> Result<Option<Observation>, Outcome> {
         let settings = self.settings();
         let prices = match Prices::load(&settings.config_dir) {
             Ok(p) => p,
             Err(e) => {
-                return Outcome::Failed { error: e.to_string() };
+                return Err(Outcome::Failed { error: e.to_string() });
             }
         };
         let model = self.model();
@@ -330,7 +360,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         let secrets = match crate::memory::secrets::Secrets::load(&settings.data_dir) {
             Ok(s) => s,
             Err(e) => {
-                return Outcome::Failed { error: e.to_string() };
+                return Err(Outcome::Failed { error: e.to_string() });
             }
         };
         let facts = self.store().facts().unwrap_or_else(|e| {
@@ -346,19 +376,21 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         }
         if let Some(url) = &self.spec.url {
             if let Err(refused) = self.sites().check(url) {
-                return Outcome::Failed { error: format!("Errand will not open {url}: {refused}") };
+                return Err(Outcome::Failed {
+                    error: format!("Errand will not open {url}: {refused}"),
+                });
             }
         }
         let (tab_id, url, first_obs) = match self.open().await {
             Ok(t) => t,
             Err(e) => {
-                return Outcome::Failed { error: format!("could not open the tab: {e}") };
+                return Err(Outcome::Failed { error: format!("could not open the tab: {e}") });
             }
         };
         if let Err(refused) = self.sites().check(&url) {
-            return Outcome::Failed {
+            return Err(Outcome::Failed {
                 error: format!("Errand cannot work on this page: {refused}"),
-            };
+            });
         }
         self.enter(&url, &[]);
         let url = self.scrubber().text(&url);
@@ -370,11 +402,22 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         let started = TaskEvent::Started { task: self.spec.task.clone(), tab_id, url };
         self.emit(started, Vec::new()).await;
 
-        let mut first_obs = first_obs;
-        let mut history: Vec<PastStep> = Vec::new();
-        let mut failures = 0;
         self.tab.store(tab_id, Ordering::SeqCst);
-        for step in 1..=self.spec.max_steps {
+        Ok(first_obs)
+    }
+
+    /// The agent's steps from step `first` (after a recipe's replay handed
+    /// over, `history` holds what it did) until the task ends.
+    async fn steps_from(
+        &self,
+        first: u32,
+        first_obs: Option<Observation>,
+        mut history: Vec<PastStep>,
+    ) -> Outcome {
+        let mut first_obs = first_obs;
+        let mut failures = 0;
+        let last = first.saturating_add(self.spec.max_steps).saturating_sub(1);
+        for step in first..=last {
             self.follow_model();
             if let Some(why) = self.progress().budget.exceeded() {
                 return Outcome::Failed { error: why };

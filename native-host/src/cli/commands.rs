@@ -30,6 +30,8 @@ pub enum CommandError {
     Host(#[from] HostError),
     #[error("{0}")]
     Request(#[from] BrowserError),
+    #[error(transparent)]
+    Recipe(#[from] crate::memory::recipe::RecipeError),
     #[error("cannot set up the connection: {0}")]
     Io(#[from] std::io::Error),
     #[error("the screenshot is not a base64 data URL")]
@@ -101,7 +103,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
         c = connect(settings, args.headed) => c?,
         _ = tokio::signal::ctrl_c() => return Ok(interrupted_exit()),
     };
-    let mut events = c.host.subscribe();
+    let events = c.host.subscribe();
     let task_id = match c.host.start_task(&args.task, None, Some(&args.url)) {
         Ok(id) => id,
         Err(e) => {
@@ -109,6 +111,79 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
             return Err(e.into());
         }
     };
+    let (outcome, interrupted) = follow(&c, events, &task_id, args.json, args.approve).await;
+    c.close();
+    Ok(exit_code(outcome.as_ref(), interrupted))
+}
+
+fn exit_code(outcome: Option<&Outcome>, interrupted: bool) -> ExitCode {
+    match outcome {
+        Some(Outcome::Done { success: true, .. }) => ExitCode::SUCCESS,
+        _ if interrupted => ExitCode::from(130),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// `errand recipe run`.
+#[derive(Debug, Clone)]
+pub struct RecipeRunArgs {
+    pub name: String,
+    pub params: Vec<(String, String)>,
+    pub overrides: Overrides,
+    pub json: bool,
+    pub headed: bool,
+    pub approve: bool,
+    /// Write the repairs the model made into the recipe.
+    pub accept_repairs: bool,
+}
+
+/// Replays a recipe as a task; exit status 0 when it was done.
+pub async fn run_recipe(args: RecipeRunArgs) -> Result<ExitCode, CommandError> {
+    use crate::memory::recipe::Recipe;
+    let settings = Settings::load(&args.overrides)?;
+    let data_dir = settings.data_dir.clone();
+    let saved = Recipe::load(&data_dir, &args.name)?;
+    let applied = saved.with_params(&args.params)?;
+    let c = tokio::select! {
+        c = connect(settings, args.headed) => c?,
+        _ = tokio::signal::ctrl_c() => return Ok(interrupted_exit()),
+    };
+    let events = c.host.subscribe();
+    let replay = crate::agent::replay::Replay { saved, applied };
+    let task_id = match c.host.start_recipe(replay, None) {
+        Ok(id) => id,
+        Err(e) => {
+            c.close();
+            return Err(e.into());
+        }
+    };
+    let (outcome, interrupted) = follow(&c, events, &task_id, args.json, args.approve).await;
+    c.close();
+    if let Some(Ok(_)) = Recipe::proposed(&data_dir, &args.name) {
+        if args.accept_repairs {
+            Recipe::accept_proposed(&data_dir, &args.name)?;
+            eprintln!("the repaired steps were written into the recipe `{}`", args.name);
+        } else {
+            eprintln!(
+                "the model repaired steps of `{}`: `errand recipe accept {}` (or --accept-repairs) writes them into the recipe",
+                args.name, args.name
+            );
+        }
+    }
+    Ok(exit_code(outcome.as_ref(), interrupted))
+}
+
+/// Prints the task's events until it ends (answering approvals); returns
+/// its outcome and whether Ctrl-C stopped it.
+async fn follow(
+    c: &Connected,
+    mut events: tokio::sync::broadcast::Receiver<crate::host::LocalEvent>,
+    task_id: &str,
+    json: bool,
+    approve: bool,
+) -> (Option<Outcome>, bool) {
+    let task_id = task_id.to_owned();
+    let args_json = json;
     let mut outcome = None;
     let mut interrupted = false;
     let ctrl_c = tokio::signal::ctrl_c();
@@ -117,12 +192,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(ev) if ev.task_id == task_id => {
-                    term::event(&ev, args.json);
+                    term::event(&ev, args_json);
                     match ev.event {
                         TaskEvent::Finished { outcome: o } => outcome = Some(o),
                         TaskEvent::Approval { .. } => {
                             let host = c.host.clone();
-                            let (id, approve) = (task_id.clone(), args.approve);
+                            let id = task_id.clone();
                             tokio::spawn(async move {
                                 let decision = if approve {
                                     crate::agent::Decision::Approved
@@ -152,12 +227,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
             }
         }
     }
-    c.close();
-    Ok(match outcome {
-        Some(Outcome::Done { success: true, .. }) => ExitCode::SUCCESS,
-        _ if interrupted => ExitCode::from(130),
-        _ => ExitCode::FAILURE,
-    })
+    (outcome, interrupted)
 }
 
 /// Asks on the terminal whether to approve an action (the event's lines

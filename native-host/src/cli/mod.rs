@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub mod commands;
 pub mod memory;
+pub mod recipe;
 pub mod session;
 pub mod term;
 
@@ -87,6 +88,12 @@ pub enum Command {
         #[command(subcommand)]
         command: memory::MemoryCommand,
     },
+    /// Recipes: a finished task saved as steps, replayed without the model
+    /// (`save`, `list`, `run NAME --param k=v`, `accept`).
+    Recipe {
+        #[command(subcommand)]
+        command: recipe::RecipeCommand,
+    },
 }
 
 /// Model settings that override the config file and the environment.
@@ -107,7 +114,7 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn overrides(&self, max_steps: Option<u32>) -> Overrides {
+    pub(crate) fn overrides(&self, max_steps: Option<u32>) -> Overrides {
         Overrides {
             base_url: self.base_url.clone(),
             model: self.model.clone(),
@@ -161,6 +168,7 @@ pub fn main() -> ExitCode {
             block_on(commands::run(args))
         }
         Command::Memory { command } => memory::main(command),
+        Command::Recipe { command } => recipe::main(command),
         Command::Observe { url, screenshot, json, headed } => {
             block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
         }
@@ -171,7 +179,7 @@ fn or_all(browsers: &[Browser]) -> &[Browser] {
     if browsers.is_empty() { &Browser::ALL } else { browsers }
 }
 
-fn block_on<E: std::fmt::Display>(
+pub(crate) fn block_on<E: std::fmt::Display>(
     work: impl std::future::Future<Output = Result<ExitCode, E>>,
 ) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -57,7 +57,27 @@ impl Host {
         Ok(Prepared { spec, stop, pause })
     }
 
+    /// Starts a recipe's replay (`agent::replay`) as a task, in a new tab
+    /// at the recipe's start, or in tab `tab_id`. Returns the task's id.
+    pub fn start_recipe(
+        &self,
+        replay: agent::replay::Replay,
+        tab_id: Option<i64>,
+    ) -> Result<String, HostError> {
+        let text =
+            format!("Replay of the recipe `{}`: {}", replay.applied.name, replay.applied.task);
+        let url = replay.applied.start_url.clone();
+        let prepared = self.prepare_task(&text, tab_id, Some(&url))?;
+        let id = prepared.spec.id.clone();
+        self.launch_with(prepared, Some(replay));
+        Ok(id)
+    }
+
     pub(super) fn launch(&self, prepared: Prepared) {
+        self.launch_with(prepared, None);
+    }
+
+    fn launch_with(&self, prepared: Prepared, replay: Option<agent::replay::Replay>) {
         let id = prepared.spec.id.clone();
         let cx = agent::Context {
             browser: self.clone(),
@@ -65,7 +85,16 @@ impl Host {
             setup: self.inner.setup.subscribe(),
             store: self.inner.store.clone(),
         };
-        let handle = tokio::spawn(agent::run(cx, prepared.spec, prepared.stop, prepared.pause));
+        let handle = match replay {
+            Some(r) => tokio::spawn(agent::replay::run(
+                cx,
+                prepared.spec,
+                r,
+                prepared.stop,
+                prepared.pause,
+            )),
+            None => tokio::spawn(agent::run(cx, prepared.spec, prepared.stop, prepared.pause)),
+        };
         let mut running = lock(&self.inner.running);
         match running.as_mut() {
             Some(r) if r.task_id == id => r.handle = Some(handle),

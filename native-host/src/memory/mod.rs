@@ -10,6 +10,7 @@
 pub mod facts;
 pub mod keychain;
 pub mod profile;
+pub mod recipe;
 pub mod scrub;
 pub mod secrets;
 pub mod store;
