@@ -22,6 +22,10 @@ export const PANEL_KINDS = new Set([
   "set_secret",
   "forget",
   "ping",
+  "save_recipe",
+  "list_recipes",
+  "run_recipe",
+  "accept_repairs",
 ]);
 
 /** The extension stores Errand never touches: host, and path prefix (lower case). */

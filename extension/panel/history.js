@@ -4,7 +4,7 @@
 import { $, h, when, spending, copyButton } from './dom.js';
 import { request } from './host.js';
 import { stepCard } from './steps.js';
-import { runAgain } from './task.js';
+import { runAgain, runRecipe } from './task.js';
 
 const STATUS_TEXT = {
   running: 'Running',
@@ -39,6 +39,45 @@ export async function showHistory() {
     $('history-list').replaceChildren();
     say(`Cannot read the history: ${e.message}`);
   }
+  showRecipes();
+}
+
+// ---- recipes: saved tasks replayed without the model ----
+
+async function showRecipes(request_ = 'list_recipes', fields = {}) {
+  try {
+    const reply = await request(request_, fields);
+    renderRecipes(reply.recipes ?? []);
+  } catch (e) {
+    $('recipe-status').textContent = `Cannot read the recipes: ${e.message}`;
+  }
+}
+
+function renderRecipes(recipes) {
+  $('recipe-status').textContent = recipes.length ? '' : 'No recipes yet: open a finished task and save it as a recipe.';
+  $('recipe-list').replaceChildren(...recipes.map((r) => {
+    const inputs = r.params.map(([name, recorded]) => h('label', { class: 'param' }, `${name} `,
+      h('input', { type: 'text', value: recorded, dataset: { param: name } })));
+    const run = () => {
+      const params = {};
+      for (const i of inputs) {
+        const input = i.querySelector('input');
+        params[input.dataset.param] = input.value;
+      }
+      openTab('task');
+      runRecipe(r.name, params);
+    };
+    return h('li', { class: 'recipe', dataset: { recipe: r.name } },
+      h('span', { class: 'title' }, r.name),
+      h('span', { class: 'snippet' }, `${r.task} · ${r.steps} step${r.steps === 1 ? '' : 's'}`),
+      ...inputs,
+      r.repairs?.length
+        ? h('div', { class: 'repairs' },
+          h('p', {}, `A replay repaired: ${r.repairs.join('; ')}`),
+          h('button', { type: 'button', class: 'small accept-repairs', onclick: () => showRecipes('accept_repairs', { name: r.name }) }, 'Accept the repair'))
+        : null,
+      h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'small run-recipe', onclick: run }, 'Run')));
+  }));
 }
 
 function render(tasks, query) {
@@ -85,6 +124,7 @@ async function openTask(taskId) {
   if (t.error) outcome.append(h('div', { class: 'problem' }, h('p', {}, `Failed: ${t.error}`)));
   $('detail-steps').replaceChildren(...(detail.steps ?? []).map(stepCard));
   if (!detail.steps?.length) $('detail-steps').append(h('li', { class: 'muted' }, 'No steps were recorded.'));
+  $('save-recipe-status').textContent = '';
   $('history-browse').hidden = true;
   $('history-detail').hidden = false;
   $('history-back').focus();
@@ -111,6 +151,18 @@ export function initHistory(tabOpener) {
     }
   });
   $('history-back').addEventListener('click', back);
+  $('save-recipe').addEventListener('click', async () => {
+    if (!opened) return;
+    const status = $('save-recipe-status');
+    status.textContent = 'Saving…';
+    try {
+      const reply = await request('save_recipe', { task_id: opened.task_id });
+      const saved = (reply.recipes ?? []).filter((r) => r.from_task === opened.task_id);
+      status.textContent = saved.length ? `Saved as the recipe “${saved[saved.length - 1].name}”.` : 'Saved.';
+    } catch (e) {
+      status.textContent = `Not saved: ${e.message}`;
+    }
+  });
   $('rerun').addEventListener('click', () => {
     if (!opened) return;
     const text = opened.task;

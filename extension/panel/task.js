@@ -135,7 +135,7 @@ export function setTabOpener(fn) {
 
 // ---- starting ----
 
-async function start(text, { fillTab } = {}) {
+async function start(text, { fillTab, recipe } = {}) {
   const task = text.trim();
   if (!task || s.starting || s.task) return;
   const followUp = s.followUp && s.last && !fillTab;
@@ -151,7 +151,9 @@ async function start(text, { fillTab } = {}) {
   setStatus('running', 'Starting…');
   $('task').value = '';
   try {
-    const reply = followUp
+    const reply = recipe
+      ? await request('run_recipe', tabId == null ? recipe : { ...recipe, tab_id: tabId })
+      : followUp
       ? await request('follow_up', { task_id: s.last.id, task })
       : await request('start_task', tabId == null ? { task } : { task, tab_id: tabId });
     s.task = reply.task_id;
@@ -467,6 +469,16 @@ export function runAgain(text) {
   }
   s.followUp = false;
   start(text);
+}
+
+/** Replays a recipe (History tab) in the current tab. */
+export function runRecipe(name, params) {
+  if (s.task || s.starting) {
+    setStatus($('status').dataset.state, 'Errand is already doing a task. Stop it first.');
+    return;
+  }
+  s.followUp = false;
+  start(`Run the recipe “${name}”`, { recipe: { name, params } });
 }
 
 export const isEnded = (state) => ENDED.has(state);

@@ -34,8 +34,8 @@ pub use diff::{DiffError, ObservationDiff, Splice, apply, splice_ends, splices};
 pub use locator::{Located, Locator};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 pub use panel::{
-    CheckLevel, CheckLine, Fact, ProfileView, SecretInfo, SettingsUpdate, SettingsView, TaskDetail,
-    TaskSummary,
+    CheckLevel, CheckLine, Fact, ProfileView, RecipeSummary, SecretInfo, SettingsUpdate,
+    SettingsView, TaskDetail, TaskSummary,
 };
 
 /// The version carried in every envelope's `v`.
@@ -329,6 +329,27 @@ pub enum Body {
     },
     /// Forget a fact or a secret. Replied to with `profile`.
     Forget { name: String },
+    /// Save a finished task as a recipe (`name`: by default from the
+    /// task's words); reply `recipes`.
+    SaveRecipe {
+        task_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// The recipes; reply `recipes`.
+    ListRecipes {},
+    /// Replay a recipe (no model but to repair a step) as a task, in a new
+    /// tab at its start or in `tab_id`; reply `task_accepted`.
+    RunRecipe {
+        name: String,
+        /// Parameter values by name (others keep their recorded values).
+        #[serde(default)]
+        params: std::collections::BTreeMap<String, String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tab_id: Option<i64>,
+    },
+    /// Make the repairs a replay offered part of the recipe; reply `recipes`.
+    AcceptRepairs { name: String },
     /// Measures the channel: replied to with `pong` carrying `reply_bytes`
     /// bytes (at most [`MAX_PONG`]); `pad` is there only to make the
     /// request as large as wanted. Used by the messaging benchmark.
@@ -370,6 +391,8 @@ pub enum Body {
     Profile(ProfileView),
     /// Reply to `ping`.
     Pong { data: String },
+    /// Reply to the recipe requests.
+    Recipes { recipes: Vec<RecipeSummary> },
 
     // ---- Service worker ↔ host ----
     /// The service worker introduces itself when it connects.
@@ -470,6 +493,10 @@ pub const PANEL_KINDS: &[&str] = &[
     "set_secret",
     "forget",
     "ping",
+    "save_recipe",
+    "list_recipes",
+    "run_recipe",
+    "accept_repairs",
 ];
 
 impl Body {
@@ -487,6 +514,7 @@ impl Body {
                 | Body::ResumeTask { .. }
                 | Body::Approve { .. }
                 | Body::Ping { .. }
+                | Body::RunRecipe { .. }
         ) || self.is_management_request()
     }
 
@@ -505,6 +533,9 @@ impl Body {
                 | Body::SetFact { .. }
                 | Body::SetSecret { .. }
                 | Body::Forget { .. }
+                | Body::SaveRecipe { .. }
+                | Body::ListRecipes {}
+                | Body::AcceptRepairs { .. }
         )
     }
 }
@@ -860,6 +891,10 @@ mod tests {
             Body::SetSecret { name: s(), value: s(), origins: vec![], any_field: false },
             Body::Forget { name: s() },
             Body::Ping { pad: s(), reply_bytes: 0 },
+            Body::SaveRecipe { task_id: s(), name: None },
+            Body::ListRecipes {},
+            Body::RunRecipe { name: s(), params: Default::default(), tab_id: None },
+            Body::AcceptRepairs { name: s() },
         ];
         let kinds: Vec<String> = panel.iter().map(kind).collect();
         assert_eq!(kinds, PANEL_KINDS);

@@ -168,3 +168,22 @@ pub struct CheckLine {
     pub subject: String,
     pub detail: String,
 }
+
+/// A recipe, as the History tab lists it (`errand recipe list`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecipeSummary {
+    pub name: String,
+    /// The task, with its parameters written `{name}`.
+    pub task: String,
+    pub start_url: String,
+    pub steps: u32,
+    /// The parameters' names and recorded values.
+    #[serde(default)]
+    pub params: Vec<(String, String)>,
+    /// The task it was saved from.
+    #[serde(default)]
+    pub from_task: String,
+    /// A replay repaired steps: the changed steps' intents, offered to accept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
+}

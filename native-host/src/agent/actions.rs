@@ -125,7 +125,8 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             let detail = self.scrubber().text(&detail);
             // The verified effect and the element's locator (recipes),
             // scrubbed like the rest of the record.
-            let effect = self.progress().last_effect.take().map(|e| self.scrubber().serde(e));
+            let effect = self.progress().last_effect.take();
+            let effect = effect.map(|e| self.scrubber().serde(e));
             records.push(ActionRecord { action: action.clone(), ok, detail, ms, effect });
             if stop_here || !ok || finish.is_some() {
                 break;

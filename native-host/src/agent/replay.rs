@@ -180,11 +180,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             _ => (rs.action.clone(), "no element".to_owned()),
         };
         let (records, labels, _, _) = self.act(tab_id, obs, std::slice::from_ref(&action)).await;
-        let failure = match records.first() {
-            Some(r) if r.ok => rs.check.failure(r.effect.as_ref()),
-            Some(r) => Some(r.detail.clone()),
-            None => Some("not run".to_owned()),
-        };
+        let failure = failure_of(&rs.check, &action, records.first());
         let evaluation = match &failure {
             None => format!("{REPLAYED} with no model ({how})"),
             Some(why) => format!("{REPLAYED} ({how}), but it failed its check: {why}"),
@@ -236,11 +232,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         };
         let (records, labels, _, _) = self.act(tab_id, obs, std::slice::from_ref(&action)).await;
         let effect = records.first().and_then(|r| r.effect.clone());
-        let failure = match records.first() {
-            Some(r) if r.ok => rs.check.failure(effect.as_ref()),
-            Some(r) => Some(r.detail.clone()),
-            None => Some("not run".to_owned()),
-        };
+        let failure = failure_of(&rs.check, &action, records.first());
         let evaluation = match &failure {
             None => format!("{REPAIRED} by the model (one call): {why}"),
             Some(f) => format!("{REPAIRED}? The model's action failed too: {f}"),
@@ -329,6 +321,23 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             actions: records.into_iter().zip(labels).collect(),
             ..Default::default()
         });
+    }
+}
+
+/// Why a step's action did not do what the recipe says, if it did not.
+fn failure_of(
+    check: &recipe::Check,
+    action: &Action,
+    record: Option<&ActionRecord>,
+) -> Option<String> {
+    match record {
+        Some(r) if r.ok => check.failure(r.effect.as_ref()),
+        // A click or a key whose page went away before the answer (a form
+        // sent at once): it did its part; the next step's locators find
+        // out whether the page is the right one.
+        Some(r) if approval::presses(action) && r.detail.contains("navigated or reloaded") => None,
+        Some(r) => Some(r.detail.clone()),
+        None => Some("not run".to_owned()),
     }
 }
 

@@ -84,6 +84,18 @@ impl Host {
                     Err(e) => self.reply_error(Some(id), e.code(), e.to_string()).await,
                 }
             }
+            Body::RunRecipe { name, params, tab_id } => {
+                let started = self
+                    .replay_of(&name, params.into_iter().collect())
+                    .map_err(|e| (ErrorCode::BadMessage, e.to_string()));
+                let started = started.and_then(|r| {
+                    self.start_recipe(r, tab_id).map_err(|e| (e.code(), e.to_string()))
+                });
+                match started {
+                    Ok(task_id) => self.reply(id, Body::TaskAccepted { task_id }).await,
+                    Err((code, why)) => self.reply_error(Some(id), code, why).await,
+                }
+            }
             Body::FollowUp { task_id: previous, task } => {
                 match self.prepare_follow_up(&previous, &task) {
                     Ok(prepared) => {

@@ -20,13 +20,14 @@
 use std::sync::Mutex;
 
 use errand_protocol::{
-    ActionRecord, Body, Build, ErrorCode, SettingsUpdate, SettingsView, StepReport, TaskDetail,
-    TaskSummary,
+    ActionRecord, Body, Build, ErrorCode, RecipeSummary, SettingsUpdate, SettingsView, StepReport,
+    TaskDetail, TaskSummary,
 };
 
 use crate::config::{self, ConfigError, Edit, ProviderKind, Settings};
 use crate::host::Host;
 use crate::memory::profile::{self, ProfileError};
+use crate::memory::recipe::Recipe;
 use crate::memory::store::{StepRow, StoreError, TaskRow};
 
 /// How many tasks `list_tasks` returns when it does not say.
@@ -57,6 +58,8 @@ pub enum PanelError {
     Store(#[from] StoreError),
     #[error("the request failed inside the host: {0}")]
     Crashed(String),
+    #[error(transparent)]
+    Recipe(#[from] crate::memory::recipe::RecipeError),
 }
 
 impl PanelError {
@@ -67,6 +70,7 @@ impl PanelError {
             PanelError::NoTask(_) => ErrorCode::NoTask,
             PanelError::InvalidSettings(_) => ErrorCode::BadMessage,
             PanelError::Profile(e) if e.is_bad_request() => ErrorCode::BadMessage,
+            PanelError::Recipe(_) => ErrorCode::BadMessage,
             PanelError::Config(_)
             | PanelError::Profile(_)
             | PanelError::Store(_)
@@ -139,8 +143,52 @@ fn handle_blocking(host: &Host, body: Body) -> Result<Body, PanelError> {
             tracing::info!(name = %name.trim(), "the side panel forgot a profile entry");
             profile_reply()
         }
+        Body::SaveRecipe { task_id, name } => {
+            let recipe = Recipe::from_task(host.store(), task_id.trim(), name.as_deref())?;
+            recipe.save(&data_dir())?;
+            tracing::info!(name = %recipe.name, "the side panel saved a recipe");
+            Ok(recipes(&data_dir()))
+        }
+        Body::ListRecipes {} => Ok(recipes(&data_dir())),
+        Body::AcceptRepairs { name } => {
+            Recipe::accept_proposed(&data_dir(), &name)?;
+            tracing::info!(%name, "the side panel accepted a recipe's repairs");
+            Ok(recipes(&data_dir()))
+        }
         other => Err(PanelError::NotAPanelRequest(crate::host::kind_of(&other))),
     }
+}
+
+// ---- Recipes ----
+
+/// The recipes, with the repairs offered for each.
+fn recipes(data_dir: &std::path::Path) -> Body {
+    let recipes = Recipe::list(data_dir)
+        .into_iter()
+        .filter_map(|r| r.map_err(|e| tracing::warn!("{e}")).ok())
+        .map(|r| {
+            let repairs = match Recipe::proposed(data_dir, &r.name) {
+                Some(Ok(p)) => p
+                    .steps
+                    .iter()
+                    .zip(&r.steps)
+                    .filter(|(new, old)| new != old)
+                    .map(|(new, _)| new.intent.clone())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            RecipeSummary {
+                steps: u32::try_from(r.steps.len()).unwrap_or(u32::MAX),
+                params: r.params.iter().map(|p| (p.name.clone(), p.recorded.clone())).collect(),
+                name: r.name,
+                task: r.task,
+                start_url: r.start_url,
+                from_task: r.from_task,
+                repairs,
+            }
+        })
+        .collect();
+    Body::Recipes { recipes }
 }
 
 // ---- History ----

@@ -57,6 +57,17 @@ impl Host {
         Ok(Prepared { spec, stop, pause })
     }
 
+    /// The recipe `name` from the data folder, with `params` put in.
+    pub fn replay_of(
+        &self,
+        name: &str,
+        params: Vec<(String, String)>,
+    ) -> Result<agent::replay::Replay, crate::memory::recipe::RecipeError> {
+        let saved = crate::memory::recipe::Recipe::load(&self.settings().data_dir, name)?;
+        let applied = saved.with_params(&params)?;
+        Ok(agent::replay::Replay { saved, applied })
+    }
+
     /// Starts a recipe's replay (`agent::replay`) as a task, in a new tab
     /// at the recipe's start, or in tab `tab_id`. Returns the task's id.
     pub fn start_recipe(

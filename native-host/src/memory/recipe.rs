@@ -214,14 +214,9 @@ impl Recipe {
         if steps.is_empty() {
             return Err(RecipeError::Empty(task_id.to_owned()));
         }
-        let name = match name {
-            Some(n) => n.to_owned(),
-            None => slug(&task.task, 5, '-'),
-        };
-        check_name(&name)?;
         let mut recipe = Recipe {
             version: VERSION,
-            name,
+            name: name.unwrap_or_default().to_owned(),
             task: task.task.clone(),
             start_url,
             from_task: task_id.to_owned(),
@@ -229,6 +224,17 @@ impl Recipe {
             steps,
         };
         recipe.detect_params();
+        if recipe.name.is_empty() {
+            // Named by the task's words, not by the values it was given.
+            let words: String = recipe
+                .task
+                .split_whitespace()
+                .filter(|w| !w.contains('{'))
+                .collect::<Vec<_>>()
+                .join(" ");
+            recipe.name = slug(&words, 5, '-');
+        }
+        check_name(&recipe.name)?;
         Ok(recipe)
     }
 
