@@ -223,7 +223,64 @@ fn a_recipe_replays_other_values_without_the_model_and_survives_a_redesign() {
     let found = rungs(&steps);
     eprintln!("rungs on the changed copy: {found:?}");
     assert_eq!(found.len(), 4, "{steps:#?}");
+
+    // From the terminal, as an OS scheduler would: save the recorded task
+    // again under a name, list, replay in a browser of its own.
+    let recorded = errand_e2e::store::tasks(&rig.browser.db_path()).unwrap().remove(0);
+    let rusqlite::types::Value::Text(task_id) = recorded.id else { panic!("{recorded:?}") };
+    let out = errand(&rig, &["recipe", "save", &task_id, "--name", "cli-signup"]);
+    assert!(out.contains("saved the recipe `cli-signup` (4 steps)"), "{out}");
+    assert!(out.contains("--param work_e_mail="), "{out}");
+    let out = errand(&rig, &["recipe", "list"]);
+    assert!(out.contains("cli-signup: 4 steps") && out.contains(&name), "{out}");
+    let before = rig.model.requests().len();
+    let out = errand(
+        &rig,
+        &[
+            "recipe",
+            "run",
+            "cli-signup",
+            "--json",
+            "--param",
+            "full_name=Ken Thompson",
+            "--param",
+            "work_e_mail=ken@example.com",
+        ],
+    );
+    assert_eq!(rig.model.requests().len(), before, "the terminal's replay asked the model");
+    assert!(out.contains("Replayed the recipe `cli-signup`"), "{out}");
+    let (task, status, steps) = last_task_steps(&rig);
+    assert_eq!(
+        (task.starts_with("Replay of the recipe `cli-signup`"), status.as_str()),
+        (true, "done")
+    );
+    let filled: String = steps.iter().map(|(_, a)| a.as_str()).collect();
+    assert!(filled.contains("\"value\":\"Ken Thompson\""), "{filled}");
     rig.done("a_recipe_replays_other_values_without_the_model_and_survives_a_redesign");
+}
+
+/// Runs `errand ARGS` on the rig's data folder and model; returns its
+/// output (it must succeed).
+fn errand(rig: &Rig, args: &[&str]) -> String {
+    let data = rig.browser.data_dir();
+    let out = std::process::Command::new(errand_e2e::browser::host_exe().unwrap())
+        .args(args)
+        .env("ERRAND_DATA_DIR", &data)
+        .env("ERRAND_CONFIG_DIR", data.parent().unwrap().join("config"))
+        .env("ERRAND_PLANNER", "0")
+        .env("ERRAND_BASE_URL", rig.model.base_url())
+        .env("ERRAND_MODEL", "scripted")
+        .env("ERRAND_API_KEY", "test-key")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "errand {args:?} failed:\n{text}");
+    text
 }
 
 #[test]
