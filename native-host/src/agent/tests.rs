@@ -112,8 +112,31 @@ impl Browser for FakeBrowser {
         _guard: Guard,
     ) -> Result<Effect, BrowserError> {
         let summary = format!("did {}", action.name());
+        // What the content script reads of the element (recipes).
+        let locator = action.element().map(|_| errand_protocol::Locator {
+            tag: "button".into(),
+            role: Some("button".into()),
+            name: Some(self.0.page.elements[0].name.clone()),
+            ..Default::default()
+        });
         lock(&self.0.acts).push(action);
-        Ok(Effect { summary, url: self.0.page.url.clone(), ..Default::default() })
+        Ok(Effect { summary, url: self.0.page.url.clone(), locator, ..Default::default() })
+    }
+
+    async fn locate(
+        &self,
+        _tab_id: i64,
+        locator: errand_protocol::Locator,
+    ) -> Result<errand_protocol::Located, BrowserError> {
+        let el = &self.0.page.elements[0];
+        if locator.name.as_deref() == Some(el.name.as_str()) {
+            Ok(errand_protocol::Located { index: el.index, rung: "role_name".into() })
+        } else {
+            Err(BrowserError::Refused {
+                code: ErrorCode::NoSuchElement,
+                message: "no locator found exactly one element".into(),
+            })
+        }
     }
 
     async fn set_files(
@@ -396,4 +419,87 @@ async fn a_settings_change_mid_task_switches_the_model_and_its_price() {
     assert!((costs[1] - 0.0011).abs() < 1e-9, "{costs:?}");
     assert!((steps[1].total_cost_usd.unwrap() - 0.1111).abs() < 1e-9);
     assert!(matches!(r.operator.outcome(), Outcome::Done { .. }));
+}
+
+/// Replays the recipe of task `from` (in `dir`'s store) as a task.
+async fn replay_task(
+    dir: &std::path::Path,
+    from: &str,
+    model: Arc<Scripted>,
+    browser: FakeBrowser,
+    operator: FakeOperator,
+) -> Run {
+    let settings = Arc::new(settings(dir));
+    let store = Store::open_in(&settings.data_dir).unwrap();
+    let saved = crate::memory::recipe::Recipe::from_task(&store, from, Some("form")).unwrap();
+    let applied = saved.with_params(&[]).unwrap();
+    let id = "replay-1".to_owned();
+    store
+        .create_task(&id, "Replay of the recipe `form`", Some("https://form.test/"), None)
+        .unwrap();
+    let setup_tx = watch::Sender::new(Setup { settings, model: model.clone() });
+    let cx = Context {
+        browser: browser.clone(),
+        operator: operator.clone(),
+        setup: setup_tx.subscribe(),
+        store: store.clone(),
+    };
+    let spec = TaskSpec {
+        id: id.clone(),
+        task: applied.task.clone(),
+        tab_id: None,
+        url: Some(applied.start_url.clone()),
+        max_steps: 5,
+        context: None,
+        allow_sites: Vec::new(),
+    };
+    let (_pause_tx, pause) = watch::channel(None);
+    let replay = super::replay::Replay { saved, applied };
+    let ran = super::replay::run(cx, spec, replay, Stopper::default(), pause);
+    tokio::time::timeout(Duration::from_secs(10), ran).await.expect("the replay ends");
+    Run { browser, operator, store, id }
+}
+
+#[tokio::test]
+async fn a_recorded_task_replays_without_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let browser = FakeBrowser::new("Submit");
+    let model = Scripted::new("scripted", &[CLICK_1, DONE]);
+    run_task(dir.path(), model, browser.clone(), FakeOperator::new(Decision::Approved), None).await;
+
+    let model = Scripted::new("scripted", &[]);
+    let operator = FakeOperator::new(Decision::Approved);
+    let r = replay_task(dir.path(), "task-1", model.clone(), browser, operator).await;
+    assert!(matches!(r.operator.outcome(), Outcome::Done { success: true, .. }));
+    assert!(lock(&model.seen).is_empty(), "the replay asked the model");
+    assert_eq!(lock(&r.browser.0.acts).len(), 2, "clicked when recorded and when replayed");
+    let steps = r.store.steps(&r.id).unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].evaluation, "Replayed with no model (found by `role_name`)");
+    assert_eq!(steps[0].next_goal, "Submit");
+}
+
+#[tokio::test]
+async fn approvals_apply_at_replay_and_a_rejected_step_goes_to_the_model_then_the_agent() {
+    const INFEASIBLE: &str = r#"{"evaluation_previous_goal": "", "memory": "", "next_goal": "Stop", "actions": [{"report_infeasible": {"reason": "the user said no"}}]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let browser = FakeBrowser::new("Delete my account");
+    let model = Scripted::new("scripted", &[CLICK_1, DONE]);
+    run_task(dir.path(), model, browser.clone(), FakeOperator::new(Decision::Approved), None).await;
+    assert_eq!(lock(&browser.0.acts).len(), 1);
+
+    // The user says no at replay: nothing is clicked; one repair call (its
+    // click is asked about and refused too), then the agent.
+    let model = Scripted::new("scripted", &[CLICK_1, INFEASIBLE]);
+    let operator = FakeOperator::new(Decision::Rejected);
+    let r = replay_task(dir.path(), "task-1", model.clone(), browser, operator).await;
+    assert_eq!(lock(&r.browser.0.acts).len(), 1, "a rejected action was carried out");
+    let approvals =
+        r.operator.events().iter().filter(|e| matches!(e, TaskEvent::Approval { .. })).count();
+    assert_eq!(approvals, 2);
+    let seen = lock(&model.seen);
+    assert_eq!(seen.len(), 2);
+    assert!(seen[0][1].content.contains("You are repairing one step"));
+    assert!(seen[1][1].content.contains("could not go on"));
+    assert!(matches!(r.operator.outcome(), Outcome::Done { success: false, .. }));
 }
