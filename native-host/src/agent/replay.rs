@@ -43,6 +43,9 @@ pub const REPLAYED: &str = "Replayed";
 /// … and a step the model repaired.
 pub const REPAIRED: &str = "Repaired";
 
+/// A model call's milliseconds, tokens in and out, and cost.
+type Spent = (u64, Option<u64>, Option<u64>, Option<f64>);
+
 /// How one recipe step went.
 enum Went {
     Ok,
@@ -284,7 +287,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         evaluation: String,
         records: Vec<ActionRecord>,
         labels: Vec<String>,
-        cost: Option<(u64, Option<u64>, Option<u64>, Option<f64>)>,
+        cost: Option<Spent>,
         history: &mut Vec<PastStep>,
     ) {
         let (model_ms, tokens_in, tokens_out, cost_usd) = match cost {
