@@ -306,6 +306,7 @@ fn a_changed_button_is_repaired_by_one_model_call_and_the_repair_accepted() {
     let item = format!(".recipe[data-recipe=\"{name}\"]");
     panel.open_tab("history").unwrap();
     panel.wait_visible(&format!("{item} .accept-repairs"), Duration::from_secs(10)).unwrap();
+    panel.screenshots("recipes", 360).unwrap();
     panel.click(&format!("{item} .accept-repairs")).unwrap();
     let file = rig.browser.data_dir().join("recipes").join(format!("{name}.toml"));
     rig.browser
