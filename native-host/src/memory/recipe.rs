@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::store::{Store, StoreError};
 
+/// Words left out of a recipe's default name.
+const SMALL_WORDS: &[&str] =
+    &["a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "the", "to", "with"];
+
 /// The recipe format this Errand reads and writes.
 pub const VERSION: u32 = 1;
 
@@ -230,6 +234,7 @@ impl Recipe {
                 .task
                 .split_whitespace()
                 .filter(|w| !w.contains('{'))
+                .filter(|w| !SMALL_WORDS.contains(&w.to_lowercase().as_str()))
                 .collect::<Vec<_>>()
                 .join(" ");
             recipe.name = slug(&words, 5, '-');
