@@ -262,8 +262,13 @@ fn a_recipe_replays_other_values_without_the_model_and_survives_a_redesign() {
 /// Runs `errand ARGS` on the rig's data folder and model; returns its
 /// output (it must succeed).
 fn errand(rig: &Rig, args: &[&str]) -> String {
+    errand_with_input(rig, args, "")
+}
+
+fn errand_with_input(rig: &Rig, args: &[&str], input: &str) -> String {
+    use std::io::Write;
     let data = rig.browser.data_dir();
-    let out = std::process::Command::new(errand_e2e::browser::host_exe().unwrap())
+    let mut child = std::process::Command::new(errand_e2e::browser::host_exe().unwrap())
         .args(args)
         .env("ERRAND_DATA_DIR", &data)
         .env("ERRAND_CONFIG_DIR", data.parent().unwrap().join("config"))
@@ -271,9 +276,13 @@ fn errand(rig: &Rig, args: &[&str]) -> String {
         .env("ERRAND_BASE_URL", rig.model.base_url())
         .env("ERRAND_MODEL", "scripted")
         .env("ERRAND_API_KEY", "test-key")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
@@ -344,4 +353,60 @@ fn a_changed_flow_is_handed_to_the_agent() {
         json!({"fullname": "Grace Hopper", "email": "grace@example.org", "plan": "Basic"})
     );
     rig.done("a_changed_flow_is_handed_to_the_agent");
+}
+
+const SECRET: &str = "hunter2-xyzzy";
+
+fn login_script(req: &Value, call: usize) -> Reply {
+    let last = last_user_message(req).unwrap_or_default();
+    if last.contains("Logged in as") {
+        return done("logged in");
+    }
+    match call {
+        0 => reply(
+            "Enter the user name and the password",
+            json!([
+                {"fill": {"index": el(req, "User name"), "text": "ada"}},
+                {"fill": {"index": el(req, "Password"), "text": "{{secret:pw}}"}},
+            ]),
+        ),
+        1 => reply("Log in", json!([{"click": {"index": el(req, "Log in")}}])),
+        n => panic!("unexpected model call {n}:\n{last}"),
+    }
+}
+
+/// A secret stays a placeholder in the recipe file; the replay fills the
+/// value (only on its origin, into the password field, as in a task).
+#[test]
+fn a_secret_stays_a_placeholder_in_the_recipe_and_the_replay_fills_it() {
+    let (_dir, folder) = fixture_copy();
+    let rig = Rig::builder().script(login_script).fixtures_dir(folder.parent().unwrap()).build();
+    let origin = rig.fixtures.url("/").trim_end_matches('/').to_owned();
+    let out = errand_with_input(&rig, &["memory", "secret", "pw", "--origin", &origin], SECRET);
+    assert!(!out.contains(SECRET), "{out}");
+    let (tab, _) = rig
+        .run("/recipes/login.html", "Log in as ada with the password {{secret:pw}}")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    tab.wait_for("!!window.got", Duration::from_secs(10)).unwrap();
+    assert_eq!(tab.eval("window.got").unwrap(), json!({"user": "ada", "pw": SECRET}));
+
+    let recorded = errand_e2e::store::tasks(&rig.browser.db_path()).unwrap().remove(0);
+    let rusqlite::types::Value::Text(task_id) = recorded.id else { panic!("{recorded:?}") };
+    errand(&rig, &["recipe", "save", &task_id, "--name", "login"]);
+    let file = rig.browser.data_dir().join("recipes").join("login.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(SECRET), "the secret's value is in the recipe:\n{text}");
+    assert!(text.contains("{{secret:pw}}") && text.contains("{user_name}"), "{text}");
+
+    let panel = side_panel::open(&rig.browser, &tab).unwrap();
+    panel.wait_connected().unwrap();
+    let (view, calls) = run_recipe(&rig, &panel, "login", &[("user_name", "grace")]);
+    assert_eq!(view["status"], "done", "{view:#}\n{}", rig.browser.logs());
+    assert_eq!(calls, 0);
+    tab.wait_for("window.got && window.got.user === 'grace'", Duration::from_secs(10)).unwrap();
+    assert_eq!(tab.eval("window.got").unwrap(), json!({"user": "grace", "pw": SECRET}));
+    for req in rig.model.requests() {
+        assert!(!req.to_string().contains(SECRET), "the model was sent the secret");
+    }
+    rig.done("a_secret_stays_a_placeholder_in_the_recipe_and_the_replay_fills_it");
 }
