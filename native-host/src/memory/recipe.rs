@@ -256,7 +256,7 @@ impl Recipe {
                 self.steps[i].parametrize(&value, &name);
                 continue;
             }
-            if !self.task.contains(value.as_str()) {
+            if !replace_words(&self.task, &value, "").1 {
                 continue;
             }
             let base = self.steps[i]
@@ -271,7 +271,7 @@ impl Recipe {
                 name = format!("{base}_{n}");
                 n += 1;
             }
-            self.task = self.task.replace(value.as_str(), &format!("{{{name}}}"));
+            self.task = replace_words(&self.task, &value, &format!("{{{name}}}")).0;
             self.steps[i].parametrize(&value, &name);
             self.params.push(Param { name, recorded: value });
         }
@@ -423,6 +423,29 @@ impl Step {
     }
 }
 
+/// `text` with `value` made `to` where it stands as a whole (not inside a
+/// longer word: `ada` in "Canada" stays); and whether it was found.
+fn replace_words(text: &str, value: &str, to: &str) -> (String, bool) {
+    let mut out = String::new();
+    let mut rest = text;
+    let mut found = false;
+    while let Some(at) = rest.find(value) {
+        let before = rest[..at].chars().next_back().or_else(|| out.chars().next_back());
+        let after = rest[at + value.len()..].chars().next();
+        let alone = |c: Option<char>| !c.is_some_and(char::is_alphanumeric);
+        out.push_str(&rest[..at]);
+        if alone(before) && alone(after) {
+            out.push_str(to);
+            found = true;
+        } else {
+            out.push_str(value);
+        }
+        rest = &rest[at + value.len()..];
+    }
+    out.push_str(rest);
+    (out, found)
+}
+
 /// The value a fill, type or select puts in.
 fn value_of(action: &Action) -> Option<String> {
     match action {
@@ -539,6 +562,12 @@ mod tests {
         // Not given: the recorded value.
         assert_eq!(run.steps[0].action, Action::Fill { index: 3, text: "Ada Lovelace".into() });
         assert_eq!(run.steps[2].action, Action::Fill { index: 5, text: "{{secret:pw}}".into() });
+        let mut canada = recipe();
+        canada.task = "Sign up in Canada, password {{secret:pw}}".into();
+        canada.steps[0].action = Action::Fill { index: 3, text: "ada".into() };
+        canada.detect_params();
+        assert!(canada.params.is_empty(), "{:?}", canada.params);
+        assert_eq!(replace_words("ada, Ada; ada", "ada", "{n}").0, "{n}, Ada; {n}");
         assert!(matches!(
             r.with_params(&[("email".into(), "x".into())]),
             Err(RecipeError::UnknownParam(..))
