@@ -3,7 +3,9 @@
 //! a recipe, then replayed from the panel — with other values and no model
 //! call; on a redesigned copy of the form found again by its locators; on
 //! a copy whose button changed, repaired by one model call and the repair
-//! accepted; on a copy whose flow changed, handed to the agent.
+//! accepted; on a copy whose flow changed, handed to the agent; a secret
+//! kept a placeholder in the file and filled at replay; the same in the
+//! plain-JS build (`/csp/` pages); and `errand recipe` from the terminal.
 //!
 //! The changed copies are swapped in under the recorded address (the site
 //! changed, the recipe did not), in a copy of the fixture folder the
@@ -103,9 +105,11 @@ fn received(tab: &errand_e2e::cdp::Page) -> Value {
 /// Records the task from the side panel, saves it as a recipe from the
 /// History tab; returns the tab, the panel and the recipe's name.
 fn record_and_save(rig: &Rig) -> (errand_e2e::cdp::Page, Panel, String) {
-    let (tab, _) = rig
-        .run("/recipes/form.html", TASK)
-        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    record_and_save_at(rig, "/recipes/form.html")
+}
+
+fn record_and_save_at(rig: &Rig, path: &str) -> (errand_e2e::cdp::Page, Panel, String) {
+    let (tab, _) = rig.run(path, TASK).unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     assert_eq!(
         received(&tab),
         json!({"fullname": "Ada Lovelace", "email": "ada@example.com", "plan": "Pro"})
@@ -409,4 +413,48 @@ fn a_secret_stays_a_placeholder_in_the_recipe_and_the_replay_fills_it() {
         assert!(!req.to_string().contains(SECRET), "the model was sent the secret");
     }
     rig.done("a_secret_stays_a_placeholder_in_the_recipe_and_the_replay_fills_it");
+}
+
+/// The builds the newest task's steps observed with.
+fn last_task_builds(rig: &Rig) -> Vec<String> {
+    let conn = errand_e2e::store::open(&rig.browser.db_path()).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT build FROM steps WHERE task_id = (SELECT id FROM tasks ORDER BY rowid DESC LIMIT 1)
+             AND build IS NOT NULL",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<Vec<String>, _>>().unwrap()
+}
+
+/// The same on pages whose CSP refuses WebAssembly: the locators are
+/// taken and the locate command answered by the plain-JS build.
+#[test]
+fn the_js_build_takes_locators_and_locates_too() {
+    let (_dir, folder) = fixture_copy();
+    let rig = Rig::builder().script(script).fixtures_dir(folder.parent().unwrap()).build();
+    let (tab, panel, name) = record_and_save_at(&rig, "/csp/recipes/form.html");
+    let text = std::fs::read_to_string(
+        rig.browser.data_dir().join("recipes").join(format!("{name}.toml")),
+    )
+    .unwrap();
+    assert!(
+        text.contains("/csp/recipes/form.html") && text.contains("role = \"button\""),
+        "{text}"
+    );
+    swap_in(&folder, "changed.html");
+    let grace =
+        [("full_name", "Grace Hopper"), ("work_e_mail", "grace@example.org"), ("plan", "Team")];
+    let (view, calls) = run_recipe(&rig, &panel, &name, &grace);
+    assert_eq!(view["status"], "done", "{view:#}\n{}", rig.browser.logs());
+    assert_eq!(calls, 0);
+    assert_eq!(
+        received(&tab),
+        json!({"fullname": "Grace Hopper", "email": "grace@example.org", "plan": "Team"})
+    );
+    let (_, _, steps) = last_task_steps(&rig);
+    assert_eq!(rungs(&steps).len(), 4, "{steps:#?}");
+    let builds = last_task_builds(&rig);
+    assert!(!builds.is_empty() && builds.iter().all(|b| b == "js"), "{builds:?}");
+    rig.done("the_js_build_takes_locators_and_locates_too");
 }
