@@ -334,6 +334,19 @@ fn a_changed_button_is_repaired_by_one_model_call_and_the_repair_accepted() {
         received(&tab),
         json!({"fullname": "Ada Lovelace", "email": "ada@example.com", "plan": "Pro"})
     );
+
+    // From the terminal: `--accept-repairs` writes the repair at once.
+    let recorded = errand_e2e::store::tasks(&rig.browser.db_path()).unwrap().remove(0);
+    let rusqlite::types::Value::Text(task_id) = recorded.id else { panic!("{recorded:?}") };
+    errand(&rig, &["recipe", "save", &task_id, "--name", "cli-button"]);
+    let before = rig.model.requests().len();
+    let out = errand(&rig, &["recipe", "run", "cli-button", "--accept-repairs"]);
+    assert_eq!(rig.model.requests().len(), before + 1, "one repair call: {out}");
+    assert!(out.contains("written into the recipe `cli-button`"), "{out}");
+    let file = rig.browser.data_dir().join("recipes").join("cli-button.toml");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Create my account"));
+    let out = errand(&rig, &["recipe", "run", "cli-button"]);
+    assert_eq!(rig.model.requests().len(), before + 1, "the written repair asked again: {out}");
     rig.done("a_changed_button_is_repaired_by_one_model_call_and_the_repair_accepted");
 }
 

@@ -125,7 +125,17 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             let detail = self.scrubber().text(&detail);
             // The verified effect and the element's locator (recipes),
             // scrubbed like the rest of the record.
-            let effect = self.progress().last_effect.take();
+            let effect = self.progress().last_effect.take().or_else(|| {
+                // The page went away before it answered (a form sent at
+                // once): the element as the observation listed it.
+                let i = action.element().filter(|_| !ok && detail.contains(recipe_navigated()))?;
+                let locator = super::replay::listed_locator(obs, i);
+                Some(errand_protocol::Effect {
+                    url: obs.url.clone(),
+                    locator,
+                    ..Default::default()
+                })
+            });
             let effect = effect.map(|e| self.scrubber().serde(e));
             records.push(ActionRecord { action: action.clone(), ok, detail, ms, effect });
             if stop_here || !ok || finish.is_some() {
@@ -255,6 +265,10 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             }
         }
     }
+}
+
+fn recipe_navigated() -> &'static str {
+    crate::memory::recipe::NAVIGATED
 }
 
 /// How the content script words its refusal of a secret in a field that

@@ -95,11 +95,14 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                 Ok(Some((action, effect))) => {
                     repaired += 1;
                     let saved = &mut proposed.steps[i];
+                    // A page that went away under the click may have
+                    // sent no effect: then what the observation says.
+                    let listed = action.element().and_then(|i| listed_locator(&obs, i));
+                    if let Some(l) = effect.and_then(|e| e.locator).or(listed) {
+                        saved.locator = Some(l);
+                    }
                     if action.name() != saved.action.name() {
                         saved.action = action;
-                    }
-                    if let Some(l) = effect.and_then(|e| e.locator) {
-                        saved.locator = Some(l);
                     }
                 }
                 Ok(None) => {
@@ -183,7 +186,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             _ => (rs.action.clone(), "no element".to_owned()),
         };
         let (records, labels, _, _) = self.act(tab_id, obs, std::slice::from_ref(&action)).await;
-        let failure = failure_of(&rs.check, &action, records.first());
+        let failure = failure_of(&rs.check, records.first());
         let evaluation = match &failure {
             None => format!("{REPLAYED} with no model ({how})"),
             Some(why) => format!("{REPLAYED} ({how}), but it failed its check: {why}"),
@@ -235,7 +238,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         };
         let (records, labels, _, _) = self.act(tab_id, obs, std::slice::from_ref(&action)).await;
         let effect = records.first().and_then(|r| r.effect.clone());
-        let failure = failure_of(&rs.check, &action, records.first());
+        let failure = failure_of(&rs.check, records.first());
         let evaluation = match &failure {
             None => format!("{REPAIRED} by the model (one call): {why}"),
             Some(f) => format!("{REPAIRED}? The model's action failed too: {f}"),
@@ -327,18 +330,43 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     }
 }
 
+/// A locator made of what the observation listed of element `index` (its
+/// tag, role, name and text), for an action whose page sent none.
+pub(super) fn listed_locator(obs: &Observation, index: u32) -> Option<errand_protocol::Locator> {
+    let el = obs.elements.iter().find(|e| e.index == index)?;
+    let tag = el.tag.to_lowercase();
+    let role = el.role.clone().or_else(|| {
+        Some(
+            match tag.as_str() {
+                "button" => "button",
+                "a" => "link",
+                "select" => "combobox",
+                "textarea" => "textbox",
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    });
+    let field = matches!(tag.as_str(), "input" | "select" | "textarea");
+    let name = Some(el.name.clone()).filter(|n| !n.is_empty());
+    Some(errand_protocol::Locator {
+        role,
+        text: if field { None } else { name.clone() },
+        label: if field { name.clone() } else { None },
+        name,
+        tag,
+        ..Default::default()
+    })
+}
+
 /// Why a step's action did not do what the recipe says, if it did not.
-fn failure_of(
-    check: &recipe::Check,
-    action: &Action,
-    record: Option<&ActionRecord>,
-) -> Option<String> {
+fn failure_of(check: &recipe::Check, record: Option<&ActionRecord>) -> Option<String> {
     match record {
         Some(r) if r.ok => check.failure(r.effect.as_ref()),
         // A click or a key whose page went away before the answer (a form
         // sent at once): it did its part; the next step's locators find
         // out whether the page is the right one.
-        Some(r) if approval::presses(action) && r.detail.contains("navigated or reloaded") => None,
+        Some(r) if recipe::navigated_away(r) => None,
         Some(r) => Some(r.detail.clone()),
         None => Some("not run".to_owned()),
     }

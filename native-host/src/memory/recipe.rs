@@ -29,6 +29,20 @@ const SMALL_WORDS: &[&str] =
 /// The recipe format this Errand reads and writes.
 pub const VERSION: u32 = 1;
 
+/// How the browser words an action whose page went away before it
+/// answered (a form sent at once): a click or key doing that did its part.
+pub const NAVIGATED: &str = "navigated or reloaded";
+
+/// Whether `record` is a click or key whose page went away under it.
+pub fn navigated_away(record: &ActionRecord) -> bool {
+    !record.ok
+        && record.detail.contains(NAVIGATED)
+        && matches!(
+            record.action,
+            Action::Click { .. } | Action::DblClick { .. } | Action::Press { .. }
+        )
+}
+
 /// Why a recipe could not be made, read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
@@ -194,7 +208,7 @@ impl Recipe {
         for row in &rows {
             let records: Vec<ActionRecord> =
                 serde_json::from_str(&row.actions_json).unwrap_or_default();
-            for r in records.into_iter().filter(|r| r.ok) {
+            for r in records.into_iter().filter(|r| r.ok || navigated_away(r)) {
                 if matches!(
                     r.action,
                     Action::Done { .. } | Action::ReportInfeasible { .. } | Action::AskUser { .. }
