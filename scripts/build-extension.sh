@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Builds the content-script crate `errand-page` twice into extension/pkg/:
-#   wasm/ — WebAssembly: wasm-bindgen --target web, then wasm-opt -Oz;
-#   js/   — plain JavaScript for pages whose CSP refuses WebAssembly: an MVP
-#           wasm build (-Ctarget-cpu=mvp, -Zbuild-std, --cfg errand_js),
-#           wasm-bindgen --target bundler, wasm-opt -Oz, then wasm2js; no
-#           .wasm is left.
+# Builds the crate `errand-page` three times into extension/pkg/:
+#   wasm/   — the content script, WebAssembly: wasm-bindgen --target web,
+#             then wasm-opt -Oz;
+#   js/     — the content script in plain JavaScript for pages whose CSP
+#             refuses WebAssembly: an MVP wasm build (-Ctarget-cpu=mvp,
+#             -Zbuild-std, --cfg errand_js), wasm-bindgen --target bundler,
+#             wasm-opt -Oz, then wasm2js; no .wasm is left;
+#   worker/ — what the service worker and the side panel load (WebAssembly,
+#             like wasm/, with the feature `worker`: the protocol helpers
+#             `envelope`/`check`, `ChunkJoiner`, the request tracker, the
+#             frame router). The two content-script builds leave that out
+#             (`--no-default-features`): it is the serde code of every
+#             message kind, about half of the module.
 # Installs what is missing (wasm32 target, rust-src, wasm-bindgen-cli of the
 # version in Cargo.lock, npm's binaryen under .tools/), each only when needed.
 # Then assembles the extension the browser loads, dist/extension/: only
@@ -73,22 +80,32 @@ if [[ ! -x "$WASM_OPT" || ! -x "$WASM2JS" ]]; then
   npm install --prefix .tools "binaryen@$version" --no-audit --no-fund >&2
 fi
 
-# ---- WASM build ------------------------------------------------------------
+# ---- WASM builds ------------------------------------------------------------
 
-log "WASM build"
-# opt-level "z" for this build only: 12% smaller than "s" (see BENCHMARKS.md);
-# the JS build keeps "s" (its JavaScript is parsed, not compiled ahead).
-CARGO_PROFILE_WASM_OPT_LEVEL=z \
-  cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm
-rm -rf "$PKG/wasm"
-wasm-bindgen --target web --no-typescript --out-dir "$PKG/wasm" \
-  "target/wasm32-unknown-unknown/wasm/$CRATE.wasm"
-# Rust's wasm32 target enables these features by default; wasm-opt must
-# accept them, and may keep using them.
-"$WASM_OPT" -Oz \
-  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-  --enable-mutable-globals --enable-reference-types --enable-multivalue \
-  "$PKG/wasm/${CRATE}_bg.wasm" -o "$PKG/wasm/${CRATE}_bg.wasm"
+# wasm_build FEATURE_ARGS OUT: one WebAssembly build of the crate into $PKG/OUT.
+wasm_build() {
+  local features="$1" out="$2"
+  # opt-level "z" for these builds only: 12% smaller than "s" (see
+  # BENCHMARKS.md); the JS build keeps "s" (its JavaScript is parsed, not
+  # compiled ahead).
+  # shellcheck disable=SC2086
+  CARGO_PROFILE_WASM_OPT_LEVEL=z \
+    cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm $features
+  rm -rf "$PKG/$out"
+  wasm-bindgen --target web --no-typescript --out-dir "$PKG/$out" \
+    "target/wasm32-unknown-unknown/wasm/$CRATE.wasm"
+  # Rust's wasm32 target enables these features by default; wasm-opt must
+  # accept them, and may keep using them.
+  "$WASM_OPT" -Oz \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$PKG/$out/${CRATE}_bg.wasm" -o "$PKG/$out/${CRATE}_bg.wasm"
+}
+log "WASM build for the service worker and the panel"
+wasm_build "" worker
+# Last, so that target/.../errand_page.wasm (names kept) is the content script's.
+log "WASM build of the content script"
+wasm_build --no-default-features wasm
 
 # ---- JS build ----------------------------------------------------------------
 
@@ -97,7 +114,7 @@ log "JS build (MVP wasm with build-std, then wasm2js)"
 # JavaScript); a panic still aborts the same way.
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js -Zlocation-detail=none" \
   cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm \
-  -Zbuild-std=std,panic_abort --target-dir target/js
+  --no-default-features -Zbuild-std=std,panic_abort --target-dir target/js
 rm -rf "$PKG/js"
 wasm-bindgen --target bundler --no-typescript --out-dir "$PKG/js" \
   "target/js/wasm32-unknown-unknown/wasm/$CRATE.wasm"
@@ -132,35 +149,50 @@ if [[ "$views" == 0 || "$views" != "$patched" ]]; then
 fi
 
 # ---- Smoke test ------------------------------------------------------------------
-# Both builds must load (in Node) and answer; a large message makes the
+# The three builds must load (in Node) and answer; a large message makes the
 # memory grow, which the JS build's glue must follow.
 
 SMOKE="$(mktemp -d)"
 trap 'rm -rf "$SMOKE"' EXIT
-cp -r "$PKG/wasm" "$PKG/js" "$SMOKE/"
+cp -r "$PKG/wasm" "$PKG/js" "$PKG/worker" "$SMOKE/"
 echo '{"type":"module"}' >"$SMOKE/package.json"
 cat >"$SMOKE/smoke.js" <<'JS'
 import { readFileSync } from "node:fs";
 const dir = new URL(".", import.meta.url);
-const wasm = await import(new URL("wasm/errand_page.js", dir));
-wasm.initSync({ module: readFileSync(new URL("wasm/errand_page_bg.wasm", dir)) });
+const load = async (name) => {
+  const m = await import(new URL(`${name}/errand_page.js`, dir));
+  m.initSync({ module: readFileSync(new URL(`${name}/errand_page_bg.wasm`, dir)) });
+  return m;
+};
+const wasm = await load("wasm");
+const worker = await load("worker");
 const js = await import(new URL("js/errand_page.js", dir));
+const big = "x".repeat(3_000_000);
 for (const [name, m] of [["wasm", wasm], ["js", js]]) {
   const fail = (what) => { throw new Error(`${name} build: ${what}`); };
   if (m.build() !== name) fail(`build() says ${m.build()}`);
-  const ack = m.envelope(1, 2, "ack", "{}");
-  if (ack !== '{"v":1,"id":1,"re":2,"kind":"ack"}') fail(`envelope() gave ${ack}`);
+  if (m.envelope || m.check || m.ChunkJoiner) fail("has the worker's exports");
   const reply = JSON.parse(await m.handle('{"v":1,"id":3,"kind":"get_status"}'));
   if (reply.code !== "not_allowed" || reply.re !== 3) fail(`handle() gave ${JSON.stringify(reply)}`);
+  const page = JSON.stringify({ v: 1, id: 4, kind: "page", tab_id: 1, command: { op: "dance", big } });
+  const bad = JSON.parse(await m.handle(page));
+  if (bad.code !== "bad_message" || !bad.message.includes("dance")) fail(`handle() gave ${JSON.stringify(bad)}`);
+}
+{
+  const m = worker;
+  const fail = (what) => { throw new Error(`worker build: ${what}`); };
+  const ack = m.envelope(1, 2, "ack", "{}");
+  if (ack !== '{"v":1,"id":1,"re":2,"kind":"ack"}') fail(`envelope() gave ${ack}`);
   let threw = false;
   try { m.check("[]"); } catch { threw = true; }
   if (!threw) fail("check('[]') did not throw");
-  const big = JSON.stringify({ task: "x".repeat(3_000_000) });
-  if (!m.envelope(4, undefined, "start_task", big).endsWith('x"}')) fail("a large envelope came back wrong");
+  if (!m.envelope(4, undefined, "start_task", JSON.stringify({ task: big })).endsWith('x"}')) {
+    fail("a large envelope came back wrong");
+  }
 }
 JS
 node "$SMOKE/smoke.js"
-log "smoke test passed: both builds load and answer"
+log "smoke test passed: the three builds load and answer"
 fi
 
 # ---- dist/extension: what the browser loads -----------------------------------
@@ -175,7 +207,7 @@ cp manifest.json "$DIST.new/"
 cp extension/*.js "$DIST.new/extension/"
 cp -r extension/panel "$DIST.new/extension/"
 cp -r extension/generated "$DIST.new/extension/"
-cp -r "$PKG/wasm" "$PKG/js" "$DIST.new/extension/pkg/"
+cp -r "$PKG/wasm" "$PKG/js" "$PKG/worker" "$DIST.new/extension/pkg/"
 stray="$(find "$DIST.new" \( -name '*.rs' -o -name 'Cargo.*' -o -name node_modules -o -name target \) -print)"
 if [[ -n "$stray" ]]; then
   echo "error: $DIST would hold $stray" >&2
@@ -192,6 +224,6 @@ fi
 # ---- Sizes ---------------------------------------------------------------------
 
 log "sizes (bytes, gzip -9 in brackets)"
-for f in "$PKG"/wasm/* "$PKG"/js/*; do
+for f in "$PKG"/wasm/* "$PKG"/js/* "$PKG"/worker/*; do
   printf '  %-45s %8d  (%d)\n' "$f" "$(wc -c <"$f")" "$(gzip -9c "$f" | wc -c)"
 done
