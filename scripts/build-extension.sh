@@ -112,8 +112,12 @@ wasm_build --no-default-features wasm
 log "JS build (MVP wasm with build-std, then wasm2js)"
 # -Zlocation-detail=none: panics carry no file/line/column strings (22 KB less
 # JavaScript); a panic still aborts the same way.
+# -Zpanic-immediate-abort (the profile's panic strategy "immediate-abort",
+# for std too): a panic traps at once, without formatting its message
+# (nothing would show it: wasm32-unknown-unknown has no stderr).
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js -Zlocation-detail=none" \
-  cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm \
+  CARGO_PROFILE_WASM_PANIC=immediate-abort \
+  cargo build -Zpanic-immediate-abort -p errand-page --target wasm32-unknown-unknown --profile wasm \
   --no-default-features -Zbuild-std=std,panic_abort --target-dir target/js
 rm -rf "$PKG/js"
 wasm-bindgen --target bundler --no-typescript --out-dir "$PKG/js" \
