@@ -13,6 +13,12 @@
 //! * `ChunkJoiner` — joins the host's `chunk` envelopes in the service
 //!   worker ([`chunks`]).
 //!
+//! The last two, and the service worker's `net_*` and `frame_route`, only
+//! with the default feature `worker`: the service worker and the panel load
+//! that third build (`pkg/worker/`); the content script's two builds leave
+//! it out, and with it the serde code of every message kind it never reads
+//! or writes ([`messages`]).
+//!
 //! Modules: [`observe`] (the walk), [`registry`] (element numbers),
 //! [`marks`] (the overlay), [`act`] (actions), [`text`] (the model-facing
 //! lines), [`messages`] (envelopes), [`watch`] (waiting for the page to
