@@ -4,7 +4,7 @@
 // host's browser requests: tabs, content-script injection, screenshots.
 // Every message is built and checked by the Rust protocol crate
 // (`envelope`, `check`); no message shape is written here.
-import init, { envelope, check, net_request, net_answer, net_forget, frame_route, ChunkJoiner } from './pkg/wasm/errand_page.js';
+import init, { envelope, check, net_request, net_answer, net_forget, frame_route, ChunkJoiner } from './pkg/worker/errand_page.js';
 import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
 // Rules written from Rust (errand-protocol's rules_js.rs): one copy of each.
 import { CHUNK_TIMEOUT_MS, PANEL_KINDS } from './generated/rules.js';
@@ -15,7 +15,7 @@ const INSTALL_HINT =
   'scripts/install.sh (it runs `errand install`), then reopen this panel.';
 const LOAD_TIMEOUT_MS = 30000;
 
-const crate = init({ module_or_path: new URL('./pkg/wasm/errand_page_bg.wasm', import.meta.url) });
+const crate = init({ module_or_path: new URL('./pkg/worker/errand_page_bg.wasm', import.meta.url) });
 
 let nextId = Math.floor(Math.random() * 2 ** 40);
 let host = null; // the native port

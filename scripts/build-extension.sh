@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Builds the content-script crate `errand-page` twice into extension/pkg/:
-#   wasm/ — WebAssembly: wasm-bindgen --target web, then wasm-opt -Oz;
-#   js/   — plain JavaScript for pages whose CSP refuses WebAssembly: an MVP
-#           wasm build (-Ctarget-cpu=mvp, -Zbuild-std, --cfg errand_js),
-#           wasm-bindgen --target bundler, wasm-opt -Oz, then wasm2js; no
-#           .wasm is left.
+# Builds the crate `errand-page` three times into extension/pkg/:
+#   wasm/   — the content script, WebAssembly: wasm-bindgen --target web,
+#             then wasm-opt -Oz;
+#   js/     — the content script in plain JavaScript for pages whose CSP
+#             refuses WebAssembly: an MVP wasm build (-Ctarget-cpu=mvp,
+#             -Zbuild-std, --cfg errand_js), wasm-bindgen --target bundler,
+#             wasm-opt -Oz, then wasm2js and esbuild --minify; no .wasm is
+#             left;
+#   worker/ — what the service worker and the side panel load (WebAssembly,
+#             like wasm/, with the feature `worker`: the protocol helpers
+#             `envelope`/`check`, `ChunkJoiner`, the request tracker, the
+#             frame router). The two content-script builds leave that out
+#             (`--no-default-features`): it is the serde code of every
+#             message kind, about half of the module.
 # Installs what is missing (wasm32 target, rust-src, wasm-bindgen-cli of the
-# version in Cargo.lock, npm's binaryen under .tools/), each only when needed.
+# version in Cargo.lock, npm's binaryen and esbuild under .tools/), each only
+# when needed.
 # Then assembles the extension the browser loads, dist/extension/: only
 # manifest.json, the JS around the crate (loader, service worker, panel) and
 # the two builds, in the same layout (so the manifest and the fixed `key`, hence
@@ -73,31 +82,55 @@ if [[ ! -x "$WASM_OPT" || ! -x "$WASM2JS" ]]; then
   npm install --prefix .tools "binaryen@$version" --no-audit --no-fund >&2
 fi
 
-# ---- WASM build ------------------------------------------------------------
+# esbuild from npm minifies the JS build (the version the fixture apps use,
+# tests/fixtures/apps/package.json).
+ESBUILD_VERSION=0.28.2
+ESBUILD="$ROOT/.tools/node_modules/.bin/esbuild"
+if [[ "$("$ESBUILD" --version 2>/dev/null || true)" != "$ESBUILD_VERSION" ]]; then
+  log "installing esbuild $ESBUILD_VERSION from npm into .tools/"
+  mkdir -p .tools
+  npm install --prefix .tools "esbuild@$ESBUILD_VERSION" --save-exact --no-audit --no-fund >&2
+fi
 
-log "WASM build"
-# opt-level "z" for this build only: 12% smaller than "s" (see BENCHMARKS.md);
-# the JS build keeps "s" (its JavaScript is parsed, not compiled ahead).
-CARGO_PROFILE_WASM_OPT_LEVEL=z \
-  cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm
-rm -rf "$PKG/wasm"
-wasm-bindgen --target web --no-typescript --out-dir "$PKG/wasm" \
-  "target/wasm32-unknown-unknown/wasm/$CRATE.wasm"
-# Rust's wasm32 target enables these features by default; wasm-opt must
-# accept them, and may keep using them.
-"$WASM_OPT" -Oz \
-  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-  --enable-mutable-globals --enable-reference-types --enable-multivalue \
-  "$PKG/wasm/${CRATE}_bg.wasm" -o "$PKG/wasm/${CRATE}_bg.wasm"
+# ---- WASM builds ------------------------------------------------------------
+
+# wasm_build FEATURE_ARGS OUT: one WebAssembly build of the crate into $PKG/OUT.
+wasm_build() {
+  local features="$1" out="$2"
+  # opt-level "z" for these builds only: 12% smaller than "s" (see
+  # BENCHMARKS.md); the JS build keeps "s" (its JavaScript is parsed, not
+  # compiled ahead).
+  # shellcheck disable=SC2086
+  CARGO_PROFILE_WASM_OPT_LEVEL=z \
+    cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm $features
+  rm -rf "$PKG/$out"
+  wasm-bindgen --target web --no-typescript --out-dir "$PKG/$out" \
+    "target/wasm32-unknown-unknown/wasm/$CRATE.wasm"
+  # Rust's wasm32 target enables these features by default; wasm-opt must
+  # accept them, and may keep using them.
+  "$WASM_OPT" -Oz \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$PKG/$out/${CRATE}_bg.wasm" -o "$PKG/$out/${CRATE}_bg.wasm"
+}
+log "WASM build for the service worker and the panel"
+wasm_build "" worker
+# Last, so that target/.../errand_page.wasm (names kept) is the content script's.
+log "WASM build of the content script"
+wasm_build --no-default-features wasm
 
 # ---- JS build ----------------------------------------------------------------
 
 log "JS build (MVP wasm with build-std, then wasm2js)"
 # -Zlocation-detail=none: panics carry no file/line/column strings (22 KB less
 # JavaScript); a panic still aborts the same way.
+# -Zpanic-immediate-abort (the profile's panic strategy "immediate-abort",
+# for std too): a panic traps at once, without formatting its message
+# (nothing would show it: wasm32-unknown-unknown has no stderr).
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js -Zlocation-detail=none" \
-  cargo build -p errand-page --target wasm32-unknown-unknown --profile wasm \
-  -Zbuild-std=std,panic_abort --target-dir target/js
+  CARGO_PROFILE_WASM_PANIC=immediate-abort \
+  cargo build -Zpanic-immediate-abort -p errand-page --target wasm32-unknown-unknown --profile wasm \
+  --no-default-features -Zbuild-std=std,panic_abort --target-dir target/js
 rm -rf "$PKG/js"
 wasm-bindgen --target bundler --no-typescript --out-dir "$PKG/js" \
   "target/js/wasm32-unknown-unknown/wasm/$CRATE.wasm"
@@ -110,6 +143,12 @@ wasm-bindgen --target bundler --no-typescript --out-dir "$PKG/js" \
 NO_ONE_CALLER_INLINING="--one-caller-inline-max-function-size 0"
 "$WASM_OPT" -Oz $NO_ONE_CALLER_INLINING "$PKG/js/${CRATE}_bg.wasm" -o "$PKG/js/${CRATE}_bg.wasm"
 "$WASM2JS" "$PKG/js/${CRATE}_bg.wasm" -O2 $NO_ONE_CALLER_INLINING -o "$PKG/js/${CRATE}_bg.wasm.js"
+# wasm2js writes indented, readable JavaScript (a quarter of it leading
+# spaces, long local names): minified, it is a third of the size (less to
+# fetch and parse); the functions stay the same functions.
+"$ESBUILD" "$PKG/js/${CRATE}_bg.wasm.js" --minify --format=esm --log-level=warning \
+  --outfile="$PKG/js/${CRATE}_bg.min.js"
+mv "$PKG/js/${CRATE}_bg.min.js" "$PKG/js/${CRATE}_bg.wasm.js"
 # Point the glue at the JavaScript module instead of the .wasm file.
 sed -i "s#\(from ['\"]\./${CRATE}_bg\.wasm\)\(['\"]\)#\1.js\2#" "$PKG/js/$CRATE.js"
 if grep -q "${CRATE}_bg\.wasm['\"]" "$PKG/js/$CRATE.js"; then
@@ -132,35 +171,50 @@ if [[ "$views" == 0 || "$views" != "$patched" ]]; then
 fi
 
 # ---- Smoke test ------------------------------------------------------------------
-# Both builds must load (in Node) and answer; a large message makes the
+# The three builds must load (in Node) and answer; a large message makes the
 # memory grow, which the JS build's glue must follow.
 
 SMOKE="$(mktemp -d)"
 trap 'rm -rf "$SMOKE"' EXIT
-cp -r "$PKG/wasm" "$PKG/js" "$SMOKE/"
+cp -r "$PKG/wasm" "$PKG/js" "$PKG/worker" "$SMOKE/"
 echo '{"type":"module"}' >"$SMOKE/package.json"
 cat >"$SMOKE/smoke.js" <<'JS'
 import { readFileSync } from "node:fs";
 const dir = new URL(".", import.meta.url);
-const wasm = await import(new URL("wasm/errand_page.js", dir));
-wasm.initSync({ module: readFileSync(new URL("wasm/errand_page_bg.wasm", dir)) });
+const load = async (name) => {
+  const m = await import(new URL(`${name}/errand_page.js`, dir));
+  m.initSync({ module: readFileSync(new URL(`${name}/errand_page_bg.wasm`, dir)) });
+  return m;
+};
+const wasm = await load("wasm");
+const worker = await load("worker");
 const js = await import(new URL("js/errand_page.js", dir));
+const big = "x".repeat(3_000_000);
 for (const [name, m] of [["wasm", wasm], ["js", js]]) {
   const fail = (what) => { throw new Error(`${name} build: ${what}`); };
   if (m.build() !== name) fail(`build() says ${m.build()}`);
-  const ack = m.envelope(1, 2, "ack", "{}");
-  if (ack !== '{"v":1,"id":1,"re":2,"kind":"ack"}') fail(`envelope() gave ${ack}`);
+  if (m.envelope || m.check || m.ChunkJoiner) fail("has the worker's exports");
   const reply = JSON.parse(await m.handle('{"v":1,"id":3,"kind":"get_status"}'));
   if (reply.code !== "not_allowed" || reply.re !== 3) fail(`handle() gave ${JSON.stringify(reply)}`);
+  const page = JSON.stringify({ v: 1, id: 4, kind: "page", tab_id: 1, command: { op: "dance", big } });
+  const bad = JSON.parse(await m.handle(page));
+  if (bad.code !== "bad_message" || !bad.message.includes("dance")) fail(`handle() gave ${JSON.stringify(bad)}`);
+}
+{
+  const m = worker;
+  const fail = (what) => { throw new Error(`worker build: ${what}`); };
+  const ack = m.envelope(1, 2, "ack", "{}");
+  if (ack !== '{"v":1,"id":1,"re":2,"kind":"ack"}') fail(`envelope() gave ${ack}`);
   let threw = false;
   try { m.check("[]"); } catch { threw = true; }
   if (!threw) fail("check('[]') did not throw");
-  const big = JSON.stringify({ task: "x".repeat(3_000_000) });
-  if (!m.envelope(4, undefined, "start_task", big).endsWith('x"}')) fail("a large envelope came back wrong");
+  if (!m.envelope(4, undefined, "start_task", JSON.stringify({ task: big })).endsWith('x"}')) {
+    fail("a large envelope came back wrong");
+  }
 }
 JS
 node "$SMOKE/smoke.js"
-log "smoke test passed: both builds load and answer"
+log "smoke test passed: the three builds load and answer"
 fi
 
 # ---- dist/extension: what the browser loads -----------------------------------
@@ -175,7 +229,7 @@ cp manifest.json "$DIST.new/"
 cp extension/*.js "$DIST.new/extension/"
 cp -r extension/panel "$DIST.new/extension/"
 cp -r extension/generated "$DIST.new/extension/"
-cp -r "$PKG/wasm" "$PKG/js" "$DIST.new/extension/pkg/"
+cp -r "$PKG/wasm" "$PKG/js" "$PKG/worker" "$DIST.new/extension/pkg/"
 stray="$(find "$DIST.new" \( -name '*.rs' -o -name 'Cargo.*' -o -name node_modules -o -name target \) -print)"
 if [[ -n "$stray" ]]; then
   echo "error: $DIST would hold $stray" >&2
@@ -192,6 +246,6 @@ fi
 # ---- Sizes ---------------------------------------------------------------------
 
 log "sizes (bytes, gzip -9 in brackets)"
-for f in "$PKG"/wasm/* "$PKG"/js/*; do
+for f in "$PKG"/wasm/* "$PKG"/js/* "$PKG"/worker/*; do
   printf '  %-45s %8d  (%d)\n' "$f" "$(wc -c <"$f")" "$(gzip -9c "$f" | wc -c)"
 done

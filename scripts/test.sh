@@ -41,7 +41,7 @@ if [ ! -f "$STAMP" ] || [ "$APPS/package.json" -nt "$STAMP" ] || [ "$APPS/build.
   node "$APPS/build.mjs"
 fi
 
-echo "== building the extension (WASM and JS builds)"
+echo "== building the extension (the content script's WASM and JS builds, the worker build)"
 scripts/build-extension.sh
 
 echo "== building the host"

@@ -2,9 +2,9 @@
 // "panel" port. Every message is built and checked by the Rust protocol
 // crate (`envelope`, `check`); replies are matched to requests by `re`.
 
-import init, { envelope, check } from '../pkg/wasm/errand_page.js';
+import init, { envelope, check } from '../pkg/worker/errand_page.js';
 
-const crate = init({ module_or_path: new URL('../pkg/wasm/errand_page_bg.wasm', import.meta.url) });
+const crate = init({ module_or_path: new URL('../pkg/worker/errand_page_bg.wasm', import.meta.url) });
 
 let nextId = Math.floor(Math.random() * 2 ** 40);
 const waiting = new Map(); // request id → {kind, resolve, reject}

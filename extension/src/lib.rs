@@ -13,6 +13,12 @@
 //! * `ChunkJoiner` — joins the host's `chunk` envelopes in the service
 //!   worker ([`chunks`]).
 //!
+//! The last two, and the service worker's `net_*` and `frame_route`, only
+//! with the default feature `worker`: the service worker and the panel load
+//! that third build (`pkg/worker/`); the content script's two builds leave
+//! it out, and with it the serde code of every message kind it never reads
+//! or writes ([`messages`]).
+//!
 //! Modules: [`observe`] (the walk), [`registry`] (element numbers),
 //! [`marks`] (the overlay), [`act`] (actions), [`text`] (the model-facing
 //! lines), [`messages`] (envelopes), [`watch`] (waiting for the page to
@@ -26,6 +32,7 @@ use errand_protocol::{Body, Envelope, ErrorCode, PageCommand};
 use wasm_bindgen::prelude::*;
 
 pub mod act;
+#[cfg(feature = "worker")]
 pub mod chunks;
 pub mod deadline;
 pub mod dialogs;
@@ -71,7 +78,7 @@ impl Fail {
 /// the reply envelope: `observation`, `action_done`, `ack` or `error`.
 #[wasm_bindgen]
 pub async fn handle(message: String) -> String {
-    answer(&message).await.encode()
+    messages::encode_reply(&answer(&message).await)
 }
 
 /// The reply to one message.
@@ -150,12 +157,15 @@ pub fn build() -> String {
 
 /// Builds an envelope from its kind and a JSON object of its fields,
 /// checked against the protocol; returns its JSON or throws why not.
+/// The worker build's only (feature `worker`), like [`check`].
+#[cfg(feature = "worker")]
 #[wasm_bindgen]
 pub fn envelope(id: f64, re: Option<f64>, kind: &str, fields: &str) -> Result<String, JsError> {
     messages::make_envelope(id, re, kind, fields).map_err(|e| JsError::new(&e))
 }
 
 /// Checks a message; returns its canonical JSON or throws why it is bad.
+#[cfg(feature = "worker")]
 #[wasm_bindgen]
 pub fn check(message: &str) -> Result<String, JsError> {
     messages::check_message(message).map_err(|e| JsError::new(&e))

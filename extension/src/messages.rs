@@ -9,6 +9,7 @@
 use std::cell::Cell;
 
 use errand_protocol::{Body, DecodeError, Envelope, ErrorCode, PageCommand};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 thread_local! {
@@ -83,53 +84,110 @@ pub struct Request {
     pub command: PageCommand,
 }
 
+/// The fields of a `page` envelope the content script reads (serde ignores
+/// the others: `v` and `kind` are checked before, `tab_id` is the service
+/// worker's).
+#[derive(Deserialize)]
+struct PageMessage {
+    command: PageCommand,
+}
+
 /// Reads what `handle` was given: a `page` envelope, or the error reply.
+///
+/// Only a `page` envelope is deserialized, never a whole [`Body`]: the
+/// content-script builds carry the serde code of what they receive
+/// ([`PageCommand`]) and send ([`encode_reply`]), not of every message kind
+/// (about half of the module once; see BENCHMARKS.md, "What makes the WASM
+/// module large"). Any other kind, known or not, is not allowed here.
 pub fn read_request(message: &str) -> Result<Request, Box<Envelope>> {
-    match Envelope::decode(message) {
-        Ok(Envelope { id, body: Body::Page { command, .. }, .. }) => Ok(Request { id, command }),
-        Ok(other) => {
-            let kind = kind_of(&other);
-            Err(Box::new(Envelope::error(
-                next_id(),
-                Some(other.id),
-                ErrorCode::NotAllowed,
-                format!("the content script only takes `page` messages, not `{kind}`"),
-            )))
-        }
-        Err(DecodeError::UnknownKind { id, kind }) if kind == "page" => {
-            // The protocol reports any unknown variant as an unknown kind,
-            // even an unknown `op` inside a `page` message: say what it is.
-            Err(Box::new(Envelope::error(
-                next_id(),
-                id,
-                ErrorCode::BadMessage,
-                bad_command(message),
-            )))
-        }
-        Err(e) => {
-            Err(Box::new(Envelope::error(next_id(), e.request_id(), e.code(), e.to_string())))
-        }
+    let refuse = |e: DecodeError| {
+        Box::new(Envelope::error(next_id(), e.request_id(), e.code(), e.to_string()))
+    };
+    let value: Value =
+        serde_json::from_str(message).map_err(|e| refuse(DecodeError::NotJson(e.to_string())))?;
+    let obj = value.as_object().ok_or_else(|| refuse(DecodeError::NotAnObject))?;
+    let v =
+        obj.get("v").and_then(Value::as_u64).ok_or_else(|| refuse(DecodeError::MissingVersion))?;
+    if v != u64::from(errand_protocol::PROTOCOL_VERSION) {
+        return Err(refuse(DecodeError::UnsupportedVersion(v)));
+    }
+    let id = obj.get("id").and_then(Value::as_u64);
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| refuse(DecodeError::MissingKind { id }))?;
+    let Some(id) = id else {
+        return Err(refuse(DecodeError::BadFields {
+            id: None,
+            kind: kind.to_owned(),
+            reason: "missing field `id`".to_owned(),
+        }));
+    };
+    if kind != "page" {
+        return Err(Box::new(Envelope::error(
+            next_id(),
+            Some(id),
+            ErrorCode::NotAllowed,
+            format!("the content script only takes `page` messages, not `{kind}`"),
+        )));
+    }
+    match serde_json::from_value::<PageMessage>(value) {
+        Ok(PageMessage { command }) => Ok(Request { id, command }),
+        Err(e) => Err(refuse(DecodeError::BadFields {
+            id: Some(id),
+            kind: "page".to_owned(),
+            reason: e.to_string(),
+        })),
     }
 }
 
-/// Why the `command` of a `page` message cannot be read.
-fn bad_command(message: &str) -> String {
-    let command = serde_json::from_str::<Value>(message)
-        .ok()
-        .and_then(|mut v| v.get_mut("command").map(Value::take))
-        .unwrap_or(Value::Null);
-    match serde_json::from_value::<PageCommand>(command) {
-        Err(e) => format!("bad `page` message: {e}"),
-        Ok(_) => "bad `page` message".to_owned(),
-    }
+/// The bodies the content script sends, in [`Body`]'s wire shape (the same
+/// `kind` tag and field names; `replies_encode_like_the_protocol` checks
+/// each against [`Envelope::encode`]). Serializing a [`Body`] would take the
+/// serde code of every message kind.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Reply<'a> {
+    Observation(&'a errand_protocol::Observation),
+    ActionDone { effect: &'a errand_protocol::Effect },
+    Ack {},
+    Error { code: ErrorCode, message: &'a str },
 }
 
-/// The `kind` word of an envelope.
-fn kind_of(envelope: &Envelope) -> String {
-    serde_json::to_value(&envelope.body)
-        .ok()
-        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
+/// An envelope around a [`Reply`], as [`Envelope`] writes it.
+#[derive(Serialize)]
+struct ReplyEnvelope<'a> {
+    v: u32,
+    id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    re: Option<u64>,
+    #[serde(flatten)]
+    body: Reply<'a>,
+}
+
+/// The JSON of an envelope the content script sends: the same text as
+/// [`Envelope::encode`] for the kinds it sends (`observation`,
+/// `action_done`, `ack`, `error`). A kind the content script does not send
+/// becomes an `internal` error naming it: add it to [`Reply`].
+pub fn encode_reply(envelope: &Envelope) -> String {
+    let body = match &envelope.body {
+        Body::Observation(o) => Reply::Observation(o),
+        Body::ActionDone { effect } => Reply::ActionDone { effect },
+        Body::Ack {} => Reply::Ack {},
+        Body::Error { code, message } => Reply::Error { code: *code, message },
+        _ => Reply::Error {
+            code: ErrorCode::Internal,
+            message: "the content script cannot send this kind of message \
+                      (messages.rs: Reply lacks it)",
+        },
+    };
+    let reply = ReplyEnvelope { v: envelope.v, id: envelope.id, re: envelope.re, body };
+    serde_json::to_string(&reply).unwrap_or_else(|e| {
+        format!(
+            r#"{{"v":{},"id":{},"kind":"error","code":"internal","message":"cannot encode: {e}"}}"#,
+            envelope.v, envelope.id
+        )
+    })
 }
 
 #[cfg(test)]
@@ -191,9 +249,19 @@ mod tests {
             matches!(not_page.body, Body::Error { code: ErrorCode::NotAllowed, ref message } if message.contains("get_status"))
         );
 
+        // Known or not, any kind but `page` is not the content script's.
         let unknown = read_request(r#"{"v":1,"id":7,"kind":"make_coffee"}"#).unwrap_err();
         assert_eq!(unknown.re, Some(7));
-        assert!(matches!(unknown.body, Body::Error { code: ErrorCode::UnknownKind, .. }));
+        assert!(matches!(unknown.body, Body::Error { code: ErrorCode::NotAllowed, .. }));
+
+        let old = read_request(r#"{"v":9,"id":7,"kind":"page"}"#).unwrap_err();
+        assert!(matches!(old.body, Body::Error { code: ErrorCode::UnsupportedVersion, .. }));
+        let no_command = read_request(r#"{"v":1,"id":9,"kind":"page","tab_id":1}"#).unwrap_err();
+        assert_eq!(no_command.re, Some(9));
+        assert!(
+            matches!(no_command.body, Body::Error { code: ErrorCode::BadMessage, ref message } if message.contains("command")),
+            "{no_command:?}"
+        );
 
         let bad = read_request("nope").unwrap_err();
         assert_eq!(bad.re, None);
@@ -208,5 +276,37 @@ mod tests {
             "{bad_cmd:?}"
         );
         assert!(bad.id < bad_cmd.id, "ids count up");
+    }
+
+    #[test]
+    fn replies_encode_like_the_protocol() {
+        use errand_protocol::{Effect, Observation};
+        let observation = Observation {
+            url: "https://example.com/".into(),
+            title: "t".into(),
+            text: "[1]<button>Go</button>".into(),
+            elapsed_ms: 2.5,
+            seq: 4,
+            ..Default::default()
+        };
+        let effect = Effect {
+            summary: "clicked".into(),
+            value: Some("x".into()),
+            appeared: vec!["a menu".into()],
+            ..Default::default()
+        };
+        for body in [
+            Body::Observation(observation),
+            Body::ActionDone { effect },
+            Body::Ack {},
+            Body::Error { code: ErrorCode::NoSuchElement, message: "no \"[4]\"".into() },
+        ] {
+            for re in [Some(3), None] {
+                let env = Envelope { v: 1, id: 8, re, body: body.clone() };
+                assert_eq!(encode_reply(&env), env.encode());
+            }
+        }
+        let other = encode_reply(&Envelope::reply(2, 1, Body::GetStatus {}));
+        assert!(other.contains(r#""code":"internal""#), "{other}");
     }
 }

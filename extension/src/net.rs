@@ -142,7 +142,7 @@ thread_local! {
 /// Called by the service worker for `chrome.webRequest` events: `event` is
 /// `"start"` (`onBeforeRequest`) or `"end"` (`onCompleted`,
 /// `onErrorOccurred`); `time` is the event's `timeStamp`.
-#[wasm_bindgen]
+#[cfg_attr(feature = "worker", wasm_bindgen)]
 pub fn net_request(event: &str, tab_id: f64, request_id: &str, kind: &str, time: f64) {
     let tab = tab_id as i64;
     TRACKER.with(|t| {
@@ -156,14 +156,14 @@ pub fn net_request(event: &str, tab_id: f64, request_id: &str, kind: &str, time:
 }
 
 /// Called by the service worker when a tab closes.
-#[wasm_bindgen]
+#[cfg_attr(feature = "worker", wasm_bindgen)]
 pub fn net_forget(tab_id: f64) {
     TRACKER.with(|t| t.borrow_mut().forget(tab_id as i64));
 }
 
 /// Answers a content script's message when it is a [`Question`] (the JSON
 /// of a [`NetState`]); `None` for any other message.
-#[wasm_bindgen]
+#[cfg_attr(feature = "worker", wasm_bindgen)]
 pub fn net_answer(message: &str, tab_id: f64) -> Option<String> {
     let q: Question = serde_json::from_str(message).ok()?;
     let now = js_sys::Date::now();

@@ -236,6 +236,13 @@ impl Action {
 
     /// The elements the action targets (the first is the main one).
     pub fn elements(&self) -> Vec<u32> {
+        self.clone().elements_mut().into_iter().map(|n| *n).collect()
+    }
+
+    /// The element numbers of the action, to rewrite them (a cross-origin
+    /// frame's content script numbers its elements its own way); the same
+    /// as [`Action::elements`], in the same order.
+    pub fn elements_mut(&mut self) -> Vec<&mut u32> {
         match self {
             Action::Click { index, .. }
             | Action::DblClick { index, .. }
@@ -249,11 +256,11 @@ impl Action {
             | Action::Focus { index }
             | Action::Hold { index, .. }
             | Action::DragPath { index, .. }
-            | Action::UploadFile { index, .. } => vec![*index],
+            | Action::UploadFile { index, .. } => vec![index],
             Action::Press { index, .. } | Action::Scroll { index, .. } => {
-                index.iter().copied().collect()
+                index.iter_mut().collect()
             }
-            Action::DragAndDrop { from, to } => vec![*from, *to],
+            Action::DragAndDrop { from, to } => vec![from, to],
             _ => vec![],
         }
     }

@@ -178,8 +178,13 @@ fn extension_sources(repo: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    for dir in ["extension/panel", "extension/generated", "extension/pkg/wasm", "extension/pkg/js"]
-    {
+    for dir in [
+        "extension/panel",
+        "extension/generated",
+        "extension/pkg/wasm",
+        "extension/pkg/js",
+        "extension/pkg/worker",
+    ] {
         walk(&repo.join(dir), repo, &mut out);
     }
     out
@@ -282,6 +287,11 @@ impl TestBrowser {
                 &repo.join("shared/src"),
             ],
             "cargo build -p errand-host",
+        );
+        warn_if_stale(
+            &repo.join("extension/pkg/worker"),
+            &[&repo.join("extension/src"), &repo.join("shared/src")],
+            "bash scripts/build-extension.sh",
         );
         warn_if_stale(
             &repo.join("extension/pkg/wasm"),

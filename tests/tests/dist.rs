@@ -45,6 +45,7 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         "extension/generated/rules.js",
         "extension/pkg/wasm/errand_page_bg.wasm",
         "extension/pkg/js/errand_page_bg.wasm.js",
+        "extension/pkg/worker/errand_page_bg.wasm",
     ] {
         assert!(all.iter().any(|f| f == needed), "{needed} is missing from {all:?}");
     }

@@ -111,8 +111,8 @@ fn run() -> Result<()> {
 fn bad_sets_are_refused(page: &errand_e2e::cdp::Page) -> Result<()> {
     let got = page.eval(
         r#"(async () => {
-            const m = await import('/extension/pkg/wasm/errand_page.js');
-            await m.default({ module_or_path: '/extension/pkg/wasm/errand_page_bg.wasm' });
+            const m = await import('/extension/pkg/worker/errand_page.js');
+            await m.default({ module_or_path: '/extension/pkg/worker/errand_page_bg.wasm' });
             const j = new m.ChunkJoiner();
             const chunk = (of, index, count, data) =>
                 JSON.stringify({ v: 1, id: of, kind: 'chunk', of, index, count, data });

@@ -258,7 +258,7 @@ pub fn pick(to: &Place, sender: i64, located: &[Located]) -> Result<i64, String>
 /// what, or `{"unreadable": why}` when no frame that runs Errand is there
 /// (asked again, the frame answers the same until it loads another
 /// document). Throws why not otherwise.
-#[wasm_bindgen]
+#[cfg_attr(feature = "worker", wasm_bindgen)]
 pub fn frame_route(relay: &str, sender: f64, located: &str) -> Result<String, JsError> {
     let relay: Relay =
         serde_json::from_str(relay).map_err(|e| JsError::new(&format!("bad frame relay: {e}")))?;

@@ -25,19 +25,15 @@ pub fn relabel_text(text: &str, map: &[(u32, u32)]) -> String {
     out
 }
 
-/// The action with its element numbers mapped by `f`.
+/// The action with its element numbers mapped by `f` (no serde round trip:
+/// deserializing an [`Action`] from a JSON value would add a second copy of
+/// its serde code to the module).
 pub fn relabel_action(action: &Action, f: impl Fn(u32) -> u32) -> Option<Action> {
-    let mut value = serde_json::to_value(action).ok()?;
-    if let Some(inner) = value.as_object_mut().and_then(|o| o.values_mut().next()) {
-        if let Some(fields) = inner.as_object_mut() {
-            for key in ["index", "from", "to"] {
-                if let Some(n) = fields.get(key).and_then(serde_json::Value::as_u64) {
-                    fields.insert(key.into(), f(n as u32).into());
-                }
-            }
-        }
+    let mut action = action.clone();
+    for n in action.elements_mut() {
+        *n = f(*n);
     }
-    serde_json::from_value(value).ok()
+    Some(action)
 }
 
 /// Where an action goes when its elements are in a cross-origin frame:
