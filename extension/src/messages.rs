@@ -150,6 +150,7 @@ pub fn read_request(message: &str) -> Result<Request, Box<Envelope>> {
 enum Reply<'a> {
     Observation(&'a errand_protocol::Observation),
     ActionDone { effect: &'a errand_protocol::Effect },
+    Located(&'a errand_protocol::Located),
     Ack {},
     Error { code: ErrorCode, message: &'a str },
 }
@@ -167,12 +168,13 @@ struct ReplyEnvelope<'a> {
 
 /// The JSON of an envelope the content script sends: the same text as
 /// [`Envelope::encode`] for the kinds it sends (`observation`,
-/// `action_done`, `ack`, `error`). A kind the content script does not send
+/// `action_done`, `located`, `ack`, `error`). A kind the content script does not send
 /// becomes an `internal` error naming it: add it to [`Reply`].
 pub fn encode_reply(envelope: &Envelope) -> String {
     let body = match &envelope.body {
         Body::Observation(o) => Reply::Observation(o),
         Body::ActionDone { effect } => Reply::ActionDone { effect },
+        Body::Located(found) => Reply::Located(found),
         Body::Ack {} => Reply::Ack {},
         Body::Error { code, message } => Reply::Error { code: *code, message },
         _ => Reply::Error {
@@ -298,6 +300,7 @@ mod tests {
         for body in [
             Body::Observation(observation),
             Body::ActionDone { effect },
+            Body::Located(errand_protocol::Located { index: 7, rung: "role_name".into() }),
             Body::Ack {},
             Body::Error { code: ErrorCode::NoSuchElement, message: "no \"[4]\"".into() },
         ] {
