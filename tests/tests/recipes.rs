@@ -364,7 +364,14 @@ fn a_changed_flow_is_handed_to_the_agent() {
     let requests = rig.model.requests();
     let replay = &requests[requests.len() - calls..];
     assert!(all_text(&replay[0]).contains("You are repairing one step"), "first: the repair");
-    assert!(calls >= 2 && all_text(&replay[1]).contains("could not go on"), "then the agent");
+    let asked: Vec<String> =
+        replay.iter().map(|r| last_user_message(r).unwrap_or_default()).collect();
+    assert!(
+        calls >= 2 && all_text(&replay[1]).contains("could not go on"),
+        "then the agent; the replay's {calls} model calls asked:\n{}\n{}",
+        asked.join("\n-----\n"),
+        rig.browser.logs()
+    );
     assert_eq!(
         received(&tab),
         json!({"fullname": "Grace Hopper", "email": "grace@example.org", "plan": "Basic"})
