@@ -439,6 +439,26 @@ pub enum Body {
         data: String,
     },
 
+    // ---- `errand mcp` → host (its own Unix socket, never the extension) ----
+    /// One MCP tool call from the client `client` (`observe`, `click`,
+    /// `tabs`, …, with the tool's arguments), run by the host's tools layer
+    /// under the same rules as the agent; answered with `tool_result`.
+    ToolCall {
+        client: String,
+        name: String,
+        #[serde(default)]
+        args: serde_json::Value,
+    },
+    /// Reply to `tool_call`: the text for the caller (scrubbed), an
+    /// optional JPEG data URL, and whether the call failed.
+    ToolResult {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<String>,
+        #[serde(default)]
+        is_error: bool,
+    },
+
     // ---- Anywhere ----
     /// Something went wrong; `re` names the request.
     Error { code: ErrorCode, message: String },

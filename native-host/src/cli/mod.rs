@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 pub mod commands;
+#[cfg(unix)]
+pub mod mcp;
 pub mod memory;
 pub mod session;
 pub mod term;
@@ -80,6 +82,17 @@ pub enum Command {
     Doctor {
         #[command(flatten)]
         model: ModelArgs,
+    },
+    /// Serve Errand's browser tools to an AI assistant over the Model
+    /// Context Protocol (stdio; `--http` for streamable HTTP on 127.0.0.1).
+    /// It drives your own browser through Errand's extension, or with
+    /// `--launch` a headless Chromium of its own.
+    #[cfg(unix)]
+    Mcp {
+        #[command(subcommand)]
+        command: Option<mcp::McpCommand>,
+        #[command(flatten)]
+        args: mcp::McpArgs,
     },
     /// The profile for form filling: facts the agent may use, and secrets
     /// it fills without ever seeing them.
@@ -161,6 +174,8 @@ pub fn main() -> ExitCode {
             block_on(commands::run(args))
         }
         Command::Memory { command } => memory::main(command),
+        #[cfg(unix)]
+        Command::Mcp { command, args } => block_on(mcp::main(args, command)),
         Command::Observe { url, screenshot, json, headed } => {
             block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
         }

@@ -19,6 +19,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 mod dispatch;
+pub mod mcp;
 pub mod nm;
 pub mod panel_api;
 mod requests;
