@@ -149,6 +149,59 @@ pub fn configured(client: Client) -> Option<bool> {
     Some(v[client.servers_key()]["errand"].is_object())
 }
 
+/// `errand doctor`'s lines about MCP: each client's config, and the HTTP
+/// token file's permissions.
+pub fn doctor_checks(data_dir: Option<&Path>) -> Vec<crate::setup::doctor::Check> {
+    use crate::setup::doctor::{Check, Level};
+    let line =
+        |level, subject: &str, detail: String| Check { level, subject: subject.to_owned(), detail };
+    let mut out = Vec::new();
+    for client in Client::ALL {
+        let subject = format!("mcp: {}", client.name());
+        let path = client.config_path().map(|p| p.display().to_string()).unwrap_or_default();
+        out.push(match configured(client) {
+            Some(true) => line(Level::Ok, &subject, format!("configured in {path}")),
+            _ => line(
+                Level::Info,
+                &subject,
+                format!(
+                    "not configured (errand mcp install --client {})",
+                    match client {
+                        Client::Claude => "claude",
+                        Client::ClaudeCode => "claude-code",
+                        Client::Cursor => "cursor",
+                        Client::Vscode => "vscode",
+                    }
+                ),
+            ),
+        });
+    }
+    if let Some(dir) = data_dir {
+        use std::os::unix::fs::PermissionsExt;
+        let path = token_path(dir);
+        out.push(match std::fs::metadata(&path) {
+            Ok(m) if m.permissions().mode() & 0o077 == 0 => {
+                line(Level::Ok, "mcp: http token", format!("{} (owner only)", path.display()))
+            }
+            Ok(m) => line(
+                Level::Problem,
+                "mcp: http token",
+                format!(
+                    "{} is readable by others (mode {:o}): chmod 600 it",
+                    path.display(),
+                    m.permissions().mode() & 0o777
+                ),
+            ),
+            Err(_) => line(
+                Level::Info,
+                "mcp: http token",
+                "none yet (made by the first errand mcp --http)".to_owned(),
+            ),
+        });
+    }
+    out
+}
+
 /// The HTTP token's file.
 pub fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join("mcp-token")
@@ -247,15 +300,16 @@ fn gone() -> Reply {
 fn socket_call(s: &mut std::os::unix::net::UnixStream, body: Body) -> Result<Reply, String> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    write_frame(s, &Envelope::new(id, body))
-        .map_err(|e| format!("Errand's host went away: {e}"))?;
+    let written = write_frame(s, &Envelope::new(id, body));
     loop {
-        let frame = transport::read_frame(s, 64 * 1024 * 1024)
-            .map_err(|e| format!("Errand's host went away: {e}"))?;
-        let env = match frame {
-            None => return Err(gone().text),
-            Some(Ok(env)) => env,
-            Some(Err(e)) => return Err(format!("bad reply from Errand's host: {e}")),
+        // A host that refused us (another client, another user) wrote why
+        // and closed: read it even when our call could not be written.
+        let env = match (transport::read_frame(s, 64 * 1024 * 1024), &written) {
+            (Ok(Some(Ok(env))), _) => env,
+            (_, Err(e)) => return Err(format!("Errand's host went away: {e}")),
+            (Err(e), _) => return Err(format!("Errand's host went away: {e}")),
+            (Ok(None), _) => return Err(gone().text),
+            (Ok(Some(Err(e))), _) => return Err(format!("bad reply from Errand's host: {e}")),
         };
         if let Body::ToolResult { text, image, is_error } = env.body {
             // A refusal (another client, another user) answers nothing.

@@ -160,7 +160,10 @@ pub fn main() -> ExitCode {
             Err(e) => fail(e),
         },
         Command::Doctor { model } => block_on(async move {
-            let report = doctor::run(&model.overrides(None)).await;
+            #[allow(unused_mut)]
+            let mut report = doctor::run(&model.overrides(None)).await;
+            #[cfg(unix)]
+            report.checks.extend(mcp::doctor_checks(data_dir.as_deref()));
             term::report(&report);
             Ok::<_, std::convert::Infallible>(if report.has_problems() {
                 ExitCode::FAILURE

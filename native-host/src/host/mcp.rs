@@ -107,14 +107,24 @@ impl Host {
         let Ok(reader) = stream.try_clone() else { return };
         let writer = Arc::new(Mutex::new(stream));
         let mut incoming = transport::spawn_reader(reader, 16 * 1024 * 1024);
-        let mut session: Option<Session<Host, Host>> = None;
+        let mut session: Option<Arc<Session<Host, Host>>> = None;
         while let Some(item) = incoming.recv().await {
             let Ok(env) = item else { break };
             let reply = match env.body {
                 Body::ToolCall { client, name, args } => {
                     if session.is_none() {
                         match self.begin_session(&client).await {
-                            Ok(s) => session = Some(s),
+                            Ok(s) => {
+                                // The panel's Stop ends the session at once
+                                // (the browser is free for the panel again).
+                                let s = Arc::new(s);
+                                let watched = s.clone();
+                                tokio::spawn(async move {
+                                    watched.stopped().await;
+                                    watched.finish().await;
+                                });
+                                session = Some(s);
+                            }
                             Err(HostError::Busy(_)) => {
                                 let r = Reply {
                                     text: "a task is running in Errand's side panel: Errand drives \

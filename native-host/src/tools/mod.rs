@@ -97,8 +97,11 @@ pub fn tool_list() -> Vec<ToolSpec> {
     let mut out = vec![
         ToolSpec {
             name: "observe".into(),
-            description: "Read the page in the current tab as Errand's compact numbered list \
-                (`[12]<button>Submit</button>`): the numbers are what the other tools take. The \
+            description: "Read the page in the current tab as Errand's compact list: headings \
+                (`# …`), text, and one line per element you can act on, starting with its number \
+                and its kind (`3<button>Sign in`, `5<email value=\"ada@example.com\">`, \
+                `8>Pricing` for a link; `*` marks an element new since the last observe): the \
+                numbers are what the other tools take. The \
                 first call returns the whole page; later ones only what changed since the last \
                 observe (pass full=true for all of it). A reply never exceeds max_tokens: it \
                 starts at the visible part and says how to get the rest (page, scroll, find). \
@@ -191,6 +194,7 @@ pub struct Session<B, O> {
     client: String,
     stop: Stopper,
     state: Mutex<State>,
+    finished: std::sync::atomic::AtomicBool,
 }
 
 impl<B: Browser, O: Operator> Session<B, O> {
@@ -213,8 +217,17 @@ impl<B: Browser, O: Operator> Session<B, O> {
         });
         crate::memory::scrub::scrub_log_too(secrets.values());
         let state = State { secrets, ..State::default() };
-        let session =
-            Session { browser, operator, setup, store, id, client, stop, state: Mutex::new(state) };
+        let session = Session {
+            browser,
+            operator,
+            setup,
+            store,
+            id,
+            client,
+            stop,
+            state: Mutex::new(state),
+            finished: std::sync::atomic::AtomicBool::new(false),
+        };
         let started = TaskEvent::Started { task: session.title(), tab_id: 0, url: String::new() };
         session.operator.emit(&session.id, started, Vec::new()).await;
         session
@@ -243,8 +256,17 @@ impl<B: Browser, O: Operator> Session<B, O> {
         SitePolicy::new(&self.settings().sites)
     }
 
-    /// Ends the session: recorded, the operator told, `finished` sent.
+    /// Waits until the user stops the session (the side panel's Stop).
+    pub async fn stopped(&self) {
+        self.stop.token().cancelled().await
+    }
+
+    /// Ends the session (once): recorded, the operator told, `finished`
+    /// sent. A stopped session refuses every later call.
     pub async fn finish(&self) {
+        if self.finished.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let outcome = if self.stop.is_stopped() {
             self.stop.outcome()
         } else {
@@ -262,6 +284,8 @@ impl<B: Browser, O: Operator> Session<B, O> {
         }
         self.operator.ended(&self.id);
         self.operator.emit(&self.id, TaskEvent::Finished { outcome }, Vec::new()).await;
+        // Whoever waits for a stop is done waiting.
+        self.stop.token().cancel();
     }
 
     /// Runs one tool call. The reply is scrubbed of every secret value
@@ -403,7 +427,7 @@ impl<B: Browser, O: Operator> Session<B, O> {
         let found: Vec<&str> = obs
             .text
             .lines()
-            .filter(|l| l.to_lowercase().contains(&query) && l.contains('['))
+            .filter(|l| l.to_lowercase().contains(&query) && element_number(l).is_some())
             .collect();
         if found.is_empty() {
             return Reply::ok(format!(
@@ -703,6 +727,19 @@ fn not_owned(tab: i64) -> String {
     )
 }
 
+/// The number of an element's line (`3<button>Sign in`, `*9<button=Close>`,
+/// `8>Pricing`); `None` for headings and text.
+fn element_number(line: &str) -> Option<u32> {
+    let rest = line.trim_start();
+    let rest = rest.strip_prefix('*').unwrap_or(rest);
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let after = rest[digits..].chars().next()?;
+    if digits == 0 || !matches!(after, '<' | '>') {
+        return None;
+    }
+    rest[..digits].parse().ok()
+}
+
 /// About four characters a token.
 fn tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
@@ -751,10 +788,7 @@ fn render(
         .elements
         .iter()
         .find(|e| e.in_viewport)
-        .and_then(|e| {
-            let mark = format!("[{}]", e.index);
-            lines.iter().position(|l| l.contains(&mark))
-        })
+        .and_then(|e| lines.iter().position(|l| element_number(l) == Some(e.index)))
         .unwrap_or(0);
     let ordered: Vec<&str> =
         lines[first_visible..].iter().chain(lines[..first_visible].iter()).copied().collect();
@@ -834,26 +868,29 @@ mod tests {
 
     #[test]
     fn later_observations_are_what_changed_and_long_ones_come_in_parts() {
-        let rest: String = (10..60).map(|i| format!("\n[{i}]<a>link {i}</a>")).collect();
-        let first = obs(&format!("[1]<button>A</button>\n[2]<input>name</input>\nsome text{rest}"));
+        let rest: String = (10..60).map(|i| format!("\n{i}>link {i}")).collect();
+        let first = obs(&format!("1<button>A\n2<input=name>\nsome text{rest}"));
         let whole = render(&first, 7, None, false, 8000, 1);
-        assert!(whole.contains("[2]<input>name</input>"), "{whole}");
+        assert!(whole.contains("2<input=name>"), "{whole}");
         let prev = (7, first.url.clone(), first.text.clone());
-        let second =
-            obs(&format!("[1]<button>A</button>\n[2]<input>name</input>\n[3]<a>New</a>{rest}"));
+        let second = obs(&format!("1<button>A\n2<input=name>\n3>New{rest}"));
         let diff = render(&second, 7, Some(&prev), false, 8000, 1);
-        assert!(diff.contains("+ [3]<a>New</a>") && diff.contains("- some text"), "{diff}");
-        assert!(!diff.contains("[1]<button>"), "{diff}");
+        assert!(diff.contains("+ 3>New") && diff.contains("- some text"), "{diff}");
+        assert!(!diff.contains("1<button>"), "{diff}");
         let same = render(&first, 7, Some(&prev), false, 8000, 1);
         assert!(same.contains("Nothing changed"), "{same}");
 
-        let long: String = (1..=2000).map(|i| format!("[{i}]<a>link number {i}</a>\n")).collect();
+        let long: String = (1..=2000).map(|i| format!("{i}>link number {i}\n")).collect();
         let big = obs(&long);
         let part = render(&big, 7, None, false, 1000, 1);
         assert!(tokens(&part) <= 1000, "{}", tokens(&part));
         assert!(part.contains("Part 1 of") && part.contains("page=2"), "{part}");
         let two = render(&big, 7, None, false, 1000, 2);
         assert!(two.contains("Part 2 of"), "{two}");
-        assert!(!two.contains("[1]<a>"), "{two}");
+        assert!(!two.contains("\n1>link"), "{two}");
+        assert_eq!(element_number("  *12<button=Close>×"), Some(12));
+        assert_eq!(element_number("8>Pricing"), Some(8));
+        assert_eq!(element_number("# 3 steps"), None);
+        assert_eq!(element_number("2024 was a year"), None);
     }
 }
