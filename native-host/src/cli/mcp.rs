@@ -239,14 +239,19 @@ enum Backend {
     /// The native host of the user's browser, over its socket.
     Socket(Mutex<Option<std::os::unix::net::UnixStream>>),
     /// A browser of our own, the tools layer in this process.
-    Launched { connected: Connected, session: OnceCell<Session<Host, Host>> },
+    Launched {
+        host: Host,
+        /// Taken to close the browser at the end.
+        connected: std::sync::Mutex<Option<Connected>>,
+        session: OnceCell<Session<Host, Host>>,
+    },
 }
 
 impl Backend {
     async fn call(&self, client: &str, name: &str, args: Value) -> Reply {
         match self {
-            Backend::Launched { connected, session } => {
-                let host = connected.host.clone();
+            Backend::Launched { host, session, .. } => {
+                let host = host.clone();
                 let s =
                     session.get_or_try_init(|| async { host.begin_session(client).await }).await;
                 match s {
@@ -280,9 +285,13 @@ impl Backend {
     }
 
     async fn finish(&self) {
-        if let Backend::Launched { session, .. } = self {
+        if let Backend::Launched { session, connected, .. } = self {
             if let Some(s) = session.get() {
                 s.finish().await;
+            }
+            let taken = connected.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(c) = taken {
+                c.close();
             }
         }
     }
@@ -397,7 +406,12 @@ pub async fn main(args: McpArgs, command: Option<McpCommand>) -> Result<ExitCode
     let data_dir = settings.data_dir.clone();
     let backend = if args.launch {
         let connected = connect(settings, args.headed).await.map_err(|e| e.to_string())?;
-        Backend::Launched { connected, session: OnceCell::new() }
+        let host = connected.host.clone();
+        Backend::Launched {
+            host,
+            connected: std::sync::Mutex::new(Some(connected)),
+            session: OnceCell::new(),
+        }
     } else {
         let path = socket_path(&data_dir);
         let stream = std::os::unix::net::UnixStream::connect(&path).map_err(|e| {
@@ -417,11 +431,6 @@ pub async fn main(args: McpArgs, command: Option<McpCommand>) -> Result<ExitCode
         serve_stdio(server.clone()).await
     };
     server.backend.finish().await;
-    if let Ok(backend) = Arc::try_unwrap(server.backend) {
-        if let Backend::Launched { connected, .. } = backend {
-            connected.close();
-        }
-    }
     served.map(|()| ExitCode::SUCCESS)
 }
 
