@@ -22,6 +22,7 @@ export const PANEL_KINDS = new Set([
   "set_secret",
   "forget",
   "ping",
+  "hand_tab",
 ]);
 
 /** The extension stores Errand never touches: host, and path prefix (lower case). */

@@ -292,6 +292,10 @@ pub enum Body {
         task_id: Option<String>,
         approved: bool,
     },
+    /// The user lets the MCP client driving Errand (`errand mcp`) use this
+    /// tab too (the side panel's "Let <client> use this tab"). Replied to
+    /// with `ack`; refused when no MCP client is connected.
+    HandTab { tab_id: i64 },
     /// Past tasks, newest first; with `query`, those matching it (task text
     /// and answer). Replied to with `task_list`.
     ListTasks {
@@ -486,6 +490,7 @@ pub const PANEL_KINDS: &[&str] = &[
     "set_secret",
     "forget",
     "ping",
+    "hand_tab",
 ];
 
 impl Body {
@@ -503,6 +508,7 @@ impl Body {
                 | Body::ResumeTask { .. }
                 | Body::Approve { .. }
                 | Body::Ping { .. }
+                | Body::HandTab { .. }
         ) || self.is_management_request()
     }
 
@@ -863,6 +869,7 @@ mod tests {
             Body::SetSecret { name: s(), value: s(), origins: vec![], any_field: false },
             Body::Forget { name: s() },
             Body::Ping { pad: s(), reply_bytes: 0 },
+            Body::HandTab { tab_id: 1 },
         ];
         let kinds: Vec<String> = panel.iter().map(kind).collect();
         assert_eq!(kinds, PANEL_KINDS);

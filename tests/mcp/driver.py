@@ -8,7 +8,7 @@ SCENARIO_JSON is a list of calls: {"tool": NAME, "args": {...}}. An argument
 written {"find": "words"} is replaced by the element number of the first line
 of the latest `observe` or `find` reply that contains the words (any case), as
 a caller reading the replies would choose it (an element's line starts with its number: `3<button>Sign in`); {"list_tools": true} as a step
-lists the tools. Prints one JSON object: {"tools": [...], "calls": [{"tool",
+lists the tools, {"wait_file": PATH} waits until the test created PATH. Prints one JSON object: {"tools": [...], "calls": [{"tool",
 "text", "is_error", "images"}]}. A reply's text is kept whole.
 """
 
@@ -50,6 +50,12 @@ async def run(session, scenario):
     out = {"tools": [], "calls": []}
     replies = []
     for step in scenario:
+        if "wait_file" in step:
+            # The test does something meanwhile (in the side panel) and
+            # then creates the file.
+            while not os.path.exists(step["wait_file"]):
+                await asyncio.sleep(0.1)
+            continue
         if step.get("list_tools"):
             tools = await session.list_tools()
             out["tools"] = [

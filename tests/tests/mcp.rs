@@ -9,7 +9,8 @@
 //!   stdio forwarding to it: tools listed, a form filled and sent with a
 //!   secret (absent from every reply), a denied site refused, one
 //!   irreversible action approved and one rejected in the real side panel,
-//!   a second client refused, the session recorded as a task.
+//!   a second client refused, a tab handed over in the panel ("Let <client>
+//!   use this tab"), each session recorded as a task.
 //! - `errand mcp --launch --http`: its own headless Chromium, streamable
 //!   HTTP with the token; a request without it is refused with 401, one
 //!   with a browser `Origin` with 403.
@@ -192,14 +193,50 @@ fn mcp_over_stdio_drives_the_users_browser_with_its_guardrails() -> Result<()> {
     let page = call(&out, 4)["text"].as_str().unwrap_or("").to_owned();
     ensure!(page.contains("Paid 12 EUR") && !page.contains("Account deleted"), "{page}");
 
-    // 3. Recorded like tasks.
+    // 3. A tab the user hands over in the side panel.
+    let go = dir.path().join("handed");
+    let scenario = json!([
+        {"tool": "observe", "args": {}},
+        {"wait_file": go.to_string_lossy()},
+        {"tool": "observe", "args": {}},
+        {"tool": "click", "args": {"index": {"find": "Pay now"}}},
+    ]);
+    let third = stdio_driver(&scenario, &[], &env)?.spawn()?;
+    const HAND: &str = "#handtab:not([hidden])";
+    panel
+        .page
+        .wait_for(&format!("!!document.querySelector({})", json!(HAND)), Duration::from_secs(60))?;
+    ensure!(
+        panel.text(HAND)?.contains("Let mcp-test-client use this tab"),
+        "{}",
+        panel.text(HAND)?
+    );
+    panel.click(HAND)?;
+    panel.page.wait_for(
+        "document.body.innerText.includes('mcp-test-client may use this tab now')",
+        Duration::from_secs(10),
+    )?;
+    std::fs::write(&go, "")?;
+    panel.page.wait_for(
+        &format!("!!document.querySelector({})", json!(PENDING)),
+        Duration::from_secs(60),
+    )?;
+    panel.click(PENDING)?;
+    let out = output(third)?;
+    eprintln!("{}", serde_json::to_string_pretty(&out)?);
+    ensure!(call(&out, 0)["is_error"] == true, "no tab of its own yet: {}", call(&out, 0));
+    let handed = call(&out, 1)["text"].as_str().unwrap_or("").to_owned();
+    ensure!(handed.contains("Delete account"), "the handed tab's page: {handed}");
+    ensure!(call(&out, 2)["is_error"] == false, "{}", call(&out, 2));
+
+    // 4. Recorded like tasks.
     let db = rig.browser.db_path();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let tasks = store::tasks(&db)?;
         let sessions: Vec<_> =
             tasks.iter().filter(|t| t.task.contains("mcp-test-client")).collect();
-        if sessions.len() >= 2 && sessions.iter().all(|t| t.status != "running") {
+        if sessions.len() >= 3 && sessions.iter().all(|t| t.status != "running") {
             let steps = store::steps(&db, &sessions[0].id)?;
             ensure!(steps.len() >= 8, "each call a step: {steps:?}");
             ensure!(steps.iter().any(|s| s.actions_json.contains("\"fill\"")), "{steps:?}");

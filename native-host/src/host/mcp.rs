@@ -57,6 +57,13 @@ impl Host {
         .await)
     }
 
+    /// The user lets the connected MCP client use tab `tab_id`.
+    pub fn hand_tab(&self, tab_id: i64) -> Result<String, HostError> {
+        let session = lock(&self.inner.mcp).clone().ok_or(HostError::NoTask)?;
+        session.hand_over(tab_id);
+        Ok(session.id().to_owned())
+    }
+
     /// Listens for `errand mcp` on [`socket_path`] until the process ends.
     /// Another host already listening there keeps it.
     #[cfg(unix)]
@@ -118,6 +125,7 @@ impl Host {
                                 // The panel's Stop ends the session at once
                                 // (the browser is free for the panel again).
                                 let s = Arc::new(s);
+                                *lock(&self.inner.mcp) = Some(s.clone());
                                 let watched = s.clone();
                                 tokio::spawn(async move {
                                     watched.stopped().await;
@@ -158,6 +166,7 @@ impl Host {
             send_reply(&writer, env.id, reply).await;
         }
         if let Some(s) = session {
+            lock(&self.inner.mcp).take();
             s.finish().await;
         }
         tracing::info!("the errand mcp client disconnected");

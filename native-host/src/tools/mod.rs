@@ -21,7 +21,8 @@
 //!   secret fields ([`Secrets::substitute`], the page checks `only_on`),
 //!   and every reply scrubbed of every value filled or allowed on the page
 //!   ([`crate::memory::secrets::scrubber_for`]);
-//! - tabs: only those the caller opened;
+//! - tabs: only those the caller opened or the user handed over
+//!   ([`Session::hand_over`], the side panel's "Let <client> use this tab");
 //! - observations: the first whole, later ones as what changed since the
 //!   last one sent; each reply within a token budget (default
 //!   [`DEFAULT_MAX_TOKENS`]), from the visible part on, with how to get
@@ -133,7 +134,8 @@ pub fn tool_list() -> Vec<ToolSpec> {
             name: "tabs".into(),
             description: "The tabs this session may use: `list` them, `open` one at a url, \
                 `switch` to one (tab_id), `close` one (tab_id, the current when absent). Only \
-                tabs this session opened can be used."
+                tabs this session opened, or the user handed over in Errand's side panel, can be \
+                used."
                 .into(),
             input_schema: json!({
                 "type": "object",
@@ -195,6 +197,9 @@ pub struct Session<B, O> {
     stop: Stopper,
     state: Mutex<State>,
     finished: std::sync::atomic::AtomicBool,
+    /// Tabs the user handed over in the side panel (kept apart from the
+    /// state: the panel must not wait behind a call waiting for approval).
+    handed: std::sync::Mutex<Vec<i64>>,
 }
 
 impl<B: Browser, O: Operator> Session<B, O> {
@@ -227,6 +232,7 @@ impl<B: Browser, O: Operator> Session<B, O> {
             stop,
             state: Mutex::new(state),
             finished: std::sync::atomic::AtomicBool::new(false),
+            handed: std::sync::Mutex::new(Vec::new()),
         };
         let started = TaskEvent::Started { task: session.title(), tab_id: 0, url: String::new() };
         session.operator.emit(&session.id, started, Vec::new()).await;
@@ -254,6 +260,31 @@ impl<B: Browser, O: Operator> Session<B, O> {
 
     fn sites(&self) -> SitePolicy {
         SitePolicy::new(&self.settings().sites)
+    }
+
+    /// The user lets the session use tab `tab_id` (the side panel's "Let
+    /// <client> use this tab"); it works there when it has no tab yet.
+    pub fn hand_over(&self, tab_id: i64) {
+        let mut handed = self.handed.lock().unwrap_or_else(|e| e.into_inner());
+        if !handed.contains(&tab_id) {
+            handed.push(tab_id);
+        }
+        tracing::info!(task_id = %self.id, tab_id, "the user handed a tab to the MCP client");
+    }
+
+    /// Takes the tabs handed over since the last call into the state.
+    fn take_handed(&self, state: &mut State) {
+        let handed: Vec<i64> =
+            std::mem::take(&mut *self.handed.lock().unwrap_or_else(|e| e.into_inner()));
+        for tab in handed {
+            if !state.owned.contains(&tab) {
+                state.owned.push(tab);
+            }
+            if state.tab.is_none() {
+                state.tab = Some(tab);
+                state.obs = None;
+            }
+        }
     }
 
     /// Waits until the user stops the session (the side panel's Stop).
@@ -299,6 +330,7 @@ impl<B: Browser, O: Operator> Session<B, O> {
             ));
         }
         let mut state = self.state.lock().await;
+        self.take_handed(&mut state);
         let args = if args.is_null() { json!({}) } else { args };
         let reply = tokio::select! {
             biased;
