@@ -46,6 +46,11 @@ function refresh() {
   $('resume').disabled = !live;
   $('takeover').hidden = s.paused != null;
   $('handtab').hidden = !(live && s.mcp && s.tabId != null);
+  // An MCP session is not paused: its caller acts one call at a time; Stop ends it.
+  if (s.mcp) {
+    $('pause').hidden = true;
+    $('takeover').hidden = true;
+  }
   $('handtab').textContent = s.mcp ? `Let ${s.mcp} use this tab` : '';
   $('controls').dataset.active = String(active);
   // While a task runs the dock holds its status and controls only.
