@@ -413,7 +413,7 @@ pub async fn main(args: McpArgs, command: Option<McpCommand>) -> Result<ExitCode
             session: OnceCell::new(),
         }
     } else {
-        let path = socket_path(&data_dir);
+        let path = socket_path();
         let stream = std::os::unix::net::UnixStream::connect(&path).map_err(|e| {
             format!(
                 "Errand is not running in your browser ({}: {e}). Open Chrome with the Errand \

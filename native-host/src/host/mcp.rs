@@ -23,15 +23,28 @@ use crate::tools::{Reply, Session};
 pub const MCP_SOCKET_ENV: &str = "ERRAND_MCP_SOCKET";
 
 /// Where the host listens for `errand mcp`: `ERRAND_MCP_SOCKET`, else
-/// `errand/mcp.sock` in the user's runtime folder, else in the data folder.
-pub fn socket_path(data_dir: &Path) -> PathBuf {
+/// `errand/mcp.sock` in the user's runtime folder (`$XDG_RUNTIME_DIR`), else
+/// `errand-<uid>/mcp.sock` in the temporary folder (made 0700; a folder of
+/// that name owned by someone else cannot be made ours, and the host then
+/// does not listen). Never in the data folder, which holds only data.
+pub fn socket_path() -> PathBuf {
     if let Some(p) = std::env::var_os(MCP_SOCKET_ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    match directories::BaseDirs::new().and_then(|d| d.runtime_dir().map(Path::to_owned)) {
-        Some(run) => run.join("errand").join("mcp.sock"),
-        None => data_dir.join("run").join("mcp.sock"),
+    let dirs = directories::BaseDirs::new();
+    if let Some(run) = dirs.as_ref().and_then(|d| d.runtime_dir()) {
+        return run.join("errand").join("mcp.sock");
     }
+    #[cfg(unix)]
+    let user = {
+        use std::os::unix::fs::MetadataExt;
+        dirs.and_then(|d| std::fs::metadata(d.home_dir()).ok())
+            .map(|m| m.uid().to_string())
+            .unwrap_or_else(|| "user".to_owned())
+    };
+    #[cfg(not(unix))]
+    let user = "user";
+    std::env::temp_dir().join(format!("errand-{user}")).join("mcp.sock")
 }
 
 /// The frames on the socket: one envelope each, never chunked.

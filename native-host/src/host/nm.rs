@@ -70,7 +70,7 @@ pub fn main(origin: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mcp_socket = crate::host::mcp::socket_path(&settings.data_dir);
+    let mcp_socket = crate::host::mcp::socket_path();
     let host = Host::new(settings, store);
     // `errand mcp` reaches the user's browser through this host.
     #[cfg(unix)]
