@@ -10,7 +10,8 @@
 //!   secret (absent from every reply), a denied site refused, one
 //!   irreversible action approved and one rejected in the real side panel,
 //!   a second client refused, a tab handed over in the panel ("Let <client>
-//!   use this tab"), each session recorded as a task.
+//!   use this tab"), the panel's Stop ending a session, each session
+//!   recorded as a task.
 //! - `errand mcp --launch --http`: its own headless Chromium, streamable
 //!   HTTP with the token; a request without it is refused with 401, one
 //!   with a browser `Origin` with 403.
@@ -229,14 +230,35 @@ fn mcp_over_stdio_drives_the_users_browser_with_its_guardrails() -> Result<()> {
     ensure!(handed.contains("Delete account"), "the handed tab's page: {handed}");
     ensure!(call(&out, 2)["is_error"] == false, "{}", call(&out, 2));
 
-    // 4. Recorded like tasks.
+    // 4. The panel's Stop ends a session: its later calls are refused.
+    let go = dir.path().join("stopped");
+    let scenario = json!([
+        {"tool": "goto", "args": {"url": pay}},
+        {"wait_file": go.to_string_lossy()},
+        {"tool": "observe", "args": {}},
+    ]);
+    let fourth = stdio_driver(&scenario, &[], &env)?.spawn()?;
+    panel.page.wait_for(
+        "!document.querySelector('#stop').disabled && document.body.innerText.includes('Driven by')",
+        Duration::from_secs(60),
+    )?;
+    panel.click("#stop")?;
+    panel.page.wait_for("document.querySelector('#stop').disabled", Duration::from_secs(20))?;
+    std::fs::write(&go, "")?;
+    let out = output(fourth)?;
+    let stopped = call(&out, 1);
+    ensure!(stopped["is_error"] == true, "{stopped}");
+    ensure!(stopped["text"].as_str().unwrap_or("").contains("stopped"), "{stopped}");
+
+    // 5. Recorded like tasks.
     let db = rig.browser.db_path();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let tasks = store::tasks(&db)?;
         let sessions: Vec<_> =
             tasks.iter().filter(|t| t.task.contains("mcp-test-client")).collect();
-        if sessions.len() >= 3 && sessions.iter().all(|t| t.status != "running") {
+        if sessions.len() >= 4 && sessions.iter().all(|t| t.status != "running") {
+            ensure!(sessions.iter().any(|t| t.status == "stopped"), "{sessions:?}");
             let steps = store::steps(&db, &sessions[0].id)?;
             ensure!(steps.len() >= 8, "each call a step: {steps:?}");
             ensure!(steps.iter().any(|s| s.actions_json.contains("\"fill\"")), "{steps:?}");
