@@ -67,7 +67,9 @@ async def errand(binary, pages, base):
 
 async def playwright(cli, chromium, pages, base):
     args = [cli, "--headless", "--isolated", "--no-sandbox", "--executable-path", chromium]
-    params = StdioServerParameters(command="node", args=args, env=dict(os.environ))
+    # It writes each snapshot into `.playwright-mcp/` of its working folder.
+    scratch = tempfile.mkdtemp(prefix="playwright-mcp-bench-")
+    params = StdioServerParameters(command="node", args=args, env=dict(os.environ), cwd=scratch)
     rows = {}
     async with stdio_client(params) as (r, w):
         async with ClientSession(r, w) as s:
