@@ -538,4 +538,23 @@ mod tests {
         assert_eq!(v["servers"]["errand"]["type"], "stdio");
         assert!(merged_config(Client::Cursor, Some("[1]"), exe).is_err());
     }
+
+    #[test]
+    fn doctor_checks_the_token_file_is_owner_only() {
+        use crate::setup::doctor::Level;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let line = |dir: &Path| {
+            doctor_checks(Some(dir)).into_iter().find(|c| c.subject == "mcp: http token").unwrap()
+        };
+        assert_eq!(line(dir.path()).level, Level::Info, "no token yet");
+        let t = token(dir.path()).unwrap();
+        assert!(t.len() >= 64);
+        assert_eq!(token(dir.path()).unwrap(), t, "one token per install");
+        assert_eq!(line(dir.path()).level, Level::Ok);
+        let path = token_path(dir.path());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(line(dir.path()).level, Level::Problem);
+        assert_eq!(doctor_checks(None).len(), Client::ALL.len());
+    }
 }
