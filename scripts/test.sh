@@ -22,6 +22,15 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
   echo "== installing pip from apt (the MiniWoB++ pages come from PyPI)"
   apt_install python3-pip
 fi
+# The MCP tests' client: the official `mcp` package from PyPI, pinned, in a
+# venv of its own (tests/tests/mcp.rs runs tests/mcp/driver.py with it).
+MCP_VERSION=2.3.0
+MCP_VENV=target/mcp-venv
+if ! "$MCP_VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
+  echo "== installing the MCP client for the tests (mcp==$MCP_VERSION from PyPI)"
+  python3 -m venv "$MCP_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$MCP_VENV"; }
+  "$MCP_VENV/bin/python" -m pip install --quiet "mcp==$MCP_VERSION"
+fi
 if ! command -v npm >/dev/null; then
   echo "== installing Node.js and npm from apt (for binaryen and the fixture apps)"
   apt_install nodejs npm

@@ -26,6 +26,7 @@ export const PANEL_KINDS = new Set([
   "list_recipes",
   "run_recipe",
   "accept_repairs",
+  "hand_tab",
 ]);
 
 /** The extension stores Errand never touches: host, and path prefix (lower case). */

@@ -17,7 +17,11 @@ const s = {
   turn: null, // the current turn's parts
   restricted: null, // why Errand cannot work on the target tab's page
   tabId: null,
+  mcp: null, // the MCP client driving Errand (`errand mcp`), while one does
 };
+
+// The host names an MCP session's task "Driven by <client> (MCP)".
+const MCP_TASK = /^Driven by (.+) \(MCP\)$/;
 
 const ENDED = new Set(['done', 'stopped', 'failed', 'step_limit', 'interrupted', 'error']);
 
@@ -41,6 +45,13 @@ function refresh() {
   $('resume').hidden = s.paused == null;
   $('resume').disabled = !live;
   $('takeover').hidden = s.paused != null;
+  $('handtab').hidden = !(live && s.mcp && s.tabId != null);
+  // An MCP session is not paused: its caller acts one call at a time; Stop ends it.
+  if (s.mcp) {
+    $('pause').hidden = true;
+    $('takeover').hidden = true;
+  }
+  $('handtab').textContent = s.mcp ? `Let ${s.mcp} use this tab` : '';
   $('controls').dataset.active = String(active);
   // While a task runs the dock holds its status and controls only.
   $('dock').dataset.active = String(active);
@@ -182,7 +193,8 @@ function onEvent(taskId, event) {
   const t = turn();
   switch (event.type) {
     case 'started':
-      setStatus('running', `Working on ${hostOf(event.url)}…`);
+      s.mcp = MCP_TASK.exec(event.task ?? '')?.[1] ?? null;
+      setStatus('running', s.mcp ? `Driven by ${s.mcp}.` : `Working on ${hostOf(event.url)}…`);
       break;
     case 'thinking':
       setStatus('running', `Thinking about step ${event.step}…`);
@@ -260,6 +272,7 @@ function finish(t, outcome) {
   s.last = { id: s.task, text: t.text };
   s.followUp = true;
   s.task = null;
+  s.mcp = null;
   s.paused = null;
   refresh();
   scrollToEnd();
@@ -427,6 +440,15 @@ export function initTask() {
     $('task').focus();
   });
   $('stop').addEventListener('click', () => control('stop_task', {}, 'Stopping…'));
+  $('handtab').addEventListener('click', async () => {
+    const client = s.mcp;
+    try {
+      await request('hand_tab', { tab_id: s.tabId });
+      turn().result.append(h('p', { class: 'note' }, `${client} may use this tab now.`));
+    } catch (e) {
+      turn().result.append(problem(plainError(e)));
+    }
+  });
   $('pause').addEventListener('click', () => control('pause_task', { take_over: false }, 'Pausing…'));
   $('takeover').addEventListener('click', () => control('pause_task', { take_over: true }, 'Handing the page over…'));
   $('resume').addEventListener('click', () => control('resume_task', {}, 'Resuming…'));

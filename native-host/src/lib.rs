@@ -20,6 +20,7 @@ pub mod origin;
 pub mod setup;
 pub mod sites;
 pub mod text;
+pub mod tools;
 
 // The paths other crates (the e2e suite, the benchmarks, the fuzz targets)
 // use; code inside this crate names the layers instead.

@@ -16,7 +16,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
 /// The layers, top first, as `ARCHITECTURE.md` draws them: a module may
 /// import only modules after it. A new module takes its place here.
 const LAYERS: &[&str] = &[
-    "cli", "host", "agent", "setup", "memory", "llm", "sites", "config", "answer", "origin", "text",
+    "cli", "host", "tools", "agent", "setup", "memory", "llm", "sites", "config", "answer",
+    "origin", "text",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -294,6 +294,10 @@ pub enum Body {
         task_id: Option<String>,
         approved: bool,
     },
+    /// The user lets the MCP client driving Errand (`errand mcp`) use this
+    /// tab too (the side panel's "Let <client> use this tab"). Replied to
+    /// with `ack`; refused when no MCP client is connected.
+    HandTab { tab_id: i64 },
     /// Past tasks, newest first; with `query`, those matching it (task text
     /// and answer). Replied to with `task_list`.
     ListTasks {
@@ -466,6 +470,26 @@ pub enum Body {
         data: String,
     },
 
+    // ---- `errand mcp` → host (its own Unix socket, never the extension) ----
+    /// One MCP tool call from the client `client` (`observe`, `click`,
+    /// `tabs`, …, with the tool's arguments), run by the host's tools layer
+    /// under the same rules as the agent; answered with `tool_result`.
+    ToolCall {
+        client: String,
+        name: String,
+        #[serde(default)]
+        args: serde_json::Value,
+    },
+    /// Reply to `tool_call`: the text for the caller (scrubbed), an
+    /// optional JPEG data URL, and whether the call failed.
+    ToolResult {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<String>,
+        #[serde(default)]
+        is_error: bool,
+    },
+
     // ---- Anywhere ----
     /// Something went wrong; `re` names the request.
     Error { code: ErrorCode, message: String },
@@ -497,6 +521,7 @@ pub const PANEL_KINDS: &[&str] = &[
     "list_recipes",
     "run_recipe",
     "accept_repairs",
+    "hand_tab",
 ];
 
 impl Body {
@@ -515,6 +540,7 @@ impl Body {
                 | Body::Approve { .. }
                 | Body::Ping { .. }
                 | Body::RunRecipe { .. }
+                | Body::HandTab { .. }
         ) || self.is_management_request()
     }
 
@@ -895,6 +921,7 @@ mod tests {
             Body::ListRecipes {},
             Body::RunRecipe { name: s(), params: Default::default(), tab_id: None },
             Body::AcceptRepairs { name: s() },
+            Body::HandTab { tab_id: 1 },
         ];
         let kinds: Vec<String> = panel.iter().map(kind).collect();
         assert_eq!(kinds, PANEL_KINDS);

@@ -30,10 +30,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     /// Why `action` may not run because it would navigate (a link, a
     /// form's submission) to a page the site lists refuse, if it would.
     pub(super) fn leads_off_limits(&self, action: &Action, obs: &Observation) -> Option<String> {
-        let index = action.element().filter(|_| approval::presses(action))?;
-        let target = obs.elements.iter().find(|e| e.index == index)?.target.as_deref()?;
-        let refused = self.sites().check(target).err()?;
-        Some(format!("not done: it would open {}: {refused}", prompt::cut(target, 120)))
+        approval::leads_off_limits(action, obs, &self.sites())
     }
 
     /// Asks the user to approve `action` when the host classes it as

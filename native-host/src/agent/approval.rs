@@ -130,6 +130,16 @@ pub fn presses(action: &Action) -> bool {
     }
 }
 
+/// Why `action` may not run because it would navigate (a link, a form's
+/// submission) to a page the site lists refuse, if it would. Used by the
+/// agent and by the MCP tools alike.
+pub fn leads_off_limits(action: &Action, obs: &Observation, policy: &SitePolicy) -> Option<String> {
+    let index = action.element().filter(|_| presses(action))?;
+    let target = element(obs, index)?.target.as_deref()?;
+    let refused = policy.check(target).err()?;
+    Some(format!("not done: it would open {}: {refused}", cut(target, 120)))
+}
+
 fn element(obs: &Observation, index: u32) -> Option<&ElementInfo> {
     obs.elements.iter().find(|e| e.index == index)
 }

@@ -129,9 +129,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
 
 /// Remakes the scrubber from the secrets filled and those of the origins.
 pub(super) fn rebuild(p: &mut Progress) {
-    let allowed = p.secrets.allowed_on(&p.origins);
-    let filled = p.filled.iter().map(|(n, v)| (n.as_str(), v.as_str()));
-    p.scrubber = Scrubber::new(filled.chain(allowed));
+    p.scrubber = crate::memory::secrets::scrubber_for(&p.secrets, &p.filled, &p.origins);
 }
 
 /// Why the task ends when step `step` could not be recorded.

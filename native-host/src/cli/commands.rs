@@ -62,14 +62,14 @@ pub struct ObserveArgs {
 }
 
 /// A browser, connected, with a host serving it.
-struct Connected {
-    host: Host,
+pub(crate) struct Connected {
+    pub(crate) host: Host,
     session: BrowserSession,
     served: tokio::task::JoinHandle<()>,
 }
 
 #[cfg(unix)]
-async fn connect(settings: Settings, headed: bool) -> Result<Connected, CommandError> {
+pub(crate) async fn connect(settings: Settings, headed: bool) -> Result<Connected, CommandError> {
     let store = Store::open_in(&settings.data_dir)?;
     let (session, stream) = BrowserSession::launch(headed).await?;
     let host = Host::new(settings, store);
@@ -84,12 +84,12 @@ async fn connect(settings: Settings, headed: bool) -> Result<Connected, CommandE
 }
 
 #[cfg(not(unix))]
-async fn connect(_settings: Settings, _headed: bool) -> Result<Connected, CommandError> {
+pub(crate) async fn connect(_settings: Settings, _headed: bool) -> Result<Connected, CommandError> {
     Err(CommandError::Io(std::io::Error::other("errand run and observe need a Unix system")))
 }
 
 impl Connected {
-    fn close(mut self) {
+    pub(crate) fn close(mut self) {
         self.session.close();
         self.served.abort();
     }

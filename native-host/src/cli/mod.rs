@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 pub mod commands;
+#[cfg(unix)]
+pub mod mcp;
 pub mod memory;
 pub mod recipe;
 pub mod session;
@@ -82,6 +84,17 @@ pub enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Serve Errand's browser tools to an AI assistant over the Model
+    /// Context Protocol (stdio; `--http` for streamable HTTP on 127.0.0.1).
+    /// It drives your own browser through Errand's extension, or with
+    /// `--launch` a headless Chromium of its own.
+    #[cfg(unix)]
+    Mcp {
+        #[command(subcommand)]
+        command: Option<mcp::McpCommand>,
+        #[command(flatten)]
+        args: mcp::McpArgs,
+    },
     /// The profile for form filling: facts the agent may use, and secrets
     /// it fills without ever seeing them.
     Memory {
@@ -154,7 +167,10 @@ pub fn main() -> ExitCode {
             Err(e) => fail(e),
         },
         Command::Doctor { model } => block_on(async move {
-            let report = doctor::run(&model.overrides(None)).await;
+            #[allow(unused_mut)]
+            let mut report = doctor::run(&model.overrides(None)).await;
+            #[cfg(unix)]
+            report.checks.extend(mcp::doctor_checks(data_dir.as_deref()));
             term::report(&report);
             Ok::<_, std::convert::Infallible>(if report.has_problems() {
                 ExitCode::FAILURE
@@ -169,6 +185,8 @@ pub fn main() -> ExitCode {
         }
         Command::Memory { command } => memory::main(command),
         Command::Recipe { command } => recipe::main(command),
+        #[cfg(unix)]
+        Command::Mcp { command, args } => block_on(mcp::main(args, command)),
         Command::Observe { url, screenshot, json, headed } => {
             block_on(commands::observe(ObserveArgs { url, screenshot, json, headed }))
         }

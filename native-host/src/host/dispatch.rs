@@ -130,6 +130,10 @@ impl Host {
                     self.emit(&task, TaskEvent::Resumed {}, Vec::new()).await;
                 }
             }
+            Body::HandTab { tab_id } => {
+                let done = self.hand_tab(tab_id);
+                self.ack_or_error(id, done).await;
+            }
             Body::Approve { task_id, approved } => {
                 let done = self.approve(task_id.as_deref(), approved);
                 self.ack_or_error(id, done).await;

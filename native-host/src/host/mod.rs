@@ -19,6 +19,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 mod dispatch;
+pub mod mcp;
 pub mod nm;
 pub mod panel_api;
 mod requests;
@@ -131,6 +132,8 @@ struct Inner {
     /// The last observation of each tab, which the next one may be sent as
     /// a diff against.
     held: Mutex<HashMap<i64, Observation>>,
+    /// The MCP client's session, while one is connected (`host/mcp.rs`).
+    mcp: Mutex<Option<Arc<crate::tools::Session<Host, Host>>>>,
 }
 
 /// Tabs whose last observation is held; past that all are dropped (their
@@ -191,6 +194,7 @@ impl Host {
                 disconnected: AtomicBool::new(false),
                 request_timeout_ms: AtomicU64::new(REQUEST_TIMEOUT.as_millis() as u64),
                 held: Mutex::new(HashMap::new()),
+                mcp: Mutex::new(None),
             }),
         }
     }

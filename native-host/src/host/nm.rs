@@ -70,7 +70,14 @@ pub fn main(origin: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mcp_socket = crate::host::mcp::socket_path();
     let host = Host::new(settings, store);
+    // `errand mcp` reaches the user's browser through this host.
+    #[cfg(unix)]
+    {
+        let listening = host.clone();
+        runtime.spawn(async move { listening.listen_mcp(mcp_socket).await });
+    }
     let served = runtime.block_on(host.serve(io::stdin(), io::stdout()));
     // Blocking reads of stdin may still hold a thread; do not wait for it.
     runtime.shutdown_background();

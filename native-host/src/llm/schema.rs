@@ -411,6 +411,38 @@ fn gemini(value: Value) -> Value {
     }
 }
 
+/// Each action the model may use as `(name, description, parameters)`:
+/// the parameters' JSON Schema (an object) and the action's doc comment,
+/// generated from [`Action`] as for the answer's schema. The MCP tools
+/// (`crate::tools`) are made from it, so they cannot drift from the
+/// vocabulary.
+pub fn action_parameters() -> Vec<(String, String, Value)> {
+    action_variants()
+        .into_iter()
+        .filter_map(|v| {
+            let name = variant_name(&v)?.to_owned();
+            let mut params = v["properties"][&name].clone();
+            let description = v
+                .get("description")
+                .or_else(|| params.get("description"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if !params.is_object() {
+                params = json!({});
+            }
+            params["type"] = json!("object");
+            if params.get("properties").is_none() {
+                params["properties"] = json!({});
+            }
+            if let Some(map) = params.as_object_mut() {
+                map.remove("description");
+            }
+            Some((name, description, params))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

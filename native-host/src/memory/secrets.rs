@@ -419,6 +419,19 @@ impl std::fmt::Debug for Filled {
     }
 }
 
+/// The scrubber for a task or an MCP session: the values of the secrets
+/// `filled` so far (name → value) and of every secret allowed on one of
+/// `origins` (the page's and its frames').
+pub fn scrubber_for(
+    secrets: &Secrets,
+    filled: &std::collections::BTreeMap<String, String>,
+    origins: &[String],
+) -> crate::memory::scrub::Scrubber {
+    let allowed = secrets.allowed_on(origins);
+    let filled = filled.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+    crate::memory::scrub::Scrubber::new(filled.chain(allowed))
+}
+
 /// `{{secret:NAME}}`.
 pub fn placeholder(name: &str) -> String {
     format!("{{{{secret:{name}}}}}")
