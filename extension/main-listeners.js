@@ -1,6 +1,7 @@
 // Errand, in the page's own world (manifest `content_scripts`: "world":
 // "MAIN", document_start, every frame). It holds no page logic: it notes
-// which timers are due a moment from now (below), and which elements are
+// which timers are due a moment from now (below), when a page script last
+// started a request (below), and which elements are
 // given listeners that a person's click, tap or key reaches (`addEventListener`, and `onclick`-style properties) — which the
 // content script cannot see from its isolated world — and hands over only
 // those elements. Asked with an `errand-listeners-ask` event on the
@@ -130,6 +131,30 @@
       else pending = true;
     }
     if (pending) apply(dispatch, document, [new NewEvent(TIMERS_PENDING)]);
+  }, true]);
+
+  // Requests a page script starts (`fetch`, `XMLHttpRequest.send`): an
+  // action that changed nothing and started none is settled without asking
+  // the service worker's request count (extension/src/watch.rs). Asked
+  // with an `errand-requests-ask` event, it answers with an
+  // `errand-requests` event on the document whose `detail` is when the
+  // last one started (`performance.now()`; -1: none yet). A page forging
+  // the answer only makes actions on itself settle sooner.
+  const REQUESTS_ASK = 'errand-requests-ask';
+  const REQUESTS = 'errand-requests';
+  const NewCustomEvent = CustomEvent;
+  let lastRequest = -1;
+  const noteRequest = {
+    apply(target, self, args) {
+      lastRequest = time();
+      return apply(target, self, args);
+    },
+  };
+  if (typeof window.fetch === 'function') window.fetch = new Proxy(window.fetch, noteRequest);
+  const xhr = window.XMLHttpRequest?.prototype;
+  if (xhr && typeof xhr.send === 'function') xhr.send = new Proxy(xhr.send, noteRequest);
+  apply(add, document, [REQUESTS_ASK, () => {
+    apply(dispatch, document, [new NewCustomEvent(REQUESTS, { detail: lastRequest })]);
   }, true]);
 
   apply(add, document, [ASK, () => {
