@@ -17,8 +17,9 @@
 //! comes from the server reports what the answer changed. A page that
 //! changes nothing and whose scripts start no request (`fetch`,
 //! `XMLHttpRequest`, as the page-world script `main-listeners.js` notes)
-//! is settled after one task, without asking the service worker; the
-//! wait is capped at [`MAX_MS`]. An action that starts
+//! is settled after one task, without asking the service worker (after a
+//! frame too when a handler asked for a frame callback); the wait is
+//! capped at [`MAX_MS`]. An action that starts
 //! loading a new page (a
 //! link, a form submitted, a script setting `location`; seen by the
 //! Navigation API's `navigate` event) ends the wait at once: the document
@@ -192,34 +193,43 @@ fn now() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }
 
-/// Whether a page script started a request (`fetch`, `XMLHttpRequest`)
-/// at or after `since` (`performance.now()`), as the page-world script
-/// says (`extension/main-listeners.js`, answering before the ask returns);
-/// `None` when it does not answer (not in this document).
-fn page_requests_since(since: f64) -> Option<bool> {
+/// What the page's scripts did since a time, as the page-world script
+/// says (`extension/main-listeners.js`, answering before the ask
+/// returns): when the last request (`fetch`, `XMLHttpRequest`) started
+/// and when a frame callback was last asked for (`performance.now()`; -1:
+/// never). `None` when it does not answer (not in this document).
+fn page_activity() -> Option<(f64, f64)> {
     let document = web_sys::window().and_then(|w| w.document())?;
-    let answer = Rc::new(std::cell::Cell::new(None::<f64>));
-    let sink = answer.clone();
-    let listener = Closure::<dyn FnMut(web_sys::Event)>::new(move |e: web_sys::Event| {
-        e.stop_immediate_propagation();
-        let detail = js_sys::Reflect::get(&e, &"detail".into()).ok().and_then(|d| d.as_f64());
-        sink.set(detail);
-    });
+    let requests = Rc::new(std::cell::Cell::new(None::<f64>));
+    let frames = Rc::new(std::cell::Cell::new(None::<f64>));
+    let listen = |sink: Rc<std::cell::Cell<Option<f64>>>| {
+        Closure::<dyn FnMut(web_sys::Event)>::new(move |e: web_sys::Event| {
+            e.stop_immediate_propagation();
+            let detail = js_sys::Reflect::get(&e, &"detail".into()).ok().and_then(|d| d.as_f64());
+            sink.set(detail);
+        })
+    };
+    let listeners =
+        [("errand-requests", listen(requests.clone())), ("errand-frames", listen(frames.clone()))];
     let target: &web_sys::EventTarget = document.as_ref();
-    let _ = target.add_event_listener_with_callback_and_bool(
-        "errand-requests",
-        listener.as_ref().unchecked_ref(),
-        true,
-    );
+    for (kind, l) in &listeners {
+        let _ = target.add_event_listener_with_callback_and_bool(
+            kind,
+            l.as_ref().unchecked_ref(),
+            true,
+        );
+    }
     if let Ok(ask) = web_sys::Event::new("errand-requests-ask") {
         let _ = proto::dispatch_event(target, &ask);
     }
-    let _ = target.remove_event_listener_with_callback_and_bool(
-        "errand-requests",
-        listener.as_ref().unchecked_ref(),
-        true,
-    );
-    answer.get().map(|last| last >= since)
+    for (kind, l) in &listeners {
+        let _ = target.remove_event_listener_with_callback_and_bool(
+            kind,
+            l.as_ref().unchecked_ref(),
+            true,
+        );
+    }
+    Some((requests.get()?, frames.get()?))
 }
 
 /// Resolves after one task of the event loop (a 0 ms timer: after the
@@ -346,7 +356,7 @@ impl Watch {
             if t - begin >= MAX_MS {
                 break;
             }
-            if t - last >= quiet && self.network_still(t, last, &mut still_since) {
+            if t - last >= quiet && self.network_still(t, last, false, &mut still_since) {
                 if was_still {
                     break;
                 }
@@ -372,8 +382,11 @@ impl Watch {
                 let s = self.seen.borrow();
                 s.count > 0 && s.last >= looked
             };
+            // The page asked for a frame callback since the last look (a
+            // handler that draws in the next frame).
+            let drawing = page_activity().is_some_and(|(_, frame)| frame >= looked);
             looked = mark;
-            if moved {
+            if moved || drawing {
                 next_frame(FRAME_MS).await;
             }
             next_task().await;
@@ -386,13 +399,16 @@ impl Watch {
                 let s = self.seen.borrow();
                 (s.count, s.last)
             };
-            if count == 0 && page_requests_since(self.started) == Some(false) {
-                // Nothing changed and no page script started a request:
-                // still without asking the service worker.
+            let activity = page_activity();
+            let requested = activity.is_some_and(|(request, _)| request >= self.started);
+            if count == 0 && !requested && activity.is_some_and(|(_, frame)| frame < mark) {
+                // Nothing changed, no page script started a request or
+                // asked for a frame during the look: still without asking
+                // the service worker.
                 return;
             }
             let quiet = count == 0 || last < mark;
-            if quiet && self.network_still(t, last, &mut still_since) {
+            if quiet && self.network_still(t, last, requested, &mut still_since) {
                 return;
             }
         }
@@ -411,12 +427,22 @@ impl Watch {
     /// flight, and none ended in the last [`QUIET_MS`], by an answer asked
     /// after the last mutation and after a first answer came back (a
     /// request started with the action or the mutation is known then).
-    /// Without an answer for [`NET_ANSWER_MS`] (`still_since`: since when
-    /// the page has been still otherwise), the network is left out.
-    fn network_still(&self, t: f64, last: f64, still_since: &mut Option<f64>) -> bool {
+    /// When a page script started a request since the action
+    /// (`requested`) and the service worker knows of none yet, its word
+    /// is waited for too. Without an answer for [`NET_ANSWER_MS`]
+    /// (`still_since`: since when the page has been still otherwise), the
+    /// network is left out.
+    fn network_still(
+        &self,
+        t: f64,
+        last: f64,
+        requested: bool,
+        still_since: &mut Option<f64>,
+    ) -> bool {
         let fresh_from = last.max(self.net.first_answer().unwrap_or(f64::INFINITY));
         match self.net.verdict(fresh_from) {
             Verdict::Unknown => true,
+            Verdict::Idle(None) if requested => t - *still_since.get_or_insert(t) >= NET_ANSWER_MS,
             Verdict::Idle(ended) => ended.is_none_or(|e| t - e >= QUIET_MS),
             Verdict::Busy => false,
             Verdict::Waiting => t - *still_since.get_or_insert(t) >= NET_ANSWER_MS,
