@@ -3,8 +3,11 @@
 //! Content often arrives after `load` (a fetch, a timer), and a hover or
 //! typed text opens a submenu or suggestions a moment later. Before each
 //! observation of the top document, [`settle`] waits until the page is
-//! still: no mutation for [`QUIET_MS`] ([`FIRST_QUIET_MS`] after `load`
-//! for a document observed for the first time), no request in flight that
+//! still: no mutation for [`QUIET_MS`] (a document observed for the first
+//! time must be loaded, and, unless it loaded [`FIRST_QUIET_MS`] ago, watched
+//! that long without a mutation: what changed before the watch began is not
+//! known, and what a script adds a moment after `load` comes from a timer
+//! or a request, each waited for), no request in flight that
 //! started since the last observation (since the document began, the
 //! first time; counted by the service worker, `net.rs`), and no finite CSS
 //! transition or animation running (`document.getAnimations()`; endless
@@ -22,11 +25,10 @@ use web_sys::{Document, MutationObserver, MutationObserverInit};
 
 use crate::net::{Probe, Verdict};
 
-/// How long the page must have been still (as after an action,
-/// `watch::QUIET_MS`: a page an action left still is not waited for again).
+/// How long the page must have been still.
 pub const QUIET_MS: f64 = 60.0;
-/// The same for a document observed for the first time, counted from its
-/// `load` event (content that a script adds a moment after it).
+/// How long after `load` a document observed for the first time counts as
+/// still without having been watched for [`QUIET_MS`].
 pub const FIRST_QUIET_MS: f64 = 400.0;
 /// The longest wait.
 pub const MAX_MS: f64 = 3000.0;
@@ -227,9 +229,12 @@ pub async fn settle(document: &Document) -> bool {
     let settled = loop {
         let t = now();
         // A document observed for the first time: loaded, and a moment
-        // past `load` (mutations from before this script came are not
+        // past `load` or watched without a change for as long as any page
+        // must be still (mutations from before this script came are not
         // known; they are in the page already).
-        let loaded = !first || loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS);
+        let loaded = !first
+            || loaded_at(document)
+                .is_some_and(|load| t - load >= FIRST_QUIET_MS || t - start >= QUIET_MS);
         let last = last_change();
         let still =
             loaded && t - last >= QUIET_MS && !animating(document) && !timers_pending(document);
