@@ -14,7 +14,9 @@
 //! ones, spinners, never end and are not waited for). The wait is bounded
 //! by [`MAX_MS`]; when it runs out the observation says the page was still
 //! changing. A page already still costs one look: the mutations are
-//! watched between observations, so no quiet window has to be sat out.
+//! watched between observations, so no quiet window has to be sat out,
+//! nor after an action whose watch found the page still (`watch.rs`) and
+//! nothing changed since.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -74,6 +76,16 @@ struct State {
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    /// When an action's watch last found the page still
+    /// (`performance.now()`; `watch.rs`).
+    static STILL_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NEG_INFINITY) };
+}
+
+/// An action's watch found the page still now (no mutation during its
+/// last look, no request in flight): the next observation does not sit out
+/// the quiet window again unless the page changed since.
+pub fn found_still() {
+    STILL_AT.with(|s| s.set(now()));
 }
 
 fn now() -> f64 {
@@ -236,8 +248,10 @@ pub async fn settle(document: &Document) -> bool {
             || loaded_at(document)
                 .is_some_and(|load| t - load >= FIRST_QUIET_MS || t - start >= QUIET_MS);
         let last = last_change();
-        let still =
-            loaded && t - last >= QUIET_MS && !animating(document) && !timers_pending(document);
+        // Still for the quiet window, or found still by an action's watch
+        // since the last change.
+        let quiet = t - last >= QUIET_MS || STILL_AT.with(|s| s.get()) >= last;
+        let still = loaded && quiet && !animating(document) && !timers_pending(document);
         net.ask(); // (none while one is on its way)
         if still {
             let since = *still_since.get_or_insert(t);

@@ -405,10 +405,12 @@ impl Watch {
                 // Nothing changed, no page script started a request or
                 // asked for a frame during the look: still without asking
                 // the service worker.
+                crate::ready::found_still();
                 return;
             }
             let quiet = count == 0 || last < mark;
             if quiet && self.network_still(t, last, requested, &mut still_since) {
+                crate::ready::found_still();
                 return;
             }
         }
