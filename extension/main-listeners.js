@@ -1,6 +1,7 @@
 // Errand, in the page's own world (manifest `content_scripts`: "world":
 // "MAIN", document_start, every frame). It holds no page logic: it notes
-// which timers are due a moment from now (below), and which elements are
+// which timers are due a moment from now (below), when a page script last
+// started a request (below), and which elements are
 // given listeners that a person's click, tap or key reaches (`addEventListener`, and `onclick`-style properties) — which the
 // content script cannot see from its isolated world — and hands over only
 // those elements. Asked with an `errand-listeners-ask` event on the
@@ -130,6 +131,55 @@
       else pending = true;
     }
     if (pending) apply(dispatch, document, [new NewEvent(TIMERS_PENDING)]);
+  }, true]);
+
+  // Requests a page script starts (`fetch`, `XMLHttpRequest.send`), and
+  // frame callbacks asked for by anything but another frame callback (a
+  // handler drawing in the next frame; not animation loops): an action
+  // that changed nothing, started no request and asked for no frame is
+  // settled after one task, without asking the service worker's request
+  // count (extension/src/watch.rs). Asked with an `errand-requests-ask`
+  // event, it answers with an `errand-requests` and an `errand-frames`
+  // event on the document whose `detail` is when the last one started or
+  // was asked for (`performance.now()`; -1: none yet). A page forging the
+  // answers only makes actions on itself settle sooner or later.
+  const REQUESTS_ASK = 'errand-requests-ask';
+  const REQUESTS = 'errand-requests';
+  const FRAMES = 'errand-frames';
+  const NewCustomEvent = CustomEvent;
+  let lastRequest = -1;
+  const noteRequest = {
+    apply(target, self, args) {
+      lastRequest = time();
+      return apply(target, self, args);
+    },
+  };
+  if (typeof window.fetch === 'function') window.fetch = new Proxy(window.fetch, noteRequest);
+  const xhr = window.XMLHttpRequest?.prototype;
+  if (xhr && typeof xhr.send === 'function') xhr.send = new Proxy(xhr.send, noteRequest);
+  let lastFrame = -1;
+  let inFrame = 0;
+  if (typeof window.requestAnimationFrame === 'function') {
+    window.requestAnimationFrame = new Proxy(window.requestAnimationFrame, {
+      apply(target, self, args) {
+        const callback = args[0];
+        if (typeof callback !== 'function') return apply(target, self, args);
+        if (inFrame === 0) lastFrame = time();
+        args[0] = function () {
+          inFrame += 1;
+          try {
+            return apply(callback, this, arguments);
+          } finally {
+            inFrame -= 1;
+          }
+        };
+        return apply(target, self, args);
+      },
+    });
+  }
+  apply(add, document, [REQUESTS_ASK, () => {
+    apply(dispatch, document, [new NewCustomEvent(REQUESTS, { detail: lastRequest })]);
+    apply(dispatch, document, [new NewCustomEvent(FRAMES, { detail: lastFrame })]);
   }, true]);
 
   apply(add, document, [ASK, () => {

@@ -197,6 +197,8 @@ struct ProbeState {
     answer: Option<(NetState, f64, f64)>,
     /// Asking failed: do not ask again.
     unsupported: bool,
+    /// When the first answer came (`performance.now()`).
+    first: Option<f64>,
 }
 
 /// Asks the service worker about the tab's network, one question at a
@@ -271,10 +273,19 @@ impl Probe {
             let mut s = state.borrow_mut();
             s.asking = false;
             match parsed {
-                Some(n) => s.answer = Some((n, asked, perf_now())),
+                Some(n) => {
+                    let got = perf_now();
+                    s.first.get_or_insert(got);
+                    s.answer = Some((n, asked, got));
+                }
                 None => s.unsupported = true,
             }
         });
+    }
+
+    /// When the first answer came (`performance.now()`), once one did.
+    pub fn first_answer(&self) -> Option<f64> {
+        self.state.borrow().first
     }
 
     /// What the latest answer asked at or after `fresh_from`

@@ -3,15 +3,20 @@
 //! Content often arrives after `load` (a fetch, a timer), and a hover or
 //! typed text opens a submenu or suggestions a moment later. Before each
 //! observation of the top document, [`settle`] waits until the page is
-//! still: no mutation for [`QUIET_MS`] ([`FIRST_QUIET_MS`] after `load`
-//! for a document observed for the first time), no request in flight that
+//! still: no mutation for [`QUIET_MS`] (a document observed for the first
+//! time must be loaded, and, unless it loaded [`FIRST_QUIET_MS`] ago, watched
+//! that long without a mutation: what changed before the watch began is not
+//! known, and what a script adds a moment after `load` comes from a timer
+//! or a request, each waited for), no request in flight that
 //! started since the last observation (since the document began, the
 //! first time; counted by the service worker, `net.rs`), and no finite CSS
 //! transition or animation running (`document.getAnimations()`; endless
 //! ones, spinners, never end and are not waited for). The wait is bounded
 //! by [`MAX_MS`]; when it runs out the observation says the page was still
 //! changing. A page already still costs one look: the mutations are
-//! watched between observations, so no quiet window has to be sat out.
+//! watched between observations, so no quiet window has to be sat out,
+//! nor after an action whose watch found the page still (`watch.rs`) and
+//! nothing changed since.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -22,11 +27,10 @@ use web_sys::{Document, MutationObserver, MutationObserverInit};
 
 use crate::net::{Probe, Verdict};
 
-/// How long the page must have been still (as after an action,
-/// `watch::QUIET_MS`: a page an action left still is not waited for again).
+/// How long the page must have been still.
 pub const QUIET_MS: f64 = 60.0;
-/// The same for a document observed for the first time, counted from its
-/// `load` event (content that a script adds a moment after it).
+/// How long after `load` a document observed for the first time counts as
+/// still without having been watched for [`QUIET_MS`].
 pub const FIRST_QUIET_MS: f64 = 400.0;
 /// The longest wait.
 pub const MAX_MS: f64 = 3000.0;
@@ -72,6 +76,16 @@ struct State {
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    /// When an action's watch last found the page still
+    /// (`performance.now()`; `watch.rs`).
+    static STILL_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NEG_INFINITY) };
+}
+
+/// An action's watch found the page still now (no mutation during its
+/// last look, no request in flight): the next observation does not sit out
+/// the quiet window again unless the page changed since.
+pub fn found_still() {
+    STILL_AT.with(|s| s.set(now()));
 }
 
 fn now() -> f64 {
@@ -227,12 +241,17 @@ pub async fn settle(document: &Document) -> bool {
     let settled = loop {
         let t = now();
         // A document observed for the first time: loaded, and a moment
-        // past `load` (mutations from before this script came are not
+        // past `load` or watched without a change for as long as any page
+        // must be still (mutations from before this script came are not
         // known; they are in the page already).
-        let loaded = !first || loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS);
+        let loaded = !first
+            || loaded_at(document)
+                .is_some_and(|load| t - load >= FIRST_QUIET_MS || t - start >= QUIET_MS);
         let last = last_change();
-        let still =
-            loaded && t - last >= QUIET_MS && !animating(document) && !timers_pending(document);
+        // Still for the quiet window, or found still by an action's watch
+        // since the last change.
+        let quiet = t - last >= QUIET_MS || STILL_AT.with(|s| s.get()) >= last;
+        let still = loaded && quiet && !animating(document) && !timers_pending(document);
         net.ask(); // (none while one is on its way)
         if still {
             let since = *still_since.get_or_insert(t);

@@ -2,12 +2,25 @@
 //! before the action and read after it.
 //!
 //! Actions wait for the page to settle by watching it, never by a fixed
-//! sleep: after the action the watch waits until the page has been still
-//! for [`QUIET_MS`] (at least [`MIN_MS`], at most [`MAX_MS`]): no mutation,
-//! no request that started since the action still in flight, none ended
-//! in that time (the network is counted by the service worker, see
-//! [`crate::net`]), so a click whose answer comes from the server reports
-//! what the answer changed. An action that starts loading a new page (a
+//! sleep: after the action the watch looks until one look sees the page
+//! still. A look is one task of the page's event loop (the handlers' own
+//! timers of 0 ms, promise jobs, a framework's re-render after a discrete
+//! event, which React and Vue flush within the event's task or a
+//! microtask), preceded by a rendering frame when the page mutated since
+//! the last look (what `requestAnimationFrame` callbacks draw, capped at
+//! [`FRAME_MS`] for tabs that paint no frames). Still means: no mutation
+//! during the look, no request that started since the action still in
+//! flight, none ended in the last [`QUIET_MS`] (the network is counted by
+//! the service worker, see [`crate::net`]; only an answer asked after a
+//! first answer came back counts, so that a request the action started has
+//! reached the service worker's books by then), so a click whose answer
+//! comes from the server reports what the answer changed. A page that
+//! changes nothing and whose scripts start no request (`fetch`,
+//! `XMLHttpRequest`, as the page-world script `main-listeners.js` notes)
+//! is settled after one task, without asking the service worker (after a
+//! frame too when a handler asked for a frame callback); the wait is
+//! capped at [`MAX_MS`]. An action that starts
+//! loading a new page (a
 //! link, a form submitted, a script setting `location`; seen by the
 //! Navigation API's `navigate` event) ends the wait at once: the document
 //! is about to go, and the reply must leave before it does. Then it
@@ -29,10 +42,12 @@ use crate::dom::{self, attr};
 use crate::net::{Probe, Verdict};
 use crate::text::{collapse, truncate};
 
-/// The shortest wait after an action (two frames: handlers, re-renders).
-pub const MIN_MS: f64 = 30.0;
-/// How long the page must stay still to count as settled.
+/// How long after its last request ended the page counts as still, and
+/// how long `type`'s wait needs no mutation once the page answered.
 pub const QUIET_MS: f64 = 60.0;
+/// The longest wait for a rendering frame after a mutation (a background
+/// tab paints none).
+pub const FRAME_MS: u32 = 34;
 /// The longest wait for the page to settle.
 pub const MAX_MS: f64 = 3000.0;
 /// How long `type` waits for an autocomplete's debounce.
@@ -178,6 +193,74 @@ fn now() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }
 
+/// What the page's scripts did since a time, as the page-world script
+/// says (`extension/main-listeners.js`, answering before the ask
+/// returns): when the last request (`fetch`, `XMLHttpRequest`) started
+/// and when a frame callback was last asked for (`performance.now()`; -1:
+/// never). `None` when it does not answer (not in this document).
+fn page_activity() -> Option<(f64, f64)> {
+    let document = web_sys::window().and_then(|w| w.document())?;
+    let requests = Rc::new(std::cell::Cell::new(None::<f64>));
+    let frames = Rc::new(std::cell::Cell::new(None::<f64>));
+    let listen = |sink: Rc<std::cell::Cell<Option<f64>>>| {
+        Closure::<dyn FnMut(web_sys::Event)>::new(move |e: web_sys::Event| {
+            e.stop_immediate_propagation();
+            let detail = js_sys::Reflect::get(&e, &"detail".into()).ok().and_then(|d| d.as_f64());
+            sink.set(detail);
+        })
+    };
+    let listeners =
+        [("errand-requests", listen(requests.clone())), ("errand-frames", listen(frames.clone()))];
+    let target: &web_sys::EventTarget = document.as_ref();
+    for (kind, l) in &listeners {
+        let _ = target.add_event_listener_with_callback_and_bool(
+            kind,
+            l.as_ref().unchecked_ref(),
+            true,
+        );
+    }
+    if let Ok(ask) = web_sys::Event::new("errand-requests-ask") {
+        let _ = proto::dispatch_event(target, &ask);
+    }
+    for (kind, l) in &listeners {
+        let _ = target.remove_event_listener_with_callback_and_bool(
+            kind,
+            l.as_ref().unchecked_ref(),
+            true,
+        );
+    }
+    Some((requests.get()?, frames.get()?))
+}
+
+/// Resolves after one task of the event loop (a 0 ms timer: after the
+/// timers of 0 ms the action's handlers set).
+async fn next_task() {
+    gloo_timers::future::TimeoutFuture::new(0).await;
+}
+
+/// Resolves at the next rendering frame's `requestAnimationFrame`
+/// callbacks, or after `cap_ms` when no frame comes.
+async fn next_frame(cap_ms: u32) {
+    let Some(window) = web_sys::window() else { return };
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let frame = Closure::once_into_js({
+            let resolve = resolve.clone();
+            move || {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        });
+        let timer = Closure::once_into_js(move || {
+            let _ = resolve.call0(&JsValue::NULL);
+        });
+        let _ = window.request_animation_frame(frame.unchecked_ref());
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+            timer.unchecked_ref(),
+            i32::try_from(cap_ms).unwrap_or(i32::MAX),
+        );
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
 /// The top window's URL.
 pub fn current_url() -> String {
     web_sys::window().and_then(|w| w.location().href().ok()).unwrap_or_default()
@@ -273,7 +356,7 @@ impl Watch {
             if t - begin >= MAX_MS {
                 break;
             }
-            if t - last >= quiet && self.network_still(t, last, &mut still_since) {
+            if t - last >= quiet && self.network_still(t, last, false, &mut still_since) {
                 if was_still {
                     break;
                 }
@@ -286,44 +369,82 @@ impl Watch {
     }
 
     async fn wait_still(&self) {
-        let begin = now();
         let mut still_since = None;
+        // Where the previous look began: a mutation since then is
+        // followed by a frame before the next look.
+        let mut looked = self.started;
         while self.leaving.to().is_none() {
             // Ask ahead, so the answer is there when the page is still.
             self.net.ask();
-            gloo_timers::future::TimeoutFuture::new(POLL_MS).await;
-            // Deliver pending records now rather than after this task.
-            let pending = self.observer.take_records();
-            if pending.length() > 0 {
-                record(&mut self.seen.borrow_mut(), &pending);
+            self.take_records();
+            let mark = now();
+            let moved = {
+                let s = self.seen.borrow();
+                s.count > 0 && s.last >= looked
+            };
+            // The page asked for a frame callback since the last look (a
+            // handler that draws in the next frame).
+            let drawing = page_activity().is_some_and(|(_, frame)| frame >= looked);
+            looked = mark;
+            if moved || drawing {
+                next_frame(FRAME_MS).await;
             }
+            next_task().await;
+            self.take_records();
             let t = now();
+            if t - self.started >= MAX_MS {
+                return;
+            }
             let (count, last) = {
                 let s = self.seen.borrow();
                 (s.count, s.last)
             };
-            let quiet = if count == 0 { 0.0 } else { QUIET_MS };
-            if t - self.started >= MAX_MS {
+            let activity = page_activity();
+            let requested = activity.is_some_and(|(request, _)| request >= self.started);
+            if count == 0 && !requested && activity.is_some_and(|(_, frame)| frame < mark) {
+                // Nothing changed, no page script started a request or
+                // asked for a frame during the look: still without asking
+                // the service worker.
+                crate::ready::found_still();
                 return;
             }
-            if t - begin >= MIN_MS
-                && t - last >= quiet
-                && self.network_still(t, last, &mut still_since)
-            {
+            let quiet = count == 0 || last < mark;
+            if quiet && self.network_still(t, last, requested, &mut still_since) {
+                crate::ready::found_still();
                 return;
             }
+        }
+    }
+
+    /// Notes the mutation records not delivered yet.
+    fn take_records(&self) {
+        let pending = self.observer.take_records();
+        if pending.length() > 0 {
+            record(&mut self.seen.borrow_mut(), &pending);
         }
     }
 
     /// Whether the network lets a page without mutations since `last`
     /// count as still at `t`: no request started since the action in
     /// flight, and none ended in the last [`QUIET_MS`], by an answer asked
-    /// after the last mutation (a request started with it is known then).
-    /// Without an answer for [`NET_ANSWER_MS`] (`still_since`: since when
-    /// the page has been still otherwise), the network is left out.
-    fn network_still(&self, t: f64, last: f64, still_since: &mut Option<f64>) -> bool {
-        match self.net.verdict(last) {
+    /// after the last mutation and after a first answer came back (a
+    /// request started with the action or the mutation is known then).
+    /// When a page script started a request since the action
+    /// (`requested`) and the service worker knows of none yet, its word
+    /// is waited for too. Without an answer for [`NET_ANSWER_MS`]
+    /// (`still_since`: since when the page has been still otherwise), the
+    /// network is left out.
+    fn network_still(
+        &self,
+        t: f64,
+        last: f64,
+        requested: bool,
+        still_since: &mut Option<f64>,
+    ) -> bool {
+        let fresh_from = last.max(self.net.first_answer().unwrap_or(f64::INFINITY));
+        match self.net.verdict(fresh_from) {
             Verdict::Unknown => true,
+            Verdict::Idle(None) if requested => t - *still_since.get_or_insert(t) >= NET_ANSWER_MS,
             Verdict::Idle(ended) => ended.is_none_or(|e| t - e >= QUIET_MS),
             Verdict::Busy => false,
             Verdict::Waiting => t - *still_since.get_or_insert(t) >= NET_ANSWER_MS,

@@ -441,6 +441,62 @@ fn actions_wait_for_the_answers_they_asked_the_server_for() {
     rig.done("network");
 }
 
+fn settle_script(req: &Value, call: usize) -> Reply {
+    // Each click's change comes after its handler returned: the effect
+    // reports it (and, being news, ends the answer there).
+    let click = |label: &str| answer(json!([{"click": {"index": el(req, label)}}]));
+    match call {
+        0 => click("Later"),
+        1 => click("Frame"),
+        2 => click("Chain"),
+        3 => click("Fetch later"),
+        // A select that changes nothing: settled after one task.
+        4 => answer(json!([
+            {"select_option": {"index": el(req, "Size"), "options": ["Large"]}},
+            {"select_option": {"index": el(req, "Size"), "options": ["Small"]}},
+        ])),
+        5 => answer(json!([{"done": {"text": "settle done", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// The settle wait ends as soon as the page is still, yet reads what a
+/// handler changes a moment later: in a 0 ms timer, in the next frame, in
+/// a task after that frame, and after a request it started in a later
+/// task (the page-world script notes the `fetch`); a select on a still
+/// page stays quick.
+#[test]
+fn actions_read_changes_made_in_a_later_task_or_frame() {
+    let rig = Rig::start(settle_script);
+    let (_tab, records) = rig
+        .run("/actions/settle.html", "Press the buttons")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let all: Vec<&Value> =
+        records.iter().flat_map(|s| s.as_array().into_iter().flatten()).collect();
+    let detail_of = |button: &str| {
+        all.iter()
+            .map(|r| r["detail"].as_str().unwrap_or_default())
+            .find(|d| d.starts_with("clicked [") && d.contains(&format!("> {button}")))
+            .unwrap_or_else(|| panic!("no click on {button}: {all:#?}"))
+            .to_owned()
+    };
+    for (button, change) in [
+        ("Later", "Saved in a later task"),
+        ("Frame", "Drawn in a frame"),
+        ("Chain", "Second step after a frame"),
+        ("Fetch later", "Fetched: slept 300 ms"),
+    ] {
+        let detail = detail_of(button);
+        assert!(detail.contains(change), "the click on {button} reports {change:?}: {detail}");
+    }
+    let times = action_times(&rig);
+    eprintln!("actions (name, ok, ms): {times:?}");
+    let selects: Vec<f64> =
+        times.iter().filter(|t| t.0 == "select_option" && t.1).map(|t| t.2).collect();
+    assert_eq!(selects.len(), 2, "{times:?}");
+    assert!(selects.iter().all(|ms| *ms < 300.0), "selects on a still page: {selects:?} ms");
+}
+
 fn datepicker_script(req: &Value, call: usize) -> Reply {
     match call {
         // A typed date: the calendar opens on focus, so the answer stops.

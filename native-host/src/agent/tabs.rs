@@ -122,17 +122,13 @@ async fn act_inner<B: Browser>(
     let before = if may_open { browser.list_tabs().await.ok() } else { None };
     let mut effect = browser.act(tab_id, action.clone(), guard).await?;
     if let Some(before) = before {
-        // A tab opened by the page may still be starting: look twice.
-        for attempt in 0..2 {
-            if attempt > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-            }
-            let after = browser.list_tabs().await.unwrap_or_default();
-            if let Some(new) = after.iter().find(|t| !before.iter().any(|b| b.tab_id == t.tab_id)) {
-                effect.new_tab = Some(new.tab_id);
-                effect.page_changed = true;
-                break;
-            }
+        // One look after: the browser lists a tab the click opened (the
+        // page asks for it in the click's own task) by the time the page's
+        // reply, which leaves a task later at the soonest, comes back.
+        let after = browser.list_tabs().await.unwrap_or_default();
+        if let Some(new) = after.iter().find(|t| !before.iter().any(|b| b.tab_id == t.tab_id)) {
+            effect.new_tab = Some(new.tab_id);
+            effect.page_changed = true;
         }
     }
     Ok(effect)

@@ -375,12 +375,8 @@ async fn runs_a_task_to_done_and_records_it() {
     // Requests, in order.
     let reqs: Vec<String> = ext.requests.try_iter().map(|b| kind_of(&b)).collect();
     // A click is watched for a tab it opens: the tab list before, and
-    // twice after (a new tab may still be starting).
-    // Then the page is cleaned up.
-    assert_eq!(
-        reqs,
-        ["open_tab", "page", "list_tabs", "page", "list_tabs", "list_tabs", "page", "page"]
-    );
+    // once after. Then the page is cleaned up.
+    assert_eq!(reqs, ["open_tab", "page", "list_tabs", "page", "list_tabs", "page", "page"]);
 
     // The second prompt recalls the first step.
     let seen = lock(&model.seen);
