@@ -98,22 +98,43 @@ impl Connected {
 /// Runs a task; exit status 0 when it was done successfully.
 pub async fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
     let settings = Settings::load(&args.overrides)?;
+    let (task, url) = (args.task.clone(), args.url.clone());
+    let ended = drive(settings, args.headed, args.json, args.approve, move |host| {
+        host.start_task(&task, None, Some(&url))
+    })
+    .await?;
+    Ok(match ended {
+        Some((outcome, interrupted)) => exit_code(outcome.as_ref(), interrupted),
+        None => interrupted_exit(),
+    })
+}
+
+/// Starts a headless browser session, a task in it (`start`), prints its
+/// events until it ends (answering approvals) and closes the browser;
+/// `None` when Ctrl-C came while the browser was starting.
+async fn drive<E: Into<CommandError>>(
+    settings: Settings,
+    headed: bool,
+    json: bool,
+    approve: bool,
+    start: impl FnOnce(&Host) -> Result<String, E>,
+) -> Result<Option<(Option<Outcome>, bool)>, CommandError> {
     // Dropping a half-started session (Ctrl-C while it starts) kills the browser.
     let c = tokio::select! {
-        c = connect(settings, args.headed) => c?,
-        _ = tokio::signal::ctrl_c() => return Ok(interrupted_exit()),
+        c = connect(settings, headed) => c?,
+        _ = tokio::signal::ctrl_c() => return Ok(None),
     };
     let events = c.host.subscribe();
-    let task_id = match c.host.start_task(&args.task, None, Some(&args.url)) {
+    let task_id = match start(&c.host) {
         Ok(id) => id,
         Err(e) => {
             c.close();
             return Err(e.into());
         }
     };
-    let (outcome, interrupted) = follow(&c, events, &task_id, args.json, args.approve).await;
+    let ended = follow(&c, events, &task_id, json, approve).await;
     c.close();
-    Ok(exit_code(outcome.as_ref(), interrupted))
+    Ok(Some(ended))
 }
 
 fn exit_code(outcome: Option<&Outcome>, interrupted: bool) -> ExitCode {
@@ -144,21 +165,12 @@ pub async fn run_recipe(args: RecipeRunArgs) -> Result<ExitCode, CommandError> {
     let data_dir = settings.data_dir.clone();
     let saved = Recipe::load(&data_dir, &args.name)?;
     let applied = saved.with_params(&args.params)?;
-    let c = tokio::select! {
-        c = connect(settings, args.headed) => c?,
-        _ = tokio::signal::ctrl_c() => return Ok(interrupted_exit()),
-    };
-    let events = c.host.subscribe();
     let replay = crate::agent::replay::Replay { saved, applied };
-    let task_id = match c.host.start_recipe(replay, None) {
-        Ok(id) => id,
-        Err(e) => {
-            c.close();
-            return Err(e.into());
-        }
-    };
-    let (outcome, interrupted) = follow(&c, events, &task_id, args.json, args.approve).await;
-    c.close();
+    let ended = drive(settings, args.headed, args.json, args.approve, move |host| {
+        host.start_recipe(replay, None)
+    })
+    .await?;
+    let Some((outcome, interrupted)) = ended else { return Ok(interrupted_exit()) };
     if let Some(Ok(_)) = Recipe::proposed(&data_dir, &args.name) {
         if args.accept_repairs {
             Recipe::accept_proposed(&data_dir, &args.name)?;

@@ -43,17 +43,8 @@ pub enum Command {
         /// The most steps the agent may take.
         #[arg(long)]
         max_steps: Option<u32>,
-        /// One JSON object per event; the last one is the outcome.
-        #[arg(long)]
-        json: bool,
-        /// Show the browser window.
-        #[arg(long)]
-        headed: bool,
-        /// Approve every action Errand would ask about (payments, orders,
-        /// messages, deletions…) without asking. Without it, `run` asks on
-        /// the terminal, or rejects them when there is none.
-        #[arg(long)]
-        approve: bool,
+        #[command(flatten)]
+        follow: FollowArgs,
     },
     /// Open a page and print the numbered element list the model would see.
     Observe {
@@ -107,6 +98,23 @@ pub enum Command {
         #[command(subcommand)]
         command: recipe::RecipeCommand,
     },
+}
+
+/// How a task run from the terminal is shown and its approvals answered
+/// (`errand run`, `errand recipe run`).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct FollowArgs {
+    /// One JSON object per event; the last one is the outcome.
+    #[arg(long)]
+    pub json: bool,
+    /// Show the browser window.
+    #[arg(long)]
+    pub headed: bool,
+    /// Approve every action Errand would ask about (payments, orders,
+    /// messages, deletions…) without asking. Without it, Errand asks on
+    /// the terminal, or rejects them when there is none.
+    #[arg(long)]
+    pub approve: bool,
 }
 
 /// Model settings that override the config file and the environment.
@@ -178,7 +186,13 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }),
-        Command::Run { task, url, model, max_steps, json, headed, approve } => {
+        Command::Run {
+            task,
+            url,
+            model,
+            max_steps,
+            follow: FollowArgs { json, headed, approve },
+        } => {
             let args =
                 RunArgs { task, url, overrides: model.overrides(max_steps), json, headed, approve };
             block_on(commands::run(args))

@@ -39,15 +39,8 @@ pub enum RecipeCommand {
         accept_repairs: bool,
         #[command(flatten)]
         model: ModelArgs,
-        /// One JSON object per event; the last one is the outcome.
-        #[arg(long)]
-        json: bool,
-        /// Show the browser window.
-        #[arg(long)]
-        headed: bool,
-        /// Approve every action Errand would ask about, without asking.
-        #[arg(long)]
-        approve: bool,
+        #[command(flatten)]
+        follow: super::FollowArgs,
     },
     /// Write the repairs a replay offered into the recipe.
     Accept { name: String },
@@ -56,7 +49,13 @@ pub enum RecipeCommand {
 /// Runs `errand recipe`.
 pub fn main(cmd: RecipeCommand) -> ExitCode {
     let result = match cmd {
-        RecipeCommand::Run { name, params, accept_repairs, model, json, headed, approve } => {
+        RecipeCommand::Run {
+            name,
+            params,
+            accept_repairs,
+            model,
+            follow: super::FollowArgs { json, headed, approve },
+        } => {
             let params = match parse_params(&params) {
                 Ok(p) => p,
                 Err(e) => return fail(e),
