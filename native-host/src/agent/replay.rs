@@ -364,9 +364,10 @@ fn failure_of(check: &recipe::Check, record: Option<&ActionRecord>) -> Option<St
     match record {
         Some(r) if r.ok => check.failure(r.effect.as_ref()),
         // A click or a key whose page went away before the answer (a form
-        // sent at once): it did its part; the next step's locators find
-        // out whether the page is the right one.
-        Some(r) if recipe::navigated_away(r) => None,
+        // sent at once): it did its part, unless the step had to leave a
+        // value (a repair clicking where a field was to be filled); the next
+        // step's locators find out whether the page is the right one.
+        Some(r) if recipe::navigated_away(r) => check.failure(None),
         Some(r) => Some(r.detail.clone()),
         None => Some("not run".to_owned()),
     }

@@ -130,8 +130,15 @@ pub struct Check {
 impl Check {
     /// Why `effect` does not pass this check, if it does not (`params`
     /// already put into `self`).
+    /// With no effect (a page that went away before answering) only the
+    /// address cannot be checked: a value to read back fails.
     pub fn failure(&self, effect: Option<&errand_protocol::Effect>) -> Option<String> {
-        let effect = effect?;
+        let Some(effect) = effect else {
+            return self
+                .value
+                .as_ref()
+                .map(|want| format!("nothing was read back, not \"{want}\""));
+        };
         if let Some(want) = &self.value {
             let got = effect.value.as_deref().unwrap_or_default();
             if got != want {
@@ -637,6 +644,10 @@ mod tests {
         let elsewhere =
             Effect { url: "http://127.0.0.1:1/other.html".into(), ..Default::default() };
         assert!(r.steps[4].check.failure(Some(&elsewhere)).is_some());
+        // No effect (the page went away before answering): the address
+        // cannot be checked, a value to read back fails.
+        assert_eq!(r.steps[4].check.failure(None), None);
+        assert!(r.steps[0].check.failure(None).is_some());
         assert_eq!(on_element(&r.steps[4].action, 42).element(), Some(42));
     }
 }
