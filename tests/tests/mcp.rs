@@ -370,3 +370,46 @@ fn mcp_over_http_with_its_own_browser_needs_the_token_and_refuses_pages() -> Res
     let _ = server.wait();
     result
 }
+
+/// `errand mcp --launch` over stdio: its own headless Chromium, no running
+/// browser needed; a form is filled and sent, and an irreversible action is
+/// refused at once (no side panel, and stdin is the MCP channel: nobody can
+/// be asked), the page untouched.
+#[test]
+fn mcp_launch_over_stdio_drives_its_own_browser_and_refuses_what_nobody_can_approve() -> Result<()>
+{
+    let fixtures = errand_e2e::fixtures::FixtureServer::start()?;
+    let dir = tempfile::tempdir()?;
+    let env: Vec<(String, String)> = vec![
+        ("ERRAND_DATA_DIR".into(), dir.path().join("data").display().to_string()),
+        ("ERRAND_CONFIG_DIR".into(), dir.path().join("config").display().to_string()),
+        ("ERRAND_EXTENSION_DIR".into(), errand_e2e::browser::dist_dir().display().to_string()),
+        ("ERRAND_CHROMIUM".into(), errand_e2e::browser::chromium()?.display().to_string()),
+    ];
+    let scenario = json!([
+        {"tool": "goto", "args": {"url": fixtures.url("mcp/form.html")}},
+        {"tool": "observe", "args": {}},
+        {"tool": "fill", "args": {"index": {"find": "Your name"}, "text": "Grace"}},
+        {"tool": "click", "args": {"index": {"find": "Create account"}}},
+        {"tool": "observe", "args": {}},
+        {"tool": "goto", "args": {"url": fixtures.url("mcp/pay.html")}},
+        {"tool": "observe", "args": {}},
+        {"tool": "click", "args": {"index": {"find": "Pay now"}}},
+        {"tool": "observe", "args": {}},
+    ]);
+    let out = output(stdio_driver(&scenario, &["--launch"], &env)?.spawn()?)?;
+    for n in [0, 1, 2, 3, 5, 6] {
+        ensure!(call(&out, n)["is_error"] == false, "call {n}: {}", call(&out, n));
+    }
+    let after = call(&out, 4)["text"].as_str().unwrap_or("");
+    ensure!(after.contains("Welcome, Grace"), "{after}");
+    let pay = &call(&out, 7);
+    ensure!(pay["is_error"] == true, "the payment was not refused: {pay}");
+    ensure!(
+        pay["text"].as_str().is_some_and(|t| t.contains("nobody could be asked")),
+        "the refusal does not say nobody could be asked: {pay}"
+    );
+    let page = call(&out, 8)["text"].as_str().unwrap_or("");
+    ensure!(!page.contains("Paid 12 EUR"), "the page was paid: {page}");
+    Ok(())
+}

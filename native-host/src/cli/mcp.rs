@@ -407,6 +407,7 @@ pub async fn main(args: McpArgs, command: Option<McpCommand>) -> Result<ExitCode
     let backend = if args.launch {
         let connected = connect(settings, args.headed).await.map_err(|e| e.to_string())?;
         let host = connected.host.clone();
+        answer_approvals_unasked(&host);
         Backend::Launched {
             host,
             connected: std::sync::Mutex::new(Some(connected)),
@@ -432,6 +433,32 @@ pub async fn main(args: McpArgs, command: Option<McpCommand>) -> Result<ExitCode
     };
     server.backend.finish().await;
     served.map(|()| ExitCode::SUCCESS)
+}
+
+/// With `--launch` there is no side panel, and no terminal either (stdin
+/// is the MCP channel over stdio): an action that needs approval is
+/// answered "nobody could be asked" at once — not done, and the caller's
+/// tool error says so — instead of waiting for a decision that never comes.
+fn answer_approvals_unasked(host: &Host) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut events = host.subscribe();
+    let host = host.clone();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(ev) => {
+                    if let errand_protocol::TaskEvent::Approval { .. } = ev.event {
+                        let decision = crate::agent::Decision::Unasked;
+                        if let Err(e) = host.decide(Some(&ev.task_id), decision) {
+                            tracing::warn!("{e}");
+                        }
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break,
+            }
+        }
+    });
 }
 
 async fn serve_stdio(server: Server) -> Result<(), String> {
