@@ -11,7 +11,9 @@
 //! started since the last observation (since the document began, the
 //! first time; counted by the service worker, `net.rs`), and no finite CSS
 //! transition or animation running (`document.getAnimations()`; endless
-//! ones, spinners, never end and are not waited for). The wait is bounded
+//! ones, spinners, never end and are not waited for; one seen running is
+//! over for the page only at the next rendering frame, where its `finished`
+//! promise runs, so that frame is waited for too). The wait is bounded
 //! by [`MAX_MS`]; when it runs out the observation says the page was still
 //! changing. A page already still costs one look: the mutations are
 //! watched between observations, so no quiet window has to be sat out,
@@ -39,6 +41,9 @@ const POLL_MS: u32 = 15;
 /// How long a still page waits for the service worker's word on the
 /// network before settling without it.
 const NET_ANSWER_MS: f64 = 250.0;
+/// The longest wait for the rendering frame that ends an animation seen
+/// running (a background tab paints none).
+const FRAME_WAIT_MS: i32 = 200;
 
 thread_local! {
     /// Set by the page-world script's `errand-timers-pending` answer.
@@ -79,6 +84,10 @@ thread_local! {
     /// When an action's watch last found the page still
     /// (`performance.now()`; `watch.rs`).
     static STILL_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NEG_INFINITY) };
+    /// When a finite animation was last seen running (`performance.now()`).
+    static ANIMATED_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NEG_INFINITY) };
+    /// When the last rendering frame waited for here came.
+    static FRAMED_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NEG_INFINITY) };
 }
 
 /// An action's watch found the page still now (no mutation during its
@@ -86,6 +95,12 @@ thread_local! {
 /// the quiet window again unless the page changed since.
 pub fn found_still() {
     STILL_AT.with(|s| s.set(now()));
+    // An animation the action started (a popup fading out) is noted, so
+    // that the observation waits for the frame that ends it even when its
+    // time is up before the observation is asked for.
+    if let Some(document) = web_sys::window().and_then(|w| w.document()) {
+        animating(&document);
+    }
 }
 
 fn now() -> f64 {
@@ -108,16 +123,57 @@ fn loaded_at(document: &Document) -> Option<f64> {
 /// Whether a finite transition or animation is running in the document
 /// or in one of the open shadow roots the walks went into: the document's
 /// `getAnimations` leaves out those of shadow trees (checked: a design
-/// system's popup fading out in its shadow root is not in it).
-fn animating(document: &Document) -> bool {
-    animating_in(document.as_ref())
+/// system's popup fading out in its shadow root is not in it). Notes when
+/// one was last seen running ([`ANIMATED_AT`]).
+pub fn animating(document: &Document) -> bool {
+    let running = animating_in(document.as_ref())
         || STATE.with(|s| {
             s.borrow().as_ref().is_some_and(|s| {
                 s.shadows.iter().any(|r| {
                     crate::proto::is_connected(r.unchecked_ref()) && animating_in(r.as_ref())
                 })
             })
-        })
+        });
+    if running {
+        ANIMATED_AT.with(|a| a.set(now()));
+    }
+    running
+}
+
+/// Whether an animation was seen running since the last rendering frame
+/// this module waited for: its end is known to scripts only at the next
+/// frame. `playState` says `finished` as soon as its time is up, but its
+/// `finished` promise and `onfinish` (where a popup is hidden once faded
+/// out) run when the page next renders, which a busy machine delays by
+/// hundreds of milliseconds: until then the page still shows it.
+fn animation_unfinished() -> bool {
+    ANIMATED_AT.with(|a| a.get()) > FRAMED_AT.with(|f| f.get())
+}
+
+/// Resolves at the next rendering frame's `requestAnimationFrame`
+/// callbacks (after the animations' updates and their promise jobs), or
+/// after [`FRAME_WAIT_MS`] when no frame comes (a tab that paints none).
+async fn next_frame() {
+    let Some(window) = web_sys::window() else { return };
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let frame = Closure::once_into_js({
+            let resolve = resolve.clone();
+            move || {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        });
+        let timer = Closure::once_into_js(move || {
+            let _ = resolve.call0(&JsValue::NULL);
+        });
+        let _ = window.request_animation_frame(frame.unchecked_ref());
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+            timer.unchecked_ref(),
+            FRAME_WAIT_MS,
+        );
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    // A task, so that what the frame's callbacks scheduled has run.
+    gloo_timers::future::TimeoutFuture::new(0).await;
 }
 
 /// Watches these open shadow roots (those a walk went into) too: their
@@ -251,7 +307,18 @@ pub async fn settle(document: &Document) -> bool {
         // Still for the quiet window, or found still by an action's watch
         // since the last change.
         let quiet = t - last >= QUIET_MS || STILL_AT.with(|s| s.get()) >= last;
-        let still = loaded && quiet && !animating(document) && !timers_pending(document);
+        let mut still = loaded && quiet && !animating(document) && !timers_pending(document);
+        if still && animation_unfinished() {
+            // The animation's end is the page's news at the next frame.
+            let mark = now();
+            next_frame().await;
+            FRAMED_AT.with(|f| f.set(mark));
+            still = last_change() < mark;
+            if !still {
+                still_since = None;
+                continue;
+            }
+        }
         net.ask(); // (none while one is on its way)
         if still {
             let since = *still_since.get_or_insert(t);

@@ -301,6 +301,21 @@ fn animated_popups_are_read_when_settled() {
     rig.done("animations");
 }
 
+/// The same on a machine too busy to render on time (the renderer's CPU
+/// slowed down eightfold): a fade-out's time is up before the next frame,
+/// and only that frame runs its `finished` promise, which hides the popup.
+/// The observation waits for the frame, not just for the time.
+#[test]
+fn animated_popups_are_read_when_settled_on_a_slow_machine() {
+    let rig = Rig::start(animations_script);
+    let tab = rig.browser.new_page(&rig.fixtures.url("/components/animations.html")).unwrap();
+    tab.call("Emulation.setCPUThrottlingRate", json!({"rate": 8})).unwrap();
+    rig.run_in(&tab, "Rename the document, then save").unwrap();
+    let log = tab.eval("document.getElementById('log').textContent").unwrap();
+    assert_eq!(log, json!("log: rename saved"));
+    rig.done("animations, slowed down");
+}
+
 /// The select's number, kept from the first observation (a model may reuse
 /// it after the page replaced the select).
 static SPEED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
