@@ -10,6 +10,9 @@ of the latest `observe` or `find` reply that contains the words (any case), as
 a caller reading the replies would choose it (an element's line starts with its number: `3<button>Sign in`); {"list_tools": true} as a step
 lists the tools, {"wait_file": PATH} waits until the test created PATH. Prints one JSON object: {"tools": [...], "calls": [{"tool",
 "text", "is_error", "images"}]}. A reply's text is kept whole.
+
+Each request and each wait has a deadline (CALL_TIMEOUT seconds): a server
+that hangs fails the test with the call it hung on, instead of hanging it.
 """
 
 import asyncio
@@ -22,6 +25,19 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
+
+
+# Longer than any call of the tests takes (an approval answered in the side
+# panel included), far shorter than the test's own limit.
+CALL_TIMEOUT = float(os.environ.get("MCP_DRIVER_CALL_TIMEOUT", "90"))
+
+
+async def bounded(what, awaitable):
+    """`awaitable`, or exit with what hung after CALL_TIMEOUT seconds."""
+    try:
+        return await asyncio.wait_for(awaitable, CALL_TIMEOUT)
+    except asyncio.TimeoutError:
+        raise SystemExit(f"driver: {what} got no answer in {CALL_TIMEOUT:.0f} s")
 
 
 def number_for(words, replies):
@@ -46,25 +62,28 @@ def resolve(value, replies):
 
 
 async def run(session, scenario):
-    await session.initialize()
+    await bounded("initialize", session.initialize())
     out = {"tools": [], "calls": []}
     replies = []
     for step in scenario:
         if "wait_file" in step:
             # The test does something meanwhile (in the side panel) and
             # then creates the file.
-            while not os.path.exists(step["wait_file"]):
-                await asyncio.sleep(0.1)
+            async def appears(path):
+                while not os.path.exists(path):
+                    await asyncio.sleep(0.1)
+
+            await bounded(f"waiting for {step['wait_file']}", appears(step["wait_file"]))
             continue
         if step.get("list_tools"):
-            tools = await session.list_tools()
+            tools = await bounded("tools/list", session.list_tools())
             out["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in tools.tools
             ]
             continue
         args = resolve(step.get("args", {}), replies)
-        result = await session.call_tool(step["tool"], args)
+        result = await bounded(f"the call of {step['tool']}", session.call_tool(step["tool"], args))
         text = "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
         images = [c.mime_type for c in result.content if getattr(c, "type", "") == "image"]
         if step["tool"] in ("observe", "find") and not result.is_error:
@@ -98,4 +117,16 @@ async def main():
     print(json.dumps(out))
 
 
-asyncio.run(main())
+def leaves(group):
+    """The exceptions inside nested exception groups (anyio's task groups)."""
+    for e in group.exceptions:
+        yield from leaves(e) if isinstance(e, BaseExceptionGroup) else [e]
+
+
+try:
+    asyncio.run(main())
+except BaseExceptionGroup as group:
+    exits = [e for e in leaves(group) if isinstance(e, SystemExit)]
+    if not exits:
+        raise
+    sys.exit(exits[0].code)
