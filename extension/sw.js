@@ -207,11 +207,18 @@ const browserRequests = {
     return make('captured', { data_url: await fitScreenshot(shot) }, msg.id);
   },
   async page(msg) {
-    await loaded(msg.tab_id);
+    // An action goes to a tab known to be loaded without asking again; any
+    // other command (the observation after an action that started loading
+    // a page) asks the browser, and waits for the new page.
+    await (msg.command?.op === 'act' ? settled(msg.tab_id) : loaded(msg.tab_id));
     let answer;
     try {
       answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
     } catch (e) {
+      if (/No tab with id/i.test(String(e?.message ?? e))) {
+        // Closed since its last word (no `tabs.get` before sending now).
+        throw withCode(new Error(`tab ${msg.tab_id} was closed`), 'tab_unavailable');
+      }
       if (!/Receiving end does not exist|Could not establish connection/i.test(String(e?.message ?? e))) {
         // The content script got the command but its page went away before
         // answering (a navigation or reload mid-action). Never replay the
@@ -282,6 +289,23 @@ async function inject(tabId) {
   }
 }
 
+// Each tab's loading state, from the browser's own events, so that an
+// action for a tab known to have finished loading goes at once, without
+// asking the browser first (`chrome.tabs.get`, a round trip to the browser
+// process on every action). A tab not known yet (the service worker
+// restarted, or the tab is older than it) is asked about. Set at the top
+// level so that the events reach a restarted worker too.
+const tabStatus = new Map();
+chrome.tabs.onUpdated.addListener((tabId, change) => {
+  if (change.status) tabStatus.set(tabId, change.status);
+});
+chrome.tabs.onRemoved.addListener((tabId) => tabStatus.delete(tabId));
+
+/** Resolves once the tab has finished loading: at once when it is known to have. */
+async function settled(tabId) {
+  if (tabStatus.get(tabId) !== 'complete') await loaded(tabId);
+}
+
 /** Resolves with the tab once it has finished loading. */
 async function loaded(tabId) {
   const deadline = Date.now() + LOAD_TIMEOUT_MS;
@@ -292,6 +316,7 @@ async function loaded(tabId) {
     } catch {
       throw withCode(new Error(`tab ${tabId} was closed`), 'tab_unavailable');
     }
+    if (tab.status) tabStatus.set(tabId, tab.status);
     if (tab.status === 'complete') return tab;
     if (Date.now() > deadline) throw withCode(new Error(`tab ${tabId} did not finish loading`), 'tab_unavailable');
     await new Promise((resolve) => {
