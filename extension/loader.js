@@ -22,18 +22,30 @@
   const times = (globalThis.__errandLoadTimes = { start: performance.now() });
   const mark = (step) => { times[step] = performance.now(); };
 
+  // The smallest module (the header alone): compiled at once, or refused
+  // at once by a CSP without 'wasm-unsafe-eval', which makes every
+  // WebAssembly compile path throw.
+  const EMPTY_MODULE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
   let wasmTried = null;
   const tryWasm = () => (wasmTried ??= (async () => {
     mark('wasm_start');
     try {
+      new WebAssembly.Module(EMPTY_MODULE);
+    } catch (refused) {
+      mark('wasm_refused');
+      return null;
+    }
+    try {
+      // The module is fetched and compiled while the glue is imported
+      // (should that fail, the glue fetches it again).
+      const module = url('wasm/errand_page_bg.wasm');
+      const compiled = WebAssembly.compileStreaming(fetch(module)).catch(() => module);
       const wasm = await import(url('wasm/errand_page.js'));
       mark('wasm_glue');
-      await wasm.default({ module_or_path: url('wasm/errand_page_bg.wasm') });
+      await wasm.default({ module_or_path: await compiled });
       mark('wasm_ready');
       return wasm;
     } catch (refused) {
-      // A CSP without 'wasm-unsafe-eval' makes every WebAssembly compile
-      // path throw here.
       mark('wasm_refused');
       return null;
     }
@@ -57,9 +69,10 @@
     if (sender.id !== chrome.runtime.id || sender.tab) return false;
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];
     if (!handler) return false;
+    mark('command');
     load()
       .then((errand) => errand[handler](JSON.stringify(message)))
-      .then((text) => reply({ ok: JSON.parse(text) }))
+      .then((text) => { const ok = JSON.parse(text); mark('reply'); reply({ ok }); })
       .catch((e) => reply({ failed: String(e?.message ?? e) }));
     return true; // the reply comes asynchronously
   });

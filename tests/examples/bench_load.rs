@@ -202,6 +202,31 @@ fn main() -> Result<()> {
                 push("js.ready_after_load_end", span("load_end", "js_ready"));
             }
             push(&format!("{build}.walk"), ok["elapsed_ms"].as_f64());
+            // The first observation's steps, each from the one before
+            // (the loader's marks and the crate's, `errand_page::mark`).
+            let seq = [
+                "load_end",
+                "command",
+                "handle",
+                "observe",
+                "prewalked",
+                "settled",
+                "finished",
+                "answered",
+                "encoded",
+                "reply",
+            ];
+            let mut prev = "load_end";
+            for k in seq.iter().skip(1) {
+                if at(k).is_some() {
+                    push(&format!("{build}.split.{prev}->{k}"), span(prev, k));
+                    prev = k;
+                }
+            }
+            push(
+                &format!("{build}.split.ready_after_load_end"),
+                span("load_end", if build == "wasm" { "wasm_ready" } else { "js_ready" }),
+            );
             push(&format!("{build}.total"), r["total"].as_f64());
             push(&format!("{build}.still.observation"), still["observe"].as_f64());
             push(&format!("{build}.still.walk"), still["answer"]["ok"]["elapsed_ms"].as_f64());

@@ -98,11 +98,66 @@ pub async fn observe(
 ) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
+    crate::mark("observe");
     // Ready before seen: once the page has settled (`ready.rs`).
-    let settled = crate::ready::settle(&document).await;
+    let settling = crate::ready::Settling::start(&document);
+    if !full && settling.will_wait(&document) {
+        // A fresh document sits out a quiet window before it is seen:
+        // walked meanwhile, the observation once it is still re-reads only
+        // what changed since (`incremental/`), or walks again.
+        prewalk(&window, &document);
+        crate::mark("prewalked");
+    }
+    let settled = settling.wait(&document).await;
+    crate::mark("settled");
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
+    let Walked { viewport, reobserved, fallback, remote, url } =
+        walk_phase(&window, &document, full)?;
+    // ---- frames.rs: cross-origin frames, observed by their own content
+    // scripts, their lines spliced in where their iframes are ----
+    if !remote.is_empty() {
+        let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
+        incremental::put_frames(remote, answers);
+    }
+    let title = proto::title(&document);
+    let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
+        finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
+    })?;
+    if !settled {
+        text.insert_str(0, STILL_CHANGING);
+    }
+    if marks_wanted {
+        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
+    }
+    let mut obs = Observation {
+        url,
+        title,
+        build: Some(build()),
+        viewport,
+        reobserved: reobserved.map(|n| n as u32),
+        fallback: fallback.map(str::to_owned),
+        ..Observation::default()
+    };
+    crate::mark("finished");
+    crate::sent::package(&mut obs, elements, text, since);
+    obs.elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
+    Ok(obs)
+}
 
+/// What the walk part of an observation leaves for the rest.
+struct Walked {
+    viewport: Viewport,
+    reobserved: Option<usize>,
+    fallback: Option<incremental::Fallback>,
+    /// The cross-origin frames to ask.
+    remote: Vec<crate::frames::Pending>,
+    url: String,
+}
+
+/// Walks the page, or re-reads what changed since the kept walk (unless
+/// `full`), and keeps the result (`incremental/`).
+fn walk_phase(window: &Window, document: &Document, full: bool) -> Result<Walked, String> {
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
     let location = document.location();
@@ -168,34 +223,18 @@ pub async fn observe(
         incremental::forget();
         return Err(why);
     }
-    // ---- frames.rs: cross-origin frames, observed by their own content
-    // scripts, their lines spliced in where their iframes are ----
-    if !remote.is_empty() {
-        let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
-        incremental::put_frames(remote, answers);
+    Ok(Walked { viewport, reobserved, fallback, remote, url })
+}
+
+/// The walk of a fresh document while its first observation waits for
+/// it to be still (`ready::will_wait`), kept for that observation. A page
+/// with cross-origin frames is not kept (their lines come from asking
+/// them, which the observation does).
+fn prewalk(window: &Window, document: &Document) {
+    match walk_phase(window, document, true) {
+        Ok(w) if w.remote.is_empty() => {}
+        _ => incremental::forget(),
     }
-    let title = proto::title(&document);
-    let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
-        finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
-    })?;
-    if !settled {
-        text.insert_str(0, STILL_CHANGING);
-    }
-    if marks_wanted {
-        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
-    }
-    let mut obs = Observation {
-        url,
-        title,
-        build: Some(build()),
-        viewport,
-        reobserved: reobserved.map(|n| n as u32),
-        fallback: fallback.map(str::to_owned),
-        ..Observation::default()
-    };
-    crate::sent::package(&mut obs, elements, text, since);
-    obs.elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
-    Ok(obs)
 }
 
 /// A kept line as written for the model and as recorded for the protocol,
