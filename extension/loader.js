@@ -67,6 +67,12 @@
     // worker's `page` commands, and the `frame` messages it relays from the
     // content script of a parent frame (extension/src/frames.rs).
     if (sender.id !== chrome.runtime.id || sender.tab) return false;
+    if (message?.kind === 'prepare') {
+      // The service worker's word that a task drives this tab, which has
+      // just loaded: the crate walks the page when it is idle.
+      if (window === window.top) load().then((errand) => errand.prepare()).catch(() => {});
+      return false;
+    }
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];
     if (!handler) return false;
     mark('command');

@@ -168,6 +168,15 @@ fn acted(done: Result<Result<errand_protocol::Effect, Fail>, String>) -> Body {
     }
 }
 
+/// Prepares the first observation of a page a task drives (the service
+/// worker says so when the tab has loaded): the page is walked when it is
+/// idle and the walk kept, so that the observation re-reads only what
+/// changed since (`observe::prepare`). Reads the page, writes nothing.
+#[wasm_bindgen]
+pub fn prepare() {
+    observe::prepare();
+}
+
 /// Which build this is: `"wasm"` or `"js"`.
 #[wasm_bindgen]
 pub fn build() -> String {

@@ -274,6 +274,12 @@ fn begin(document: &Document) {
     });
 }
 
+/// Starts watching `document` for its first observation (once per
+/// document): the quiet window counts from now.
+pub fn watch(document: &Document) {
+    begin(document);
+}
+
 /// Whether `document` has not settled for an observation yet, and when
 /// its watch began.
 fn first_look() -> (bool, f64) {

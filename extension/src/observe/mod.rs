@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use errand_protocol::{Build, ElementInfo, Observation, Rect, Viewport};
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::Closure;
 use web_sys::{
     Document, Element, HtmlIFrameElement, HtmlInputElement, HtmlTextAreaElement, Node, Window,
 };
@@ -101,7 +102,7 @@ pub async fn observe(
     crate::mark("observe");
     // Ready before seen: once the page has settled (`ready.rs`).
     let settling = crate::ready::Settling::start(&document);
-    if !full && settling.will_wait(&document) {
+    if !full && settling.will_wait(&document) && !incremental::kept_for(&document) {
         // A fresh document sits out a quiet window before it is seen:
         // walked meanwhile, the observation once it is still re-reads only
         // what changed since (`incremental/`), or walks again.
@@ -236,6 +237,37 @@ fn prewalk(window: &Window, document: &Document) {
         _ => incremental::forget(),
     }
 }
+
+/// For a page a task drives, once it has loaded (`crate::prepare`): its
+/// first walk when the page is idle, kept, unless an observation walked it
+/// first. Its readiness watch begins now.
+pub fn prepare() {
+    let Some(window) = web_sys::window() else { return };
+    let Some(document) = window.document() else { return };
+    crate::ready::watch(&document);
+    if incremental::kept_for(&document) {
+        return;
+    }
+    let walk = Closure::once_into_js(move || {
+        // Still this document, and still not walked.
+        let current = window.document().is_some_and(|d| d == document);
+        if current && !incremental::kept_for(&document) {
+            prewalk(&window, &document);
+            crate::mark("prepared");
+        }
+    });
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"timeout".into(), &PREPARE_IDLE_MS.into());
+    let global = js_sys::global();
+    if let Ok(idle) = js_sys::Reflect::get(&global, &"requestIdleCallback".into()) {
+        if let Some(idle) = idle.dyn_ref::<js_sys::Function>() {
+            let _ = idle.call2(&global, &walk, &options);
+        }
+    }
+}
+
+/// The longest wait for the page to be idle before [`prepare`]'s walk.
+const PREPARE_IDLE_MS: u32 = 1000;
 
 /// A kept line as written for the model and as recorded for the protocol,
 /// reused while the line is unchanged (see `incremental/`).
