@@ -9,8 +9,10 @@
 // page is idle (instantiating runs no page logic; nothing is walked until a
 // command asks). Other frames, and the plain-JavaScript build (megabytes to
 // parse, for pages whose CSP refuses WebAssembly), load only when a command
-// comes. The service worker still injects this file into a document that
-// lacks it (tabs opened before the extension was installed).
+// comes — or, in the top frame of a tab a task drives, when the service
+// worker says `prepare` once the tab has loaded (the crate then walks the
+// page when it is idle). The service worker still injects this file into a
+// document that lacks it (tabs opened before the extension was installed).
 (() => {
   // The isolated world's global: the page cannot see or set it.
   if (globalThis.__errandLoader) return;
