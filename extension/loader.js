@@ -9,8 +9,10 @@
 // page is idle (instantiating runs no page logic; nothing is walked until a
 // command asks). Other frames, and the plain-JavaScript build (megabytes to
 // parse, for pages whose CSP refuses WebAssembly), load only when a command
-// comes. The service worker still injects this file into a document that
-// lacks it (tabs opened before the extension was installed).
+// comes — or, in the top frame of a tab a task drives, when the service
+// worker says `prepare` once the tab has loaded (the crate then walks the
+// page when it is idle). The service worker still injects this file into a
+// document that lacks it (tabs opened before the extension was installed).
 (() => {
   // The isolated world's global: the page cannot see or set it.
   if (globalThis.__errandLoader) return;
@@ -22,18 +24,30 @@
   const times = (globalThis.__errandLoadTimes = { start: performance.now() });
   const mark = (step) => { times[step] = performance.now(); };
 
+  // The smallest module (the header alone): compiled at once, or refused
+  // at once by a CSP without 'wasm-unsafe-eval', which makes every
+  // WebAssembly compile path throw.
+  const EMPTY_MODULE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
   let wasmTried = null;
   const tryWasm = () => (wasmTried ??= (async () => {
     mark('wasm_start');
     try {
+      new WebAssembly.Module(EMPTY_MODULE);
+    } catch (refused) {
+      mark('wasm_refused');
+      return null;
+    }
+    try {
+      // The module is fetched and compiled while the glue is imported
+      // (should that fail, the glue fetches it again).
+      const module = url('wasm/errand_page_bg.wasm');
+      const compiled = WebAssembly.compileStreaming(fetch(module)).catch(() => module);
       const wasm = await import(url('wasm/errand_page.js'));
       mark('wasm_glue');
-      await wasm.default({ module_or_path: url('wasm/errand_page_bg.wasm') });
+      await wasm.default({ module_or_path: await compiled });
       mark('wasm_ready');
       return wasm;
     } catch (refused) {
-      // A CSP without 'wasm-unsafe-eval' makes every WebAssembly compile
-      // path throw here.
       mark('wasm_refused');
       return null;
     }
@@ -55,11 +69,18 @@
     // worker's `page` commands, and the `frame` messages it relays from the
     // content script of a parent frame (extension/src/frames.rs).
     if (sender.id !== chrome.runtime.id || sender.tab) return false;
+    if (message?.kind === 'prepare') {
+      // The service worker's word that a task drives this tab, which has
+      // just loaded: the crate walks the page when it is idle.
+      if (window === window.top) load().then((errand) => errand.prepare()).catch(() => {});
+      return false;
+    }
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];
     if (!handler) return false;
+    mark('command');
     load()
       .then((errand) => errand[handler](JSON.stringify(message)))
-      .then((text) => reply({ ok: JSON.parse(text) }))
+      .then((text) => { const ok = JSON.parse(text); mark('reply'); reply({ ok }); })
       .catch((e) => reply({ failed: String(e?.message ?? e) }));
     return true; // the reply comes asynchronously
   });

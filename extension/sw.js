@@ -170,18 +170,22 @@ function joinChunk(text) {
 const browserRequests = {
   async open_tab(msg) {
     const tab = await chrome.tabs.create({ url: msg.url, active: true });
+    drive(tab.id);
     return tabReady(msg.id, await loaded(tab.id));
   },
   async active_tab(msg) {
     const [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
     if (!tab) throw withCode(new Error('there is no active tab'), 'tab_unavailable');
+    drive(tab.id);
     return tabReady(msg.id, await loaded(tab.id));
   },
   async navigate(msg) {
+    drive(msg.tab_id);
     await chrome.tabs.update(msg.tab_id, { url: msg.url });
     return tabReady(msg.id, await loaded(msg.tab_id));
   },
   async activate_tab(msg) {
+    drive(msg.tab_id);
     const tab = await chrome.tabs.update(msg.tab_id, { active: true });
     await chrome.windows.update(tab.windowId, { focused: true }).catch(() => {});
     return tabReady(msg.id, await loaded(msg.tab_id));
@@ -207,6 +211,7 @@ const browserRequests = {
     return make('captured', { data_url: await fitScreenshot(shot) }, msg.id);
   },
   async page(msg) {
+    drive(msg.tab_id);
     // An action goes to a tab known to be loaded without asking again; any
     // other command (the observation after an action that started loading
     // a page) asks the browser, and waits for the new page.
@@ -333,6 +338,24 @@ async function loaded(tabId) {
     });
   }
 }
+
+// ---- the tabs a task drives ----
+// The tabs the host has opened, navigated, activated or sent a page command
+// to. When one of them finishes loading a document, its content script is
+// told to prepare (`prepare` in extension/src/lib.rs: the first walk of
+// the page while it is idle, kept, so that the task's first observation of
+// it re-reads only what changed). Never sent to other tabs: the pages the
+// user visits pay nothing for it.
+const driven = new Set();
+function drive(tabId) {
+  if (Number.isInteger(tabId)) driven.add(tabId);
+}
+chrome.tabs.onUpdated.addListener((tabId, change) => {
+  if (change.status !== 'complete' || !driven.has(tabId)) return;
+  // No content script there (yet): nothing to prepare; a command injects it.
+  chrome.tabs.sendMessage(tabId, { kind: 'prepare' }, { frameId: 0 }).catch(() => {});
+});
+chrome.tabs.onRemoved.addListener((tabId) => driven.delete(tabId));
 
 // ---- requests in flight, for the content script's settle wait ----
 // After an action the content script waits until the page is still, the

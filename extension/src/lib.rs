@@ -61,6 +61,20 @@ pub mod text;
 pub mod values;
 pub mod watch;
 
+/// Notes when a step of a command ended (`performance.now()`) in the
+/// loader's `__errandLoadTimes`, for the load benchmark
+/// (`tests/examples/bench_load.rs`): in the isolated world, unseen by the
+/// page; nothing when the loader set none.
+pub fn mark(step: &str) {
+    let g = js_sys::global();
+    if let Ok(t) = js_sys::Reflect::get(&g, &"__errandLoadTimes".into()) {
+        if t.is_object() {
+            let n = web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now());
+            let _ = js_sys::Reflect::set(&t, &step.into(), &n.into());
+        }
+    }
+}
+
 /// Why a command failed: the error code and a sentence for the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fail {
@@ -78,7 +92,12 @@ impl Fail {
 /// the reply envelope: `observation`, `action_done`, `ack` or `error`.
 #[wasm_bindgen]
 pub async fn handle(message: String) -> String {
-    messages::encode_reply(&answer(&message).await)
+    mark("handle");
+    let a = answer(&message).await;
+    mark("answered");
+    let r = messages::encode_reply(&a);
+    mark("encoded");
+    r
 }
 
 /// The reply to one message.
@@ -147,6 +166,15 @@ fn acted(done: Result<Result<errand_protocol::Effect, Fail>, String>) -> Body {
         Ok(Err(Fail { code, message })) => Body::Error { code, message },
         Err(why) => Body::Error { code: ErrorCode::ActionFailed, message: why },
     }
+}
+
+/// Prepares the first observation of a page a task drives (the service
+/// worker says so when the tab has loaded): the page is walked when it is
+/// idle and the walk kept, so that the observation re-reads only what
+/// changed since (`observe::prepare`). Reads the page, writes nothing.
+#[wasm_bindgen]
+pub fn prepare() {
+    observe::prepare();
 }
 
 /// Which build this is: `"wasm"` or `"js"`.

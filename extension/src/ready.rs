@@ -77,6 +77,10 @@ struct State {
     since: f64,
     /// The open shadow roots watched too ([`watch_shadows`]).
     shadows: Vec<web_sys::ShadowRoot>,
+    /// When the watch began (`performance.now()`).
+    began: f64,
+    /// Whether an observation of this document has settled yet.
+    observed: bool,
 }
 
 thread_local! {
@@ -228,12 +232,11 @@ fn animating_in(target: &JsValue) -> bool {
     })
 }
 
-/// Sets the watch up for `document`; whether it is observed for the first
-/// time.
-fn begin(document: &Document) -> bool {
+/// Sets the watch up for `document` (once per document).
+fn begin(document: &Document) {
     let fresh = STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.document != *document));
     if !fresh {
-        return false;
+        return;
     }
     // Nothing seen yet: as if still since long ago.
     let last = Rc::new(RefCell::new(f64::NEG_INFINITY));
@@ -242,7 +245,7 @@ fn begin(document: &Document) -> bool {
         *sink.borrow_mut() = now();
     });
     let Ok(observer) = MutationObserver::new(callback.as_ref().unchecked_ref()) else {
-        return true;
+        return;
     };
     let _ = observer.observe_with_options(document, &options());
     ON_TIMERS.with(|f| {
@@ -263,11 +266,30 @@ fn begin(document: &Document) -> bool {
             last,
             since: origin,
             shadows: Vec::new(),
+            began: now(),
+            observed: false,
         }) {
             old.observer.disconnect();
         }
     });
-    true
+}
+
+/// Starts watching `document` for its first observation (once per
+/// document): the quiet window counts from now.
+pub fn watch(document: &Document) {
+    begin(document);
+}
+
+/// Whether `document` has not settled for an observation yet, and when
+/// its watch began.
+fn first_look() -> (bool, f64) {
+    STATE.with(|s| s.borrow().as_ref().map_or((true, now()), |s| (!s.observed, s.began)))
+}
+
+/// Whether a document observed for the first time counts as loaded and
+/// past the moment after `load` (see [`settle`]).
+fn first_loaded(document: &Document, began: f64, t: f64) -> bool {
+    loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS || t - began >= QUIET_MS)
 }
 
 /// The last mutation's time, records delivered first.
@@ -282,17 +304,52 @@ fn last_change() -> f64 {
     })
 }
 
+/// A wait for the page to settle, begun ([`Settling::start`]) and then
+/// sat out ([`Settling::wait`]); the observation can walk in between.
+pub struct Settling {
+    net: Probe,
+    start: f64,
+    asked: f64,
+}
+
 /// Waits until the page has settled (see the module's doc); `false` when
 /// the wait ran out while the page was still changing.
 pub async fn settle(document: &Document) -> bool {
-    let first = begin(document);
-    let start = now();
-    let since = STATE.with(|s| s.borrow().as_ref().map_or_else(js_sys::Date::now, |s| s.since));
-    let net = Probe::start_at(since);
-    // Asked at once, so that a still page has its answer by the time it
-    // is found still (one round trip through the service worker).
-    net.ask();
-    let asked = now();
+    Settling::start(document).wait(document).await
+}
+
+impl Settling {
+    /// Starts watching `document` (once per document) and asks the
+    /// service worker about requests in flight at once, so that a still
+    /// page has its answer by the time it is found still (one round trip).
+    pub fn start(document: &Document) -> Settling {
+        begin(document);
+        let since = STATE.with(|s| s.borrow().as_ref().map_or_else(js_sys::Date::now, |s| s.since));
+        let net = Probe::start_at(since);
+        let start = now();
+        net.ask();
+        Settling { net, start, asked: now() }
+    }
+
+    /// Whether this is the document's first observation and it will sit
+    /// out the quiet window (loaded less than [`FIRST_QUIET_MS`] ago): the
+    /// observation can walk the page meanwhile (`observe.rs`), to re-read
+    /// only what changed once the page is still.
+    pub fn will_wait(&self, document: &Document) -> bool {
+        let (first, began) = first_look();
+        first && !first_loaded(document, began, now())
+    }
+
+    /// Sits the wait out (see the module's doc); `false` when it ran out
+    /// while the page was still changing.
+    pub async fn wait(self, document: &Document) -> bool {
+        let Settling { net, start, asked } = self;
+        settle_from(document, net, start, asked).await
+    }
+}
+
+async fn settle_from(document: &Document, net: Probe, start: f64, asked: f64) -> bool {
+    let (first, began) = first_look();
     let mut still_since: Option<f64> = None;
     let settled = loop {
         let t = now();
@@ -300,9 +357,7 @@ pub async fn settle(document: &Document) -> bool {
         // past `load` or watched without a change for as long as any page
         // must be still (mutations from before this script came are not
         // known; they are in the page already).
-        let loaded = !first
-            || loaded_at(document)
-                .is_some_and(|load| t - load >= FIRST_QUIET_MS || t - start >= QUIET_MS);
+        let loaded = !first || first_loaded(document, began, t);
         let last = last_change();
         // Still for the quiet window, or found still by an action's watch
         // since the last change.
@@ -341,6 +396,7 @@ pub async fn settle(document: &Document) -> bool {
     STATE.with(|s| {
         if let Some(s) = s.borrow_mut().as_mut() {
             s.since = js_sys::Date::now();
+            s.observed = true;
         }
     });
     settled

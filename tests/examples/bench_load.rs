@@ -74,11 +74,15 @@ fn close(browser: &TestBrowser, tab: &Page) {
 /// is sent that long after `complete` instead (past the readiness rule's
 /// quiet window after `load`, `extension/src/ready.rs`): what loading and
 /// the first walk cost once the page has been still.
-fn errand_first(sw: &Page, url: &str, wait_ms: u32) -> Result<Value> {
+fn errand_first(sw: &Page, url: &str, wait_ms: u32, driven: bool) -> Result<Value> {
     sw.eval(&format!(
         "(async () => {{
            const t0 = performance.now();
-           const tab = await chrome.tabs.create({{ url: {url}, active: true }});
+           // Opened as the host opens a task's tab (then driven: told to
+           // prepare once loaded), or as the user opens one.
+           const tab = {driven}
+             ? {{ id: (await globalThis.errandBrowserRequests.open_tab({{ id: 1, url: {url} }})).tab_id }}
+             : await chrome.tabs.create({{ url: {url}, active: true }});
            await new Promise((done) => {{
              const check = (id, info, t) => {{
                if (id === tab.id && (info.status ?? t?.status) === 'complete') {{
@@ -119,7 +123,7 @@ fn errand_first(sw: &Page, url: &str, wait_ms: u32) -> Result<Value> {
            await chrome.tabs.remove(tab.id);
            return {{ open: t1 - t0, observe: t2 - t1, total: t2 - t0, marks, answer }};
          }})()",
-        url = json!(url)
+        url = json!(url),
     ))
 }
 
@@ -165,9 +169,10 @@ fn main() -> Result<()> {
         for (build, path) in [("wasm", "gen-1k.html"), ("js", "csp/gen-1k.html")] {
             let sw = service_worker(&browser)?;
             let url = server.url(&format!("/{path}"));
-            let r = errand_first(&sw, &url, 0)?;
-            let still = errand_first(&sw, &url, STILL_MS)?;
-            for r in [&r, &still] {
+            let r = errand_first(&sw, &url, 0, true)?;
+            let still = errand_first(&sw, &url, STILL_MS, true)?;
+            let plain = errand_first(&sw, &url, STILL_MS, false)?;
+            for r in [&r, &still, &plain] {
                 let ok = &r["answer"]["ok"];
                 if ok.is_null() {
                     bail!("no observation: {r}");
@@ -202,9 +207,45 @@ fn main() -> Result<()> {
                 push("js.ready_after_load_end", span("load_end", "js_ready"));
             }
             push(&format!("{build}.walk"), ok["elapsed_ms"].as_f64());
+            // The first observation's steps, each from the one before
+            // (the loader's marks and the crate's, `errand_page::mark`).
+            let seq = [
+                "load_end",
+                "command",
+                "handle",
+                "observe",
+                "prewalked",
+                "settled",
+                "finished",
+                "answered",
+                "encoded",
+                "reply",
+            ];
+            let mut prev = "load_end";
+            for k in seq.iter().skip(1) {
+                if at(k).is_some() {
+                    push(&format!("{build}.split.{prev}->{k}"), span(prev, k));
+                    prev = k;
+                }
+            }
+            push(
+                &format!("{build}.split.ready_after_load_end"),
+                span("load_end", if build == "wasm" { "wasm_ready" } else { "js_ready" }),
+            );
             push(&format!("{build}.total"), r["total"].as_f64());
             push(&format!("{build}.still.observation"), still["observe"].as_f64());
             push(&format!("{build}.still.walk"), still["answer"]["ok"]["elapsed_ms"].as_f64());
+            let sm = &still["marks"];
+            let pspan = |m: &Value, a: &str, b: &str| Some(m[b].as_f64()? - m[a].as_f64()?);
+            push(
+                &format!("{build}.still.prepared_after_load_end"),
+                pspan(sm, "load_end", "prepared"),
+            );
+            push(&format!("{build}.still_not_driven.observation"), plain["observe"].as_f64());
+            push(
+                &format!("{build}.still_not_driven.walk"),
+                plain["answer"]["ok"]["elapsed_ms"].as_f64(),
+            );
         }
         if let Some(src) = &reference {
             let tab = open(&browser, &server.url("/gen-1k.html"))?;

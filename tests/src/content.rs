@@ -50,6 +50,11 @@ impl ContentScript {
         bail!("the service worker never offered chrome.tabs: {}", last.unwrap_or_default())
     }
 
+    /// The content script of the tab whose `chrome.tabs` id is `tab_id`.
+    pub fn of_tab_id(browser: &TestBrowser, tab_id: i64) -> Result<ContentScript> {
+        Ok(ContentScript { sw: browser.service_worker()?, tab_id, next_id: Cell::new(1) })
+    }
+
     /// Sends one `page` command (`{"op": …}`) and returns the reply envelope.
     pub fn command(&self, command: Value) -> Result<Value> {
         let id = self.next_id.get();

@@ -809,7 +809,9 @@ fn check_changes(
         // A page still loading moves under the observations.
         tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
         let first = observe(&cs, false);
-        assert_eq!(first.reobserved, None, "the first observation walks the page");
+        // (The first observation may say `reobserved`: a fresh page is
+        // walked while its readiness wait runs, then what changed re-read,
+        // `observe::prewalk`.)
         assert!(first.diff.is_none() && first.seq > 0, "asked without `since`: whole");
         check_first(&first);
         // Asked as the host asks, with the number of the one it holds.
@@ -1068,4 +1070,72 @@ fn names_states_whole_values_and_repeated_text() {
     // is said once.
     assert_eq!(o.text.lines().filter(|l| *l == "Nadia").count(), 2, "{}", o.text);
     assert_eq!(o.text.lines().filter(|l| *l == "Sponsored").count(), 1, "{}", o.text);
+}
+
+/// What `extension/loader.js` noted in the tab's isolated world: the time
+/// of its step `step` (`errand_page::mark`), if any.
+fn loader_mark(sw: &Page, tab_id: i64, step: &str) -> Option<f64> {
+    sw.eval(&format!(
+        "chrome.scripting.executeScript({{ target: {{ tabId: {tab_id} }}, \
+           func: (step) => globalThis.__errandLoadTimes?.[step] ?? null, args: [{step:?}] }}) \
+           .then(([r]) => r.result)"
+    ))
+    .ok()?
+    .as_f64()
+}
+
+#[test]
+fn a_tab_a_task_drives_is_walked_once_loaded_and_observed_from_that_walk() {
+    let rig = Rig::start();
+    // Right after launch an evaluation can land in a context without the
+    // extension's globals: attach again until it has them.
+    let mut sw = rig.browser.service_worker().unwrap();
+    for _ in 0..40 {
+        if sw.eval("!!globalThis.errandBrowserRequests").ok() == Some(json!(true)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        sw = rig.browser.service_worker().unwrap();
+    }
+    // Opened as the host opens a task's tab: the service worker then tells
+    // its content script to prepare once it has loaded.
+    let url = rig.fixtures.url("/observe/prepared.html");
+    let opened = sw
+        .eval(&format!("globalThis.errandBrowserRequests.open_tab({{ id: 1, url: {url:?} }})"))
+        .unwrap();
+    let tab_id = opened["tab_id"].as_i64().expect("a tab id");
+    let wait = |what: &str, js: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while sw.eval(js).ok() != Some(json!(true)) {
+            assert!(std::time::Instant::now() < deadline, "{what} never came");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let prepared = |sw: &Page| loader_mark(sw, tab_id, "prepared");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while prepared(&sw).is_none() {
+        assert!(std::time::Instant::now() < deadline, "the driven tab was never prepared");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The page changes after that walk.
+    wait(
+        "the late button",
+        &format!(
+            "chrome.scripting.executeScript({{ target: {{ tabId: {tab_id} }}, world: 'MAIN', \
+               func: () => window.changed === true }}).then(([r]) => r.result)"
+        ),
+    );
+    let cs = ContentScript::of_tab_id(&rig.browser, tab_id).unwrap();
+    let o = observe(&cs, false);
+    assert!(o.reobserved.is_some(), "started from the prepared walk: {:?}", o.fallback);
+    assert!(names(&o).contains("Late button"), "{}", o.text);
+    assert_eq!(names(&observe_full(&cs)), names(&o));
+
+    // A tab the user opens is never told to prepare.
+    let (_tab, plain) = rig.open("/observe/prepared.html");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(loader_mark(&sw, plain.tab_id, "prepared"), None);
+    assert!(loader_mark(&sw, plain.tab_id, "wasm_ready").is_some(), "the loader ran");
+    let o = observe(&plain, false);
+    assert!(names(&o).contains("Late button"), "{}", o.text);
 }

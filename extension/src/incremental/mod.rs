@@ -163,6 +163,11 @@ pub(crate) fn forget() {
     CACHE.with(|c| *c.borrow_mut() = None);
 }
 
+/// Whether a walk of `document` is kept.
+pub(crate) fn kept_for(document: &Document) -> bool {
+    CACHE.with(|c| c.borrow().as_ref().is_some_and(|c| c.document == *document))
+}
+
 /// Keeps a full walk's result for the next observation.
 pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
     watch(&walk.shadows, &walk.frames);

@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use errand_protocol::{Build, ElementInfo, Observation, Rect, Viewport};
 use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::Closure;
 use web_sys::{
     Document, Element, HtmlIFrameElement, HtmlInputElement, HtmlTextAreaElement, Node, Window,
 };
@@ -98,11 +99,66 @@ pub async fn observe(
 ) -> Result<Observation, String> {
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
+    crate::mark("observe");
     // Ready before seen: once the page has settled (`ready.rs`).
-    let settled = crate::ready::settle(&document).await;
+    let settling = crate::ready::Settling::start(&document);
+    if !full && settling.will_wait(&document) && !incremental::kept_for(&document) {
+        // A fresh document sits out a quiet window before it is seen:
+        // walked meanwhile, the observation once it is still re-reads only
+        // what changed since (`incremental/`), or walks again.
+        prewalk(&window, &document);
+        crate::mark("prewalked");
+    }
+    let settled = settling.wait(&document).await;
+    crate::mark("settled");
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
+    let Walked { viewport, reobserved, fallback, remote, url } =
+        walk_phase(&window, &document, full)?;
+    // ---- frames.rs: cross-origin frames, observed by their own content
+    // scripts, their lines spliced in where their iframes are ----
+    if !remote.is_empty() {
+        let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
+        incremental::put_frames(remote, answers);
+    }
+    let title = proto::title(&document);
+    let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
+        finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
+    })?;
+    if !settled {
+        text.insert_str(0, STILL_CHANGING);
+    }
+    if marks_wanted {
+        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
+    }
+    let mut obs = Observation {
+        url,
+        title,
+        build: Some(build()),
+        viewport,
+        reobserved: reobserved.map(|n| n as u32),
+        fallback: fallback.map(str::to_owned),
+        ..Observation::default()
+    };
+    crate::mark("finished");
+    crate::sent::package(&mut obs, elements, text, since);
+    obs.elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
+    Ok(obs)
+}
 
+/// What the walk part of an observation leaves for the rest.
+struct Walked {
+    viewport: Viewport,
+    reobserved: Option<usize>,
+    fallback: Option<incremental::Fallback>,
+    /// The cross-origin frames to ask.
+    remote: Vec<crate::frames::Pending>,
+    url: String,
+}
+
+/// Walks the page, or re-reads what changed since the kept walk (unless
+/// `full`), and keeps the result (`incremental/`).
+fn walk_phase(window: &Window, document: &Document, full: bool) -> Result<Walked, String> {
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
     let location = document.location();
@@ -168,35 +224,50 @@ pub async fn observe(
         incremental::forget();
         return Err(why);
     }
-    // ---- frames.rs: cross-origin frames, observed by their own content
-    // scripts, their lines spliced in where their iframes are ----
-    if !remote.is_empty() {
-        let answers = crate::frames::ask(&remote, marks_wanted, 0).await;
-        incremental::put_frames(remote, answers);
-    }
-    let title = proto::title(&document);
-    let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
-        finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
-    })?;
-    if !settled {
-        text.insert_str(0, STILL_CHANGING);
-    }
-    if marks_wanted {
-        crate::frames::draw_marks().await; // frames.rs: each frame draws its own
-    }
-    let mut obs = Observation {
-        url,
-        title,
-        build: Some(build()),
-        viewport,
-        reobserved: reobserved.map(|n| n as u32),
-        fallback: fallback.map(str::to_owned),
-        ..Observation::default()
-    };
-    crate::sent::package(&mut obs, elements, text, since);
-    obs.elapsed_ms = perf.as_ref().map_or(0.0, |p| p.now()) - started;
-    Ok(obs)
+    Ok(Walked { viewport, reobserved, fallback, remote, url })
 }
+
+/// The walk of a fresh document while its first observation waits for
+/// it to be still (`ready::will_wait`), kept for that observation. A page
+/// with cross-origin frames is not kept (their lines come from asking
+/// them, which the observation does).
+fn prewalk(window: &Window, document: &Document) {
+    match walk_phase(window, document, true) {
+        Ok(w) if w.remote.is_empty() => {}
+        _ => incremental::forget(),
+    }
+}
+
+/// For a page a task drives, once it has loaded (`crate::prepare`): its
+/// first walk when the page is idle, kept, unless an observation walked it
+/// first. Its readiness watch begins now.
+pub fn prepare() {
+    let Some(window) = web_sys::window() else { return };
+    let Some(document) = window.document() else { return };
+    crate::ready::watch(&document);
+    if incremental::kept_for(&document) {
+        return;
+    }
+    let walk = Closure::once_into_js(move || {
+        // Still this document, and still not walked.
+        let current = window.document().is_some_and(|d| d == document);
+        if current && !incremental::kept_for(&document) {
+            prewalk(&window, &document);
+            crate::mark("prepared");
+        }
+    });
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"timeout".into(), &PREPARE_IDLE_MS.into());
+    let global = js_sys::global();
+    if let Ok(idle) = js_sys::Reflect::get(&global, &"requestIdleCallback".into()) {
+        if let Some(idle) = idle.dyn_ref::<js_sys::Function>() {
+            let _ = idle.call2(&global, &walk, &options);
+        }
+    }
+}
+
+/// The longest wait for the page to be idle before [`prepare`]'s walk.
+const PREPARE_IDLE_MS: u32 = 1000;
 
 /// A kept line as written for the model and as recorded for the protocol,
 /// reused while the line is unchanged (see `incremental/`).
