@@ -125,11 +125,19 @@ wasm_build() {
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     "$PKG/$out/${CRATE}_bg.wasm" -o "$PKG/$out/${CRATE}_bg.wasm"
 }
+# minify FILE: esbuild --minify in place (ES module: the exports keep their
+# names). wasm-bindgen's glue is indented, commented JavaScript that every
+# page imports before it can fetch the module: minified, less than half.
+minify() {
+  "$ESBUILD" "$1" --minify --format=esm --log-level=warning --outfile="$1.min"
+  mv "$1.min" "$1"
+}
 log "WASM build for the service worker and the panel"
 wasm_build "" worker
 # Last, so that target/wasm-std/.../errand_page.wasm (names kept) is the content script's.
 log "WASM build of the content script"
 wasm_build --no-default-features wasm
+minify "$PKG/wasm/$CRATE.js"
 
 # ---- JS build ----------------------------------------------------------------
 
@@ -181,6 +189,7 @@ if [[ "$views" == 0 || "$views" != "$patched" ]]; then
   echo "error: could not patch the JS glue's memory views ($patched of $views)" >&2
   exit 1
 fi
+minify "$GLUE_BG"
 
 # ---- Smoke test ------------------------------------------------------------------
 # The three builds must load (in Node) and answer; a large message makes the
