@@ -84,12 +84,109 @@ pub struct Request {
     pub command: PageCommand,
 }
 
-/// The fields of a `page` envelope the content script reads (serde ignores
-/// the others: `v` and `kind` are checked before, `tab_id` is the service
-/// worker's).
+/// [`PageCommand`] as the content script reads it: the same variants, fields
+/// and defaults, externally tagged (`{"act": {...}}`), which [`read_command`]
+/// makes of the wire's internally tagged `{"op": "act", ...}`. The
+/// protocol's own derive reads the internally tagged shape through serde's
+/// buffered `Content`, a second copy of the deserialize code of everything
+/// a command holds (`Action` above all); this reads it from the
+/// [`serde_json::Value`] directly, as the frames' commands are read (see
+/// BENCHMARKS.md, "Issue 24 part A"). `reads_every_command_like_the_protocol`
+/// checks each variant against the protocol's serde.
 #[derive(Deserialize)]
-struct PageMessage {
-    command: PageCommand,
+#[serde(rename_all = "snake_case")]
+enum WireCommand {
+    Observe {
+        #[serde(default)]
+        marks: bool,
+        #[serde(default)]
+        full: bool,
+        #[serde(default)]
+        since: Option<u64>,
+    },
+    Act {
+        action: errand_protocol::Action,
+        #[serde(default)]
+        only_on: Option<String>,
+        #[serde(default)]
+        secret_field: bool,
+        #[serde(default)]
+        secrets: Vec<String>,
+    },
+    Cleanup {},
+    SetFiles {
+        index: u32,
+        files: Vec<errand_protocol::FilePayload>,
+    },
+    Locate {
+        locator: errand_protocol::Locator,
+    },
+}
+
+impl From<WireCommand> for PageCommand {
+    fn from(c: WireCommand) -> PageCommand {
+        match c {
+            WireCommand::Observe { marks, full, since } => {
+                PageCommand::Observe { marks, full, since }
+            }
+            WireCommand::Act { action, only_on, secret_field, secrets } => {
+                PageCommand::Act { action, only_on, secret_field, secrets }
+            }
+            WireCommand::Cleanup {} => PageCommand::Cleanup {},
+            WireCommand::SetFiles { index, files } => PageCommand::SetFiles { index, files },
+            WireCommand::Locate { locator } => PageCommand::Locate { locator },
+        }
+    }
+}
+
+/// What serde says of a JSON value of the wrong type.
+fn unexpected(v: &Value) -> serde::de::Unexpected<'_> {
+    use serde::de::Unexpected;
+    match v {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Unexpected::Unsigned(u),
+            (_, Some(i)) => Unexpected::Signed(i),
+            _ => Unexpected::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    }
+}
+
+/// Reads the `command` of a `page` envelope (the wire's internally tagged
+/// [`PageCommand`]) through [`WireCommand`]; the errors say what the
+/// protocol's serde says.
+fn read_command(command: Option<Value>) -> Result<PageCommand, serde_json::Error> {
+    use serde::de::Error;
+    let Some(command) = command else {
+        return Err(Error::missing_field("command"));
+    };
+    // The tag and the rest. (serde's buffering also reads an array, the tag
+    // then the fields in order; `WireCommand` does not take that rest.)
+    let (op, fields) = match command {
+        Value::Object(mut fields) => (fields.remove("op"), Value::Object(fields)),
+        Value::Array(mut items) => {
+            let op = (!items.is_empty()).then(|| items.remove(0));
+            (op, Value::Array(items))
+        }
+        other => {
+            return Err(Error::invalid_type(
+                unexpected(&other),
+                &"internally tagged enum PageCommand",
+            ));
+        }
+    };
+    let op = match op {
+        Some(Value::String(op)) => op,
+        Some(other) => return Err(Error::invalid_type(unexpected(&other), &"variant identifier")),
+        None => return Err(Error::missing_field("op")),
+    };
+    let mut tagged = Map::new();
+    tagged.insert(op, fields);
+    serde_json::from_value::<WireCommand>(Value::Object(tagged)).map(PageCommand::from)
 }
 
 /// Reads what `handle` was given: a `page` envelope, or the error reply.
@@ -105,7 +202,9 @@ pub fn read_request(message: &str) -> Result<Request, Box<Envelope>> {
     };
     let value: Value =
         serde_json::from_str(message).map_err(|e| refuse(DecodeError::NotJson(e.to_string())))?;
-    let obj = value.as_object().ok_or_else(|| refuse(DecodeError::NotAnObject))?;
+    let Value::Object(mut obj) = value else {
+        return Err(refuse(DecodeError::NotAnObject));
+    };
     let v =
         obj.get("v").and_then(Value::as_u64).ok_or_else(|| refuse(DecodeError::MissingVersion))?;
     if v != u64::from(errand_protocol::PROTOCOL_VERSION) {
@@ -131,8 +230,8 @@ pub fn read_request(message: &str) -> Result<Request, Box<Envelope>> {
             format!("the content script only takes `page` messages, not `{kind}`"),
         )));
     }
-    match serde_json::from_value::<PageMessage>(value) {
-        Ok(PageMessage { command }) => Ok(Request { id, command }),
+    match read_command(obj.remove("command")) {
+        Ok(command) => Ok(Request { id, command }),
         Err(e) => Err(refuse(DecodeError::BadFields {
             id: Some(id),
             kind: "page".to_owned(),
@@ -278,6 +377,102 @@ mod tests {
             "{bad_cmd:?}"
         );
         assert!(bad.id < bad_cmd.id, "ids count up");
+    }
+
+    /// `WireCommand` reads every command as the protocol's serde does: the
+    /// same value, and the same error text for a bad one.
+    #[test]
+    fn reads_every_command_like_the_protocol() {
+        use errand_protocol::{Action, DialogAnswer, FilePayload, Locator};
+        let commands = [
+            PageCommand::Observe { marks: false, full: false, since: None },
+            PageCommand::Observe { marks: true, full: true, since: Some(7) },
+            PageCommand::Act {
+                action: Action::Click {
+                    index: 3,
+                    button: Default::default(),
+                    modifiers: vec![],
+                    dialog: DialogAnswer::accept(),
+                },
+                only_on: None,
+                secret_field: false,
+                secrets: vec![],
+            },
+            PageCommand::Act {
+                action: Action::Fill { index: 2, text: "Ada".into() },
+                only_on: Some("https://bank.example".into()),
+                secret_field: true,
+                secrets: vec!["s3cret".into()],
+            },
+            PageCommand::Act {
+                action: Action::DragPath { index: 1, points: vec![[0.0, 0.5], [1.0, 0.25]] },
+                only_on: None,
+                secret_field: false,
+                secrets: vec![],
+            },
+            PageCommand::Cleanup {},
+            PageCommand::SetFiles {
+                index: 4,
+                files: vec![FilePayload {
+                    name: "a.txt".into(),
+                    mime: "text/plain".into(),
+                    base64: "aGk=".into(),
+                }],
+            },
+            PageCommand::Locate {
+                locator: Locator {
+                    tag: "button".into(),
+                    name: Some("Go".into()),
+                    ..Default::default()
+                },
+            },
+        ];
+        for command in commands {
+            // A new variant must be added to `WireCommand` (and here).
+            match &command {
+                PageCommand::Observe { .. }
+                | PageCommand::Act { .. }
+                | PageCommand::Cleanup {}
+                | PageCommand::SetFiles { .. }
+                | PageCommand::Locate { .. } => {}
+            }
+            let value = serde_json::to_value(&command).unwrap();
+            assert_eq!(serde_json::from_value::<PageCommand>(value.clone()).unwrap(), command);
+            assert_eq!(read_command(Some(value)).unwrap(), command);
+            let text = format!(
+                r#"{{"v":1,"id":5,"kind":"page","tab_id":1,"command":{}}}"#,
+                serde_json::to_string(&command).unwrap()
+            );
+            assert_eq!(read_request(&text).unwrap(), Request { id: 5, command });
+        }
+        for bad in [
+            r#"{"op":"dance"}"#,
+            r#"{}"#,
+            r#"{"op":3}"#,
+            r#"{"op":null}"#,
+            r#""observe""#,
+            r#"[1]"#,
+            r#"{"op":"act"}"#,
+            r#"{"op":"act","action":{"fly":{}}}"#,
+            r#"{"op":"act","action":{"click":{"index":"x"}}}"#,
+            r#"{"op":"observe","marks":"yes"}"#,
+            r#"{"op":"set_files","index":-1,"files":[]}"#,
+            r#"{"op":"locate"}"#,
+            r#"[]"#,
+        ] {
+            let value: Value = serde_json::from_str(bad).unwrap();
+            let theirs =
+                serde_json::from_value::<PageCommand>(value.clone()).map_err(|e| e.to_string());
+            let ours = read_command(Some(value)).map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{bad}");
+        }
+        assert_eq!(read_command(None).unwrap_err().to_string(), "missing field `command`");
+        // serde's buffering also took a command as an array, its fields in
+        // order; nothing writes one (the protocol's serde writes objects),
+        // and the content script refuses it.
+        for array in [r#"["cleanup"]"#, r#"["observe",true,false,3]"#, r#"["observe",{}]"#] {
+            assert!(read_command(Some(serde_json::from_str(array).unwrap())).is_err(), "{array}");
+        }
     }
 
     #[test]

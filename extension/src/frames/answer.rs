@@ -7,7 +7,10 @@ use super::*;
 /// worker) and resolves with the JSON of the [`Reply`].
 #[wasm_bindgen]
 pub async fn handle_frame(message: String) -> String {
-    let reply = match serde_json::from_str::<Message>(&message) {
+    // Through a `Value`, as `messages::read_request` reads a `page` command:
+    // one copy of the deserialize code of what a command holds.
+    let read = serde_json::from_str(&message).and_then(serde_json::from_value::<Message>);
+    let reply = match read {
         Ok(m) if m.kind == "frame" => answer(m).await,
         Ok(_) => {
             Reply::Failed { code: ErrorCode::BadMessage, message: "not a frame message".into() }
@@ -18,7 +21,7 @@ pub async fn handle_frame(message: String) -> String {
         },
     };
     serde_json::to_string(&reply).unwrap_or_else(|_| {
-        r#"{"reply":"failed","code":"internal","message":"cannot encode the reply"}"#.into()
+        r#"{"failed":{"code":"internal","message":"cannot encode the reply"}}"#.into()
     })
 }
 

@@ -96,9 +96,13 @@ pub struct View {
     pub clip: Rect,
 }
 
-/// What one instance asks of another.
+/// What one instance asks of another. Externally tagged (`{"act": {...}}`),
+/// like [`Reply`]: read from a [`serde_json::Value`] (`handle_frame`), an
+/// `Action` in it takes the same deserialize code as in a `page` command
+/// (`messages::read_request`); an internally tagged enum would read it
+/// through serde's buffered `Content`, a second copy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Command {
     /// Walk your document (and your own cross-origin frames); answer with
     /// your lines. `depth`: how many frames up the top is.
@@ -173,9 +177,10 @@ pub enum Place {
     Loose { parent: Vec<u32>, width: f64, height: f64 },
 }
 
-/// A frame's answer.
+/// A frame's answer (externally tagged, as [`Command`]: its lines are read
+/// without serde's buffering).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "reply", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Reply {
     Seen { token: String, origin: String, lines: Vec<Line> },
     Done { effect: Effect },
@@ -527,11 +532,11 @@ mod tests {
             errand_frame: Target { to: at(&[0, 2]), message: m.clone() },
         })
         .unwrap();
-        assert!(text.starts_with(r#"{"errand_frame":{"to":[0,2],"message":{"kind":"frame","expect":"ab","command":{"op":"observe""#), "{text}");
+        assert!(text.starts_with(r#"{"errand_frame":{"to":[0,2],"message":{"kind":"frame","expect":"ab","command":{"observe""#), "{text}");
         let back: Relay = serde_json::from_str(&text).unwrap();
         assert_eq!(back.errand_frame.message, m);
         let a: Message = serde_json::from_str(
-            r#"{"kind":"frame","command":{"op":"act","action":{"click":{"index":3}}}}"#,
+            r#"{"kind":"frame","command":{"act":{"action":{"click":{"index":3}}}}}"#,
         )
         .unwrap();
         assert_eq!(a.expect, None);
