@@ -43,7 +43,7 @@ const POLL_MS: u32 = 15;
 const NET_ANSWER_MS: f64 = 250.0;
 /// The longest wait for the rendering frame that ends an animation seen
 /// running (a background tab paints none).
-const FRAME_WAIT_MS: i32 = 200;
+const FRAME_WAIT_MS: u32 = 200;
 
 thread_local! {
     /// Set by the page-world script's `errand-timers-pending` answer.
@@ -156,27 +156,10 @@ fn animation_unfinished() -> bool {
 
 /// Resolves at the next rendering frame's `requestAnimationFrame`
 /// callbacks (after the animations' updates and their promise jobs), or
-/// after [`FRAME_WAIT_MS`] when no frame comes (a tab that paints none).
+/// after [`FRAME_WAIT_MS`] when no frame comes (a tab that paints none),
+/// then after a task, so that what the frame's callbacks scheduled has run.
 async fn next_frame() {
-    let Some(window) = web_sys::window() else { return };
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let frame = Closure::once_into_js({
-            let resolve = resolve.clone();
-            move || {
-                let _ = resolve.call0(&JsValue::NULL);
-            }
-        });
-        let timer = Closure::once_into_js(move || {
-            let _ = resolve.call0(&JsValue::NULL);
-        });
-        let _ = window.request_animation_frame(frame.unchecked_ref());
-        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
-            timer.unchecked_ref(),
-            FRAME_WAIT_MS,
-        );
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
-    // A task, so that what the frame's callbacks scheduled has run.
+    crate::watch::next_frame(FRAME_WAIT_MS).await;
     gloo_timers::future::TimeoutFuture::new(0).await;
 }
 

@@ -240,7 +240,7 @@ async fn next_task() {
 
 /// Resolves at the next rendering frame's `requestAnimationFrame`
 /// callbacks, or after `cap_ms` when no frame comes.
-async fn next_frame(cap_ms: u32) {
+pub(crate) async fn next_frame(cap_ms: u32) {
     let Some(window) = web_sys::window() else { return };
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         let frame = Closure::once_into_js({
