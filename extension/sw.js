@@ -294,17 +294,13 @@ async function inject(tabId) {
   }
 }
 
-// Each tab's loading state, from the browser's own events, so that an
-// action for a tab known to have finished loading goes at once, without
-// asking the browser first (`chrome.tabs.get`, a round trip to the browser
-// process on every action). A tab not known yet (the service worker
-// restarted, or the tab is older than it) is asked about. Set at the top
-// level so that the events reach a restarted worker too.
+// Each tab's loading state, from the browser's own events (the listener
+// below, with the tabs a task drives), so that an action for a tab known to
+// have finished loading goes at once, without asking the browser first
+// (`chrome.tabs.get`, a round trip to the browser process on every action).
+// A tab not known yet (the service worker restarted, or the tab is older
+// than it) is asked about.
 const tabStatus = new Map();
-chrome.tabs.onUpdated.addListener((tabId, change) => {
-  if (change.status) tabStatus.set(tabId, change.status);
-});
-chrome.tabs.onRemoved.addListener((tabId) => tabStatus.delete(tabId));
 
 /** Resolves once the tab has finished loading: at once when it is known to have. */
 async function settled(tabId) {
@@ -350,12 +346,18 @@ const driven = new Set();
 function drive(tabId) {
   if (Number.isInteger(tabId)) driven.add(tabId);
 }
+// Registered at the top level so that the events reach a restarted worker.
 chrome.tabs.onUpdated.addListener((tabId, change) => {
+  if (!change.status) return;
+  tabStatus.set(tabId, change.status);
   if (change.status !== 'complete' || !driven.has(tabId)) return;
   // No content script there (yet): nothing to prepare; a command injects it.
   chrome.tabs.sendMessage(tabId, { kind: 'prepare' }, { frameId: 0 }).catch(() => {});
 });
-chrome.tabs.onRemoved.addListener((tabId) => driven.delete(tabId));
+chrome.tabs.onRemoved.addListener((tabId) => {
+  tabStatus.delete(tabId);
+  driven.delete(tabId);
+});
 
 // ---- requests in flight, for the content script's settle wait ----
 // After an action the content script waits until the page is still, the

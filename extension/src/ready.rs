@@ -215,8 +215,9 @@ fn animating_in(target: &JsValue) -> bool {
     })
 }
 
-/// Sets the watch up for `document` (once per document).
-fn begin(document: &Document) {
+/// Starts watching `document` for its first observation (once per
+/// document): the quiet window counts from now.
+pub fn watch(document: &Document) {
     let fresh = STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.document != *document));
     if !fresh {
         return;
@@ -255,12 +256,6 @@ fn begin(document: &Document) {
             old.observer.disconnect();
         }
     });
-}
-
-/// Starts watching `document` for its first observation (once per
-/// document): the quiet window counts from now.
-pub fn watch(document: &Document) {
-    begin(document);
 }
 
 /// Whether `document` has not settled for an observation yet, and when
@@ -306,7 +301,7 @@ impl Settling {
     /// service worker about requests in flight at once, so that a still
     /// page has its answer by the time it is found still (one round trip).
     pub fn start(document: &Document) -> Settling {
-        begin(document);
+        watch(document);
         let since = STATE.with(|s| s.borrow().as_ref().map_or_else(js_sys::Date::now, |s| s.since));
         let net = Probe::start_at(since);
         let start = now();
