@@ -15,7 +15,12 @@
 //! over for the page only at the next rendering frame, where its `finished`
 //! promise runs, so that frame is waited for too). The wait is bounded
 //! by [`MAX_MS`]; when it runs out the observation says the page was still
-//! changing. A page already still costs one look: the mutations are
+//! changing. Pictures are waited for too where a person would wait for
+//! them: a usable element the walk found with an empty box because its
+//! image has not come (an icon drawn by CSS `content: url(…)`, a link
+//! around an `<img>` still loading; [`image_coming`]) holds the
+//! observation until the image has come, at most [`IMAGE_WAIT_MS`]
+//! (`observe.rs`), whether or not its request was seen starting. A page already still costs one look: the mutations are
 //! watched between observations, so no quiet window has to be sat out,
 //! nor after an action whose watch found the page still (`watch.rs`) and
 //! nothing changed since.
@@ -25,7 +30,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
-use web_sys::{Document, MutationObserver, MutationObserverInit};
+use web_sys::{Document, Element, MutationObserver, MutationObserverInit};
 
 use crate::net::{Probe, Verdict};
 
@@ -392,4 +397,84 @@ pub fn own_writes<T>(write: impl FnOnce() -> T) -> T {
         }
     };
     crate::dom::writes_unseen(observer.as_ref(), record, write)
+}
+
+/// A picture a listed-to-be element waits for: the address CSS draws it
+/// with, or its own `<img>`.
+pub enum Coming {
+    Url(String),
+    Img(Element),
+}
+
+/// The longest wait for pictures still coming ([`images_come`]).
+pub const IMAGE_WAIT_MS: f64 = 1500.0;
+/// The most pictures waited for at once.
+const MAX_COMING: usize = 16;
+
+thread_local! {
+    /// The pictures still coming that left usable elements with an empty
+    /// box, noted by the walk ([`image_coming`]).
+    static COMING: RefCell<Vec<web_sys::HtmlImageElement>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Notes that a usable element's box is empty because its picture has not
+/// come yet (an icon drawn by CSS `content: url(…)` before its image
+/// loaded, a link around an `<img>` still loading); one already there
+/// (broken, or empty for another reason) is not waited for. A CSS image
+/// is asked of the document again by a new `Image` with its address,
+/// which the page's own request answers (or the memory cache at once).
+pub fn image_coming(coming: Coming) {
+    if COMING.with(|c| c.borrow().len()) >= MAX_COMING {
+        return;
+    }
+    let img = match coming {
+        Coming::Img(el) => match el.dyn_into::<web_sys::HtmlImageElement>() {
+            Ok(img) => img,
+            Err(_) => return,
+        },
+        Coming::Url(url) => {
+            if COMING.with(|c| c.borrow().iter().any(|i| i.src() == url)) {
+                return;
+            }
+            let Ok(img) = web_sys::HtmlImageElement::new() else { return };
+            img.set_src(&url);
+            img
+        }
+    };
+    if !img.complete() {
+        COMING.with(|c| c.borrow_mut().push(img));
+    }
+}
+
+/// Whether a walk noted pictures still coming ([`image_coming`]).
+pub fn images_coming() -> bool {
+    COMING.with(|c| !c.borrow().is_empty())
+}
+
+/// Forgets the pictures noted (before a walk).
+pub fn forget_images() {
+    COMING.with(|c| c.borrow_mut().clear());
+}
+
+/// Waits until every picture noted has come (loaded and decoded, or
+/// failed), at most `cap_ms`; `false` when the wait ran out. Forgets them.
+pub async fn images_come(cap_ms: f64) -> bool {
+    let images = COMING.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    if images.is_empty() {
+        return true;
+    }
+    let Some(window) = web_sys::window() else { return true };
+    // A failed decode (a broken image) counts as come.
+    let decoded: js_sys::Array = images.iter().map(|i| JsValue::from(i.decode())).collect();
+    // Resolves with the array of outcomes (truthy); the timer with `false`.
+    let all = js_sys::Promise::all_settled(&decoded);
+    let timer = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_1(
+            &resolve,
+            cap_ms.max(0.0) as i32,
+            &JsValue::FALSE,
+        );
+    });
+    let race = js_sys::Promise::race(&js_sys::Array::of2(&all, &timer));
+    wasm_bindgen_futures::JsFuture::from(race).await.is_ok_and(|v| v.is_truthy())
 }

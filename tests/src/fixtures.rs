@@ -4,7 +4,9 @@
 //! `Content-Security-Policy: script-src 'self'`, a policy that refuses
 //! WebAssembly in content scripts too (so the extension must fall back to
 //! its JavaScript build). `/slow?ms=N` answers `slept N ms` after N
-//! milliseconds (at most a minute): a slow server for the settle wait.
+//! milliseconds (at most a minute): a slow server for the settle wait;
+//! `/slow/<file>?ms=N` serves the fixture file after N milliseconds (an
+//! image that comes late).
 
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
@@ -44,6 +46,13 @@ impl FixtureServer {
                 if uri.path() == "/slow" {
                     return slow(&uri).await;
                 }
+                if let Some(rest) = uri.path().strip_prefix("/slow/") {
+                    tokio::time::sleep(std::time::Duration::from_millis(delay(&uri))).await;
+                    let Ok(file) = format!("/{rest}").parse::<Uri>() else {
+                        return (StatusCode::NOT_FOUND, "not found").into_response();
+                    };
+                    return serve(&dir, file);
+                }
                 serve(&dir, uri)
             }
         });
@@ -63,14 +72,7 @@ impl FixtureServer {
 
 /// `/slow?ms=N`: a plain-text answer after N ms.
 async fn slow(uri: &Uri) -> Response {
-    let ms: u64 = uri
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("ms="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400)
-        .min(60_000);
+    let ms = delay(uri);
     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     (
         [
@@ -80,6 +82,17 @@ async fn slow(uri: &Uri) -> Response {
         format!("slept {ms} ms"),
     )
         .into_response()
+}
+
+/// The `ms=N` of a slow request's query: 400 unless said, at most a minute.
+fn delay(uri: &Uri) -> u64 {
+    uri.query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("ms="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+        .min(60_000)
 }
 
 fn serve(dir: &Path, uri: Uri) -> Response {

@@ -1037,6 +1037,37 @@ fn observations_wait_until_the_page_has_settled() {
     assert_eq!(names(&observe_full(&cs)), names(&o));
 }
 
+/// Icons drawn by CSS `content: url(…)` in boxes with no width until the
+/// image comes (MiniWoB's inbox): left out while empty, listed once the
+/// image is there though no mutation says so.
+#[test]
+fn icons_whose_image_comes_late_are_listed_once_it_has_come() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/late-icons.html");
+    tab.wait_for_load(std::time::Duration::from_secs(10)).unwrap();
+    let three = "document.querySelectorAll('.trash').length === 3";
+    tab.wait_for(three, std::time::Duration::from_secs(10)).unwrap();
+    let icons = |o: &Observation, name: &str| {
+        o.text.lines().filter(|l| l.contains(&format!("icon={name}>"))).count()
+    };
+    // The image comes while the first observation waits (a request in
+    // flight), after the walk it made meanwhile.
+    let o = observe(&cs, false);
+    assert_eq!(icons(&o, "send"), 3, "{}", o.text);
+    // One later than the wait: not shown yet, then shown.
+    tab.eval("document.body.classList.add('later')").unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(icons(&o, "like"), 0, "{}", o.text);
+    tab.wait_for(
+        "performance.getEntriesByType('resource').some(e => e.name.includes('like.png'))",
+        std::time::Duration::from_secs(10),
+    )
+    .unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(icons(&o, "like"), 3, "{}", o.text);
+    assert_eq!(o.fallback.as_deref(), Some("an element with an empty box got one"));
+}
+
 #[test]
 fn names_states_whole_values_and_repeated_text() {
     let rig = Rig::start();

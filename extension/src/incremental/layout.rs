@@ -136,6 +136,15 @@ pub(super) fn still_laid_out(
             return Err("a covered element was uncovered");
         }
     }
+    // What was left out with an empty box is still empty: an image that
+    // came (CSS `content: url(…)`, an `<img>` in a link) or a web font
+    // gives a box with no mutation to say so.
+    for e in &cache.empty {
+        let r = proto::get_bounding_client_rect(&e);
+        if proto::is_connected(&e) && r.width() > 0.0 && r.height() > 0.0 {
+            return Err("an element with an empty box got one");
+        }
+    }
     Ok(())
 }
 

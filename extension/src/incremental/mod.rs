@@ -26,7 +26,9 @@
 //! same window size and scroll, no scroll of any box, the same document
 //! size, every listed element in the viewport still where it was and still
 //! uncovered (its hit test repeated where a re-walked segment now paints),
-//! every element left out as covered still covered, the elements next to
+//! every element left out as covered still covered, every usable element
+//! left out with an empty box still empty (an image that came gives it one
+//! with no mutation), the elements next to
 //! each segment still where they were, every frame kept still showing the
 //! same document at the same place, size and scroll with nothing changed
 //! over it, every form field still holding the value it had. A page walked
@@ -92,6 +94,8 @@ struct Cache {
     /// Walked without `aria-hidden`: nothing usable in view was left with it.
     ignore_aria_hidden: bool,
     covered: Vec<observe::Covered>,
+    /// Usable elements left out with an empty box (`Walk::empty`).
+    empty: Vec<Element>,
     opened: js_sys::Set,
     /// The same-origin frames walked into (their lines anchored at them).
     frames: Vec<FrameSeen>,
@@ -182,6 +186,7 @@ pub(crate) fn store(walk: Walk, document: &Document, viewport: &Viewport) {
             hidden: walk.line_hidden,
             ignore_aria_hidden: walk.ignore_aria_hidden,
             covered: walk.covered,
+            empty: walk.empty,
             opened: walk.opened,
             frames: walk.frames,
             remote: Vec::new(),
@@ -387,6 +392,9 @@ pub(crate) fn reobserve(
             let n = walk.lines.len();
             cache.covered.retain(|c| !contains(s, &c.el));
             cache.covered.extend(walk.covered);
+            cache.empty.retain(|e| !contains(s, e));
+            cache.empty.extend(walk.empty);
+            cache.empty.truncate(observe::MAX_EMPTY);
             cache.frames.retain(|f| !proto::contains(&s, Some(&f.iframe)));
             // One the walk met again ended this above; one it did not is
             // hidden or covered now.

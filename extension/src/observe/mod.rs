@@ -42,7 +42,7 @@ mod walk;
 pub(crate) use cover::{covering, intersect, rect_of, uncovered};
 pub(crate) use describe::read_select;
 pub use style::StyleBits;
-pub(crate) use walk::Walk;
+pub(crate) use walk::{MAX_EMPTY, Walk};
 #[allow(unused_imports)]
 use {cover::*, describe::*, iframes::*, listing::*, naming::*, style::*, walk::*};
 
@@ -100,6 +100,7 @@ pub async fn observe(
     let window = web_sys::window().ok_or("no window")?;
     let document = window.document().ok_or("no document")?;
     crate::mark("observe");
+    let asked = window.performance().map_or(0.0, |p| p.now());
     // Ready before seen: once the page has settled (`ready.rs`).
     let settling = crate::ready::Settling::start(&document);
     if !full && settling.will_wait(&document) && !incremental::kept_for(&document) {
@@ -109,12 +110,22 @@ pub async fn observe(
         prewalk(&window, &document);
         crate::mark("prewalked");
     }
-    let settled = settling.wait(&document).await;
+    let mut settled = settling.wait(&document).await;
     crate::mark("settled");
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
-    let Walked { viewport, reobserved, fallback, remote, url } =
-        walk_phase(&window, &document, full)?;
+    let mut walked = walk_phase(&window, &document, full)?;
+    if crate::ready::images_coming() {
+        // Usable elements still empty because their pictures are coming
+        // (`ready::image_coming`): waited for within the settle wait's
+        // bound, then read again (a re-observation finds them no longer
+        // empty and walks the page).
+        let left = crate::ready::MAX_MS - (perf.as_ref().map_or(0.0, |p| p.now()) - asked);
+        settled &= crate::ready::images_come(left.min(crate::ready::IMAGE_WAIT_MS)).await;
+        walked = walk_phase(&window, &document, full)?;
+        crate::ready::forget_images();
+    }
+    let Walked { viewport, reobserved, fallback, remote, url } = walked;
     // ---- frames.rs: cross-origin frames, observed by their own content
     // scripts, their lines spliced in where their iframes are ----
     if !remote.is_empty() {
@@ -176,6 +187,7 @@ fn walk_phase(window: &Window, document: &Document, full: bool) -> Result<Walked
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
+    crate::ready::forget_images();
     // The previous observation's overlay goes before the walk: each of its
     // boxes is a layer that every hit test would pass through (with
     // hundreds of marks drawn, most of a walk's time). `finish` draws the
@@ -396,6 +408,7 @@ pub(crate) fn walk_frame(view: &crate::frames::View) -> Result<FrameWalk, String
         cached: true,
     };
     style_cache::begin(&document, vw, vh);
+    crate::ready::forget_images();
     crate::deadline::begin(crate::deadline::WALK_MS);
     crate::listeners::refresh(&document);
     let walk = walk_document(&root, &top, "");

@@ -7,6 +7,16 @@ use super::*;
 /// An icon's name: the file name of its image, without the extension
 /// (`url("…/images/folder-closed.gif")` → `folder-closed`).
 pub(super) fn icon_name(el: &Element, frame: &Frame) -> Option<String> {
+    let url = css_image(el, frame)?;
+    let path = url.split(['?', '#']).next()?;
+    let file = path.rsplit('/').next()?;
+    let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
+    (!stem.is_empty() && stem.len() <= 40).then(|| stem.to_owned())
+}
+
+/// The address of the image CSS draws an element with (`content: url(…)`,
+/// else `background-image`), unless inline (`data:`).
+pub(super) fn css_image(el: &Element, frame: &Frame) -> Option<String> {
     let style = frame.window.get_computed_style(el).ok()??;
     let prop = |name: Name| dom::property(&style, name);
     let mut value = prop(Name::Content);
@@ -14,13 +24,7 @@ pub(super) fn icon_name(el: &Element, frame: &Frame) -> Option<String> {
         value = prop(Name::BackgroundImage);
     }
     let url = value.strip_prefix("url(")?.trim_end_matches(')').trim_matches(['"', '\'']);
-    if url.starts_with("data:") {
-        return None;
-    }
-    let path = url.split(['?', '#']).next()?;
-    let file = path.rsplit('/').next()?;
-    let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
-    (!stem.is_empty() && stem.len() <= 40).then(|| stem.to_owned())
+    (!url.starts_with("data:") && !url.is_empty()).then(|| url.to_owned())
 }
 
 /// The text of the elements named by `aria-labelledby`.

@@ -5,6 +5,11 @@
 
 use super::*;
 
+/// The most empty usable elements a walk keeps to check again: beyond
+/// them, a page's later ones may show unnoticed until something else
+/// changes (checking each costs a layout read).
+pub(crate) const MAX_EMPTY: usize = 256;
+
 /// The state of one walk.
 pub(crate) struct Walk {
     pub(crate) lines: Vec<Line>,
@@ -20,6 +25,11 @@ pub(crate) struct Walk {
     pub(crate) line_clips: Vec<Rect>,
     /// Elements left out because something covers them, with their clip.
     pub(crate) covered: Vec<Covered>,
+    /// Usable elements left out because their box was empty (an icon
+    /// drawn by CSS `content: url(…)` before its image came, a link around
+    /// an image still loading): one that gets a box shows with no mutation
+    /// to say so (`incremental/` checks them). At most [`MAX_EMPTY`].
+    pub(crate) empty: Vec<Element>,
     /// The elements whose line collects the text inside them (listed
     /// elements that are not scroll regions, headings).
     pub(crate) opened: js_sys::Set,
@@ -88,6 +98,7 @@ impl Walk {
             anchors: Vec::new(),
             line_clips: Vec::new(),
             covered: Vec::new(),
+            empty: Vec::new(),
             opened: js_sys::Set::new(&wasm_bindgen::JsValue::UNDEFINED),
             saw_frame: false,
             frames: Vec::new(),
@@ -408,7 +419,22 @@ impl Walk {
         let mut clip_pushed: Option<Rect> = None;
         if (interactive || heading > 0 || scroll.is_some()) && shown_style {
             let r = proto::get_bounding_client_rect(&el);
-            if r.width() > 0.0 && r.height() > 0.0 && !self.unreachable(&r, frame) {
+            let empty = r.width() <= 0.0 || r.height() <= 0.0;
+            if empty && interactive {
+                if self.empty.len() < MAX_EMPTY {
+                    self.empty.push(el.clone());
+                }
+                // Empty because its picture is still coming: what a person
+                // sees a moment later (`ready::images_come`).
+                if st.image {
+                    if let Some(url) = naming::css_image(el, frame) {
+                        crate::ready::image_coming(crate::ready::Coming::Url(url));
+                    }
+                } else if let Ok(Some(img)) = proto::query_selector(el, "img:not([loading=lazy])") {
+                    crate::ready::image_coming(crate::ready::Coming::Img(img));
+                }
+            }
+            if !empty && !self.unreachable(&r, frame) {
                 let rect = Rect {
                     x: r.x() + frame.dx,
                     y: r.y() + frame.dy,
