@@ -17,10 +17,20 @@ pub(super) fn icon_name(el: &Element, frame: &Frame) -> Option<String> {
 /// The address of the image CSS draws an element with (`content: url(…)`,
 /// else `background-image`), unless inline (`data:`).
 pub(super) fn css_image(el: &Element, frame: &Frame) -> Option<String> {
+    css_url(el, frame, true)
+}
+
+/// The address of the image an element's box is replaced by (`content:
+/// url(…)`): its size is the image's once it has come.
+pub(super) fn content_image(el: &Element, frame: &Frame) -> Option<String> {
+    css_url(el, frame, false)
+}
+
+fn css_url(el: &Element, frame: &Frame, background: bool) -> Option<String> {
     let style = frame.window.get_computed_style(el).ok()??;
     let prop = |name: Name| dom::property(&style, name);
     let mut value = prop(Name::Content);
-    if !value.starts_with("url(") {
+    if background && !value.starts_with("url(") {
         value = prop(Name::BackgroundImage);
     }
     let url = value.strip_prefix("url(")?.trim_end_matches(')').trim_matches(['"', '\'']);

@@ -426,10 +426,9 @@ impl Walk {
                 }
                 // Empty because its picture is still coming: what a person
                 // sees a moment later (`ready::images_come`).
-                if st.image {
-                    if let Some(url) = naming::css_image(el, frame) {
-                        crate::ready::image_coming(crate::ready::Coming::Url(url));
-                    }
+                // (A background image gives no box: only `content: url(…)`.)
+                if let Some(url) = st.image.then(|| naming::content_image(el, frame)).flatten() {
+                    crate::ready::image_coming(crate::ready::Coming::Url(url));
                 } else if let Ok(Some(img)) = proto::query_selector(el, "img:not([loading=lazy])") {
                     crate::ready::image_coming(crate::ready::Coming::Img(img));
                 }
