@@ -373,18 +373,29 @@ impl Watch {
         // Where the previous look began: a mutation since then is
         // followed by a frame before the next look.
         let mut looked = self.started;
+        let mut first = true;
         while self.leaving.to().is_none() {
-            // Ask ahead, so the answer is there when the page is still.
-            self.net.ask();
             self.take_records();
             let mark = now();
             let moved = {
                 let s = self.seen.borrow();
                 s.count > 0 && s.last >= looked
             };
-            // The page asked for a frame callback since the last look (a
+            // What the page's scripts did: a request started since the
+            // action, a frame callback asked for since the last look (a
             // handler that draws in the next frame).
-            let drawing = page_activity().is_some_and(|(_, frame)| frame >= looked);
+            let activity = page_activity();
+            let drawing = activity.is_some_and(|(_, frame)| frame >= looked);
+            let requested = activity.is_some_and(|(request, _)| request >= self.started);
+            // Ask the service worker ahead, so its answer is there when the
+            // page is still — unless this is the first look at a page that
+            // has not moved, asked for no frame and started no request: one
+            // task will most likely find it still without the answer (the
+            // question costs the page's thread and the worker's ~1 ms).
+            if !first || moved || drawing || requested || activity.is_none() {
+                self.net.ask();
+            }
+            first = false;
             looked = mark;
             if moved || drawing {
                 next_frame(FRAME_MS).await;

@@ -18,7 +18,10 @@
 //!   Playwright attached over the DevTools protocol, with browser-use's
 //!   sequence per action (`tests/bench/reference_actions.mjs`);
 //!   playwright-core is installed from npm into `.tools/playwright`, never
-//!   committed.
+//!   committed. It runs twice, once before Errand's task and once after
+//!   it, and its times are the two runs' together: on a shared machine the
+//!   load changes from minute to minute, and both sides are then timed
+//!   across the same minutes (the ten-field form: the mean of its two sums).
 //!
 //! Writes `target/bench/actions.{json,md}` and prints the markdown table.
 
@@ -49,6 +52,12 @@ fn main() -> Result<()> {
     let browser = TestBrowser::launch(opts)?;
     let rig = Rig { browser, model, fixtures };
 
+    // The reference runs in the same browser once before Errand's task and
+    // once after it: the machine's load drifts from minute to minute (other
+    // builds on the shared machine), and both sides are then timed across
+    // the same minutes. Its times are the two runs' together.
+    let before = reference_run(&rig, &root, &playwright)?;
+
     // Errand.
     let (tab, _records) = rig.run("/actions/bench.html", "Benchmark")?;
     let taps = tab.eval("document.getElementById('tap').dataset.n")?;
@@ -65,29 +74,19 @@ fn main() -> Result<()> {
         "form": of("fill", 150..160),
     });
 
-    // The reference, in the same browser.
-    let port = std::fs::read_to_string(rig.browser.dir().join("profile/DevToolsActivePort"))
-        .context("reading the browser's DevToolsActivePort")?;
-    let port = port.lines().next().unwrap_or("").trim().to_owned();
-    let out = Command::new("node")
-        .arg(root.join("tests/bench/reference_actions.mjs"))
-        .arg(&playwright)
-        .arg(format!("http://127.0.0.1:{port}"))
-        .arg(rig.fixtures.url("/actions/bench.html"))
-        .output()
-        .context("running node")?;
-    if !out.status.success() {
-        bail!("the reference run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let after = reference_run(&rig, &root, &playwright)?;
+    let mut reference = json!({});
+    for key in ["click", "fill", "select_option"] {
+        let both: Vec<f64> = [&before, &after]
+            .iter()
+            .map(|r| numbers(&r[key]))
+            .collect::<Result<Vec<_>>>()?
+            .concat();
+        reference[key] = json!(both);
     }
-    let reference: Value = serde_json::from_slice(&out.stdout).with_context(|| {
-        format!("the reference's output: {}", String::from_utf8_lossy(&out.stdout))
-    })?;
-    ensure!(
-        reference["taps"] == 51,
-        "the reference tapped {} times instead of 51",
-        reference["taps"]
-    );
-    let reference = &reference["times"];
+    reference["form_before"] = before["form"].clone();
+    reference["form_after"] = after["form"].clone();
+    let reference = &reference;
 
     let mut rows = Vec::new();
     for (key, name) in [
@@ -101,7 +100,9 @@ fn main() -> Result<()> {
                          "ratio": e.median / r.median}));
     }
     let sum = |v: &Value| -> Result<f64> { Ok(numbers(v)?.iter().sum()) };
-    let (ef, rf) = (sum(&errand["form"])?, sum(&reference["form"])?);
+    // The form: the mean of the reference's two runs.
+    let rf = (sum(&reference["form_before"])? + sum(&reference["form_after"])?) / 2.0;
+    let ef = sum(&errand["form"])?;
     let report = json!({
         "actions": rows,
         "form": {"errand_ms": ef, "reference_ms": rf, "ratio": ef / rf},
@@ -117,6 +118,33 @@ fn main() -> Result<()> {
     }
     eprintln!("wrote target/bench/actions.{{json,md}}");
     Ok(())
+}
+
+/// One run of the reference (`tests/bench/reference_actions.mjs`) on a
+/// new tab of the rig's browser: its times (ms) by action.
+fn reference_run(rig: &Rig, root: &Path, playwright: &Path) -> Result<Value> {
+    let port = std::fs::read_to_string(rig.browser.dir().join("profile/DevToolsActivePort"))
+        .context("reading the browser's DevToolsActivePort")?;
+    let port = port.lines().next().unwrap_or("").trim().to_owned();
+    let out = Command::new("node")
+        .arg(root.join("tests/bench/reference_actions.mjs"))
+        .arg(playwright)
+        .arg(format!("http://127.0.0.1:{port}"))
+        .arg(rig.fixtures.url("/actions/bench.html"))
+        .output()
+        .context("running node")?;
+    if !out.status.success() {
+        bail!("the reference run failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let reference: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!("the reference's output: {}", String::from_utf8_lossy(&out.stdout))
+    })?;
+    ensure!(
+        reference["taps"] == 51,
+        "the reference tapped {} times instead of 51",
+        reference["taps"]
+    );
+    Ok(reference["times"].clone())
 }
 
 /// playwright-core's folder, installed from npm into `.tools/playwright`
@@ -152,22 +180,23 @@ fn numbers(v: &Value) -> Result<Vec<f64>> {
 fn table(report: &Value) -> String {
     let s = show_json;
     let mut t = String::from(
-        "| action | Errand, ms: median (p10–p90) | reference (browser-use's Playwright calls), ms | Errand / reference | n |\n\
+        "| action | Errand, ms: median (p10–p90) | reference (browser-use's Playwright calls), ms | Errand / reference | n (Errand / reference) |\n\
          | --- | ---: | ---: | ---: | ---: |\n",
     );
     for r in report["actions"].as_array().into_iter().flatten() {
         t.push_str(&format!(
-            "| {} | {} | {} | {:.2} | {} |\n",
+            "| {} | {} | {} | {:.2} | {} / {} |\n",
             r["action"].as_str().unwrap_or(""),
             s(&r["errand"]),
             s(&r["reference"]),
             r["ratio"].as_f64().unwrap_or(f64::NAN),
             r["errand"]["n"],
+            r["reference"]["n"],
         ));
     }
     let f = &report["form"];
     t.push_str(&format!(
-        "| a ten-field form from one answer (sum of its ten fills) | {} | {} | {:.2} | 1 |\n",
+        "| a ten-field form from one answer (sum of its ten fills) | {} | {} | {:.2} | 1 / 2 |\n",
         short(f["errand_ms"].as_f64().unwrap_or(f64::NAN)),
         short(f["reference_ms"].as_f64().unwrap_or(f64::NAN)),
         f["ratio"].as_f64().unwrap_or(f64::NAN),

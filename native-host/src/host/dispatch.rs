@@ -1,7 +1,10 @@
 //! The connection: one reader of frames from the extension (or the
 //! terminal's socket), one writer, and the dispatch of each incoming
-//! message. The message loop never waits on a task; the side panel's
-//! management requests run off it ([`super::panel_api`]).
+//! message. A reply to one of the host's own requests (an action's effect,
+//! an observation) goes from the reader thread straight to the request
+//! waiting for it, without a turn through the message loop. The message
+//! loop never waits on a task; the side panel's management requests run
+//! off it ([`super::panel_api`]).
 
 use super::*;
 
@@ -16,7 +19,11 @@ impl Host {
     {
         let out_rx = lock(&self.inner.out_rx).take().ok_or(HostError::AlreadyServing)?;
         transport::spawn_writer(writer, out_rx);
-        let mut incoming = transport::spawn_reader(reader, MAX_INBOUND);
+        // A reply goes from the reader thread straight to the request
+        // waiting for it (an action's effect), not through the message loop.
+        let host = self.clone();
+        let mut incoming =
+            transport::spawn_reader_with(reader, MAX_INBOUND, move |item| host.take_reply(item));
         tracing::info!("connected");
         while let Some(item) = incoming.recv().await {
             self.handle(item).await;
@@ -47,6 +54,23 @@ impl Host {
         if self.inner.out_tx.send(Outgoing::Close(done)).await.is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(2), wait).await;
         }
+    }
+
+    /// Hands a reply to the request waiting for it; anything else (and a
+    /// reply nobody waits for) is given back for the message loop.
+    pub(super) fn take_reply(&self, item: Incoming) -> Option<Incoming> {
+        let Some(re) = item.as_ref().ok().and_then(|env| env.re) else {
+            return Some(item);
+        };
+        let Some(waiting) = lock(&self.inner.pending).remove(&re) else {
+            return Some(item);
+        };
+        if let Ok(env) = item {
+            if waiting.send(env.body).is_err() {
+                tracing::debug!(re, "a reply came for a request nobody waits for any more");
+            }
+        }
+        None
     }
 
     /// Handles one incoming item.

@@ -8,22 +8,10 @@ impl Host {
     /// Sends a request to the extension and waits for its reply. An `error`
     /// reply becomes [`BrowserError::Refused`].
     pub async fn request(&self, body: Body) -> Result<Body, BrowserError> {
-        let kind = kind_of(&body);
-        let (what, hint) = match &body {
-            Body::Page { tab_id, command } => {
-                let op = match command {
-                    PageCommand::Observe { .. } => "observe".to_owned(),
-                    PageCommand::Act { action, .. } => format!("act: {}", action.name()),
-                    PageCommand::Cleanup {} => "cleanup".to_owned(),
-                    PageCommand::SetFiles { .. } => "set_files".to_owned(),
-                    PageCommand::Locate { .. } => "locate".to_owned(),
-                };
-                (
-                    format!("the page in tab {tab_id} (`{op}`)"),
-                    ": was the tab closed, or is the page stuck?",
-                )
-            }
-            _ => (format!("the browser (`{kind}`)"), ": is the extension running?"),
+        // What is asked, for a timeout's message (worded only then).
+        let asked = match &body {
+            Body::Page { tab_id, command } => Asked::Page(*tab_id, page_op(command)),
+            other => Asked::Browser(kind_of(other)),
         };
         let id = self.next_id();
         let (tx, rx) = oneshot::channel();
@@ -41,7 +29,18 @@ impl Host {
             Ok(Ok(Body::Error { code, message })) => Err(BrowserError::Refused { code, message }),
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => Err(BrowserError::Disconnected),
-            Err(_) => Err(BrowserError::Timeout { what, secs: timeout.as_secs(), hint }),
+            Err(_) => {
+                let (what, hint) = match asked {
+                    Asked::Page(tab_id, op) => (
+                        format!("the page in tab {tab_id} (`{op}`)"),
+                        ": was the tab closed, or is the page stuck?",
+                    ),
+                    Asked::Browser(kind) => {
+                        (format!("the browser (`{kind}`)"), ": is the extension running?")
+                    }
+                };
+                Err(BrowserError::Timeout { what, secs: timeout.as_secs(), hint })
+            }
         }
     }
 
@@ -131,6 +130,25 @@ impl Host {
             Body::Captured { data_url } => Ok(data_url),
             other => Err(unexpected("capture", &other)),
         }
+    }
+}
+
+/// What a request asks of, for its timeout's message.
+enum Asked {
+    /// A page command to a tab: the tab and the command's name.
+    Page(i64, String),
+    /// Another request to the browser: its kind.
+    Browser(String),
+}
+
+/// A page command's name, as a timeout names it: `observe`, `act: click`.
+fn page_op(command: &PageCommand) -> String {
+    match command {
+        PageCommand::Observe { .. } => "observe".to_owned(),
+        PageCommand::Act { action, .. } => format!("act: {}", action.name()),
+        PageCommand::Cleanup {} => "cleanup".to_owned(),
+        PageCommand::SetFiles { .. } => "set_files".to_owned(),
+        PageCommand::Locate { .. } => "locate".to_owned(),
     }
 }
 

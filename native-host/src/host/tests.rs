@@ -526,3 +526,21 @@ async fn a_request_without_an_answer_times_out_clearly() {
     assert!(text.contains("tab 12") && text.contains("was the tab closed"), "{text}");
     assert!(lock(&host.inner.pending).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reader_hands_a_reply_to_its_request_and_gives_back_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = host_with(dir.path(), 5, Scripted::new(&[]));
+    let (tx, rx) = oneshot::channel();
+    lock(&host.inner.pending).insert(41, tx);
+    // The reply to a waiting request goes to it, not to the message loop.
+    assert!(host.take_reply(Ok(Envelope::reply(9, 41, Body::Ack {}))).is_none());
+    assert_eq!(rx.await.unwrap(), Body::Ack {});
+    assert!(lock(&host.inner.pending).is_empty());
+    // A reply nobody waits for, a message that is no reply and a bad frame
+    // are the message loop's.
+    assert!(host.take_reply(Ok(Envelope::reply(10, 41, Body::Ack {}))).is_some());
+    assert!(host.take_reply(Ok(Envelope::new(11, Body::GetStatus {}))).is_some());
+    let bad = transport::FrameError::NotUtf8("x".into());
+    assert!(host.take_reply(Err(bad)).is_some());
+}

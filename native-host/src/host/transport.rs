@@ -165,10 +165,25 @@ pub fn read_stream<R: Read>(reader: &mut R, max: usize, mut deliver: impl FnMut(
 /// Starts the reader thread. The channel closes when the stream ends (the
 /// browser disconnected) or fails.
 pub fn spawn_reader<R: Read + Send + 'static>(reader: R, max: usize) -> mpsc::Receiver<Incoming> {
+    spawn_reader_with(reader, max, Some)
+}
+
+/// Starts the reader thread, which offers each item to `take` first: what
+/// `take` keeps (it returns `None`: a reply it handed to the request waiting
+/// for it) does not go through the channel, so it reaches its receiver
+/// without waiting for the dispatcher's turn.
+pub fn spawn_reader_with<R, F>(reader: R, max: usize, mut take: F) -> mpsc::Receiver<Incoming>
+where
+    R: Read + Send + 'static,
+    F: FnMut(Incoming) -> Option<Incoming> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
     let spawned = thread::Builder::new().name("nm-reader".into()).spawn(move || {
         let mut reader = reader;
-        read_stream(&mut reader, max, |item| tx.blocking_send(item).is_ok());
+        read_stream(&mut reader, max, |item| match take(item) {
+            Some(item) => tx.blocking_send(item).is_ok(),
+            None => !tx.is_closed(),
+        });
     });
     if let Err(e) = spawned {
         tracing::error!("cannot start the reader thread: {e}");
