@@ -250,9 +250,17 @@ fn prewalk(window: &Window, document: &Document) {
     }
 }
 
-/// For a page a task drives, once it has loaded (`crate::prepare`): its
-/// first walk when the page is idle, kept, unless an observation walked it
-/// first. Its readiness watch begins now.
+/// For a page a task drives (`crate::prepare`), told while it loads or
+/// once it has loaded: its readiness watch begins now, and its first walk
+/// comes once it has loaded and is idle, kept, unless an observation
+/// walked it first. While it loads, the page is walked once when it is
+/// idle (waiting for its pictures, say) and that walk thrown away with the
+/// styles it read: a walk of a page still loading would be re-read from
+/// mutations, which do not say what its pictures and style sheets still
+/// move, but it runs the walk's code once, so that the kept walk at `load`
+/// and the observation run warm code (a walk's first run in a fresh
+/// instance costs several times the next: V8's first tiers, the wrappers
+/// of the calls to the page).
 pub fn prepare() {
     let Some(window) = web_sys::window() else { return };
     let Some(document) = window.document() else { return };
@@ -260,17 +268,45 @@ pub fn prepare() {
     if incremental::kept_for(&document) {
         return;
     }
+    if document.ready_state() == "complete" {
+        walk_when_idle(window, document, false);
+        return;
+    }
+    walk_when_idle(window.clone(), document.clone(), true);
+    let target = window.clone();
+    let on_load = Closure::once_into_js(move || walk_when_idle(window, document, false));
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_once(true);
+    let _ = target.add_event_listener_with_callback_and_add_event_listener_options(
+        "load",
+        on_load.unchecked_ref(),
+        &options,
+    );
+}
+
+/// [`prepare`]'s walk, when the page is idle (at most [`PREPARE_IDLE_MS`]
+/// from now): kept, or, with `warm_up` and the page still loading, thrown
+/// away.
+fn walk_when_idle(window: Window, document: Document, warm_up: bool) {
+    let global = js_sys::global();
     let walk = Closure::once_into_js(move || {
         // Still this document, and still not walked.
         let current = window.document().is_some_and(|d| d == document);
-        if current && !incremental::kept_for(&document) {
+        if !current || incremental::kept_for(&document) {
+            return;
+        }
+        if !warm_up {
             prewalk(&window, &document);
             crate::mark("prepared");
+        } else if document.ready_state() != "complete" {
+            let _ = walk_phase(&window, &document, true);
+            incremental::forget();
+            style_cache::clear();
+            crate::mark("warmed");
         }
     });
     let options = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&options, &"timeout".into(), &PREPARE_IDLE_MS.into());
-    let global = js_sys::global();
     if let Ok(idle) = js_sys::Reflect::get(&global, &"requestIdleCallback".into()) {
         if let Some(idle) = idle.dyn_ref::<js_sys::Function>() {
             let _ = idle.call2(&global, &walk, &options);
