@@ -19,7 +19,10 @@
 //! build, then the reference). Errand's tab is opened the way a task opens
 //! one: the service worker creates it, waits until the browser says it is
 //! `complete` (as `sw.js`'s `loaded` does) and sends an `observe` at once;
-//! "complete → observation" is the task's wait. The reference is injected
+//! "complete → observation" is the task's wait; the same again on a copy of
+//! the page whose picture comes 300 ms late (`img.*`: its `load` comes well
+//! after the content script runs, which is told `prepare` while the page
+//! loads). The reference is injected
 //! and run as soon as the page reports `complete` to the driver. Prints a
 //! markdown table of medians (p10–p90) and writes `target/bench/load.json`.
 //! The reference file comes from `.tools/browser-use-0.5.11/index.js`
