@@ -349,8 +349,15 @@ async function loaded(tabId) {
 const driven = new Set();
 function drive(tabId) {
   if (!Number.isInteger(tabId)) return;
+  const fresh = !driven.has(tabId);
   driven.add(tabId);
-  if (tabStatus.get(tabId) === 'loading') prepareEarly(tabId);
+  const status = tabStatus.get(tabId);
+  if (status === 'loading') prepareEarly(tabId);
+  // Driven from now on, and loaded already (its `complete` came before
+  // `tabs.create` answered, or the host took the active tab): told now.
+  else if (fresh && status === 'complete') {
+    chrome.tabs.sendMessage(tabId, { kind: 'prepare' }, { frameId: 0 }).catch(() => {});
+  }
 }
 
 // How often a loading tab's content script is asked whether it is there.
