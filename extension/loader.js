@@ -10,8 +10,9 @@
 // command asks). Other frames, and the plain-JavaScript build (megabytes to
 // parse, for pages whose CSP refuses WebAssembly), load only when a command
 // comes — or, in the top frame of a tab a task drives, when the service
-// worker says `prepare` once the tab has loaded (the crate then walks the
-// page when it is idle). The service worker still injects this file into a
+// worker says `prepare`, as soon as this script runs in a document the tab
+// is loading (the crate then walks the page once it has loaded and is
+// idle). The service worker still injects this file into a
 // document that lacks it (tabs opened before the extension was installed).
 (() => {
   // The isolated world's global: the page cannot see or set it.
@@ -64,15 +65,26 @@
     requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
   }
 
+  let prepared = false;
   chrome.runtime.onMessage.addListener((message, sender, reply) => {
     // Only the extension itself may talk to the content script: the service
     // worker's `page` commands, and the `frame` messages it relays from the
     // content script of a parent frame (extension/src/frames.rs).
     if (sender.id !== chrome.runtime.id || sender.tab) return false;
     if (message?.kind === 'prepare') {
-      // The service worker's word that a task drives this tab, which has
-      // just loaded: the crate walks the page when it is idle.
-      if (window === window.top) load().then((errand) => errand.prepare()).catch(() => {});
+      // The service worker's word that a task drives this tab: while it
+      // loads (`early`, asked until a document still loading takes it; one
+      // that has loaded, which a navigation is leaving, declines), and
+      // once it has loaded. The crate loads at once and walks the page
+      // when it has loaded and is idle.
+      if (window !== window.top) return false;
+      const taken = !message.early || document.readyState !== 'complete';
+      reply({ taken });
+      if (taken && !prepared) {
+        prepared = true;
+        mark('prepare');
+        load().then((errand) => errand.prepare()).catch(() => {});
+      }
       return false;
     }
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];

@@ -170,6 +170,8 @@ function joinChunk(text) {
 const browserRequests = {
   async open_tab(msg) {
     const tab = await chrome.tabs.create({ url: msg.url, active: true });
+    // Its `loading` may have come before `create` answered.
+    if (tab.status && !tabStatus.has(tab.id)) tabStatus.set(tab.id, tab.status);
     drive(tab.id);
     return tabReady(msg.id, await loaded(tab.id));
   },
@@ -337,26 +339,77 @@ async function loaded(tabId) {
 
 // ---- the tabs a task drives ----
 // The tabs the host has opened, navigated, activated or sent a page command
-// to. When one of them finishes loading a document, its content script is
-// told to prepare (`prepare` in extension/src/lib.rs: the first walk of
-// the page while it is idle, kept, so that the task's first observation of
-// it re-reads only what changed). Never sent to other tabs: the pages the
-// user visits pay nothing for it.
+// to. While one of them loads a document, its top frame's content script is
+// told to prepare as soon as it is there (`document_idle`, often before
+// `load`), and told again when the tab has loaded (`prepare` in
+// extension/src/lib.rs: the crate loaded at once, the readiness watch
+// begun, the page walked when it has loaded and is idle, kept, so that the
+// task's first observation of it re-reads only what changed). Never sent
+// to other tabs: the pages the user visits pay nothing for it.
 const driven = new Set();
 function drive(tabId) {
-  if (Number.isInteger(tabId)) driven.add(tabId);
+  if (!Number.isInteger(tabId)) return;
+  const fresh = !driven.has(tabId);
+  driven.add(tabId);
+  const status = tabStatus.get(tabId);
+  if (status === 'loading') prepareEarly(tabId);
+  // Driven from now on, and loaded already (its `complete` came before
+  // `tabs.create` answered, or the host took the active tab): told now.
+  else if (fresh && status === 'complete') {
+    chrome.tabs.sendMessage(tabId, { kind: 'prepare' }, { frameId: 0 }).catch(() => {});
+  }
 }
+
+// How often a loading tab's content script is asked whether it is there.
+const PREPARE_POLL_MS = 10;
+// The tabs being asked (one asking loop each), by the loop's token.
+const preparing = new Map();
+
+/**
+ * Tells the content script of the document a driven tab is loading to
+ * prepare as soon as it runs: asked every few milliseconds until it takes
+ * the word (a document still loading) or the tab has loaded (then the
+ * `complete` word below goes). A document that has loaded already (the
+ * one a navigation is leaving) declines.
+ */
+async function prepareEarly(tabId) {
+  if (preparing.has(tabId)) return;
+  const token = {};
+  preparing.set(tabId, token);
+  const deadline = Date.now() + LOAD_TIMEOUT_MS;
+  try {
+    while (preparing.get(tabId) === token && tabStatus.get(tabId) === 'loading' && Date.now() < deadline) {
+      const answer = await chrome.tabs
+        .sendMessage(tabId, { kind: 'prepare', early: true }, { frameId: 0 })
+        .catch(() => null);
+      if (answer?.taken) return;
+      await new Promise((resolve) => setTimeout(resolve, PREPARE_POLL_MS));
+    }
+  } finally {
+    if (preparing.get(tabId) === token) preparing.delete(tabId);
+  }
+}
+
 // Registered at the top level so that the events reach a restarted worker.
 chrome.tabs.onUpdated.addListener((tabId, change) => {
   if (!change.status) return;
   tabStatus.set(tabId, change.status);
-  if (change.status !== 'complete' || !driven.has(tabId)) return;
+  if (!driven.has(tabId)) return;
+  if (change.status === 'loading') {
+    // A new document: ask again (a loop on the previous one ends).
+    preparing.delete(tabId);
+    prepareEarly(tabId);
+    return;
+  }
+  if (change.status !== 'complete') return;
+  preparing.delete(tabId);
   // No content script there (yet): nothing to prepare; a command injects it.
   chrome.tabs.sendMessage(tabId, { kind: 'prepare' }, { frameId: 0 }).catch(() => {});
 });
 chrome.tabs.onRemoved.addListener((tabId) => {
   tabStatus.delete(tabId);
   driven.delete(tabId);
+  preparing.delete(tabId);
 });
 
 // ---- requests in flight, for the content script's settle wait ----

@@ -11,11 +11,18 @@
 //! cargo run -p errand-e2e --example bench_load [-- ROUNDS]
 //! ```
 //!
+//! `BENCH_CHROMIUM_ARGS` adds Chromium flags (split at whitespace), for
+//! experiments such as `--js-flags=--no-wasm-lazy-compilation`;
+//! `BENCH_EXTENSION_DIR` loads another unpacked build (a before/after).
+//!
 //! Every round opens a fresh tab of a generated 1k-element page (each
 //! build, then the reference). Errand's tab is opened the way a task opens
 //! one: the service worker creates it, waits until the browser says it is
 //! `complete` (as `sw.js`'s `loaded` does) and sends an `observe` at once;
-//! "complete → observation" is the task's wait. The reference is injected
+//! "complete → observation" is the task's wait; the same again on a copy of
+//! the page whose picture comes 300 ms late (`img.*`: its `load` comes well
+//! after the content script runs, which is told `prepare` while the page
+//! loads). The reference is injected
 //! and run as soon as the page reports `complete` to the driver. Prints a
 //! markdown table of medians (p10–p90) and writes `target/bench/load.json`.
 //! The reference file comes from `.tools/browser-use-0.5.11/index.js`
@@ -52,6 +59,17 @@ fn page_1k() -> String {
     html.push_str("</body></html>\n");
     html
 }
+
+/// The same page with a picture that comes 300 ms late: its `load` comes
+/// well after the document is parsed (and the content script runs), as on
+/// most real pages.
+fn page_1k_late_picture() -> String {
+    page_1k()
+        .replace("</body>", "<img src=\"/slow/pic.svg?ms=300\" width=16 height=16 alt=\"\"></body>")
+}
+
+const PICTURE: &str = "<svg xmlns='http://www.w3.org/2000/svg' width='16' height='16'>\
+                       <rect width='16' height='16' fill='teal'/></svg>";
 
 fn open(browser: &TestBrowser, url: &str) -> Result<Page> {
     let tab = browser.cdp().new_page(url)?;
@@ -148,6 +166,8 @@ fn main() -> Result<()> {
     let pages = out_dir.join("load-pages");
     std::fs::create_dir_all(&pages)?;
     std::fs::write(pages.join("gen-1k.html"), page_1k())?;
+    std::fs::write(pages.join("gen-1k-img.html"), page_1k_late_picture())?;
+    std::fs::write(pages.join("pic.svg"), PICTURE)?;
     let server = FixtureServer::start_in(pages)?;
     let reference = std::fs::read_to_string(root.join(".tools/browser-use-0.5.11/index.js")).ok();
     if reference.is_none() {
@@ -156,7 +176,16 @@ fn main() -> Result<()> {
         );
     }
 
-    let browser = TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1"))?;
+    let mut options = LaunchOptions::new("http://127.0.0.1:9/v1");
+    // More Chromium flags for an experiment (`--js-flags=…`, V8's tiers).
+    if let Ok(extra) = std::env::var("BENCH_CHROMIUM_ARGS") {
+        options.args.extend(extra.split_whitespace().map(str::to_owned));
+    }
+    // Another build of the extension (a copy of main's, for a before/after).
+    if let Ok(dir) = std::env::var("BENCH_EXTENSION_DIR") {
+        options.extension_dir = Some(dir.into());
+    }
+    let browser = TestBrowser::launch(options)?;
     let mut samples: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     let mut push = |k: &str, v: Option<f64>| {
         if let Some(v) = v {
@@ -172,7 +201,9 @@ fn main() -> Result<()> {
             let r = errand_first(&sw, &url, 0, true)?;
             let still = errand_first(&sw, &url, STILL_MS, true)?;
             let plain = errand_first(&sw, &url, STILL_MS, false)?;
-            for r in [&r, &still, &plain] {
+            let img_url = server.url(&format!("/{}", path.replace("gen-1k", "gen-1k-img")));
+            let img = errand_first(&sw, &img_url, 0, true)?;
+            for r in [&r, &still, &plain, &img] {
                 let ok = &r["answer"]["ok"];
                 if ok.is_null() {
                     bail!("no observation: {r}");
@@ -221,11 +252,17 @@ fn main() -> Result<()> {
                 "encoded",
                 "reply",
             ];
-            let mut prev = "load_end";
-            for k in seq.iter().skip(1) {
-                if at(k).is_some() {
-                    push(&format!("{build}.split.{prev}->{k}"), span(prev, k));
-                    prev = k;
+            for (marks, name) in [(m, "split"), (&img["marks"], "img.split")] {
+                let at = |k: &str| marks[k].as_f64();
+                let mut prev = "load_end";
+                for k in seq.iter().skip(1) {
+                    if at(k).is_some() {
+                        push(
+                            &format!("{build}.{name}.{prev}->{k}"),
+                            Some(at(k).unwrap() - at(prev).unwrap()),
+                        );
+                        prev = k;
+                    }
                 }
             }
             push(
@@ -241,6 +278,29 @@ fn main() -> Result<()> {
                 &format!("{build}.still.prepared_after_load_end"),
                 pspan(sm, "load_end", "prepared"),
             );
+            // The page whose picture comes late, observed at `complete`:
+            // told `prepare` while it loads (the crate loaded, the code run
+            // once, the kept walk at `load`).
+            let im = &img["marks"];
+            push(&format!("{build}.img.complete_to_observation"), img["observe"].as_f64());
+            push(&format!("{build}.img.open_to_complete"), img["open"].as_f64());
+            push(&format!("{build}.img.walk"), img["answer"]["ok"]["elapsed_ms"].as_f64());
+            push(&format!("{build}.img.prepare_after_load_end"), pspan(im, "load_end", "prepare"));
+            push(&format!("{build}.img.warmed_after_load_end"), pspan(im, "load_end", "warmed"));
+            push(
+                &format!("{build}.img.prepared_after_load_end"),
+                pspan(im, "load_end", "prepared"),
+            );
+            push(&format!("{build}.img.command_after_load_end"), pspan(im, "load_end", "command"));
+            push(
+                &format!("{build}.img.reobserved"),
+                Some(f64::from(u8::from(img["answer"]["ok"]["reobserved"].is_number()))),
+            );
+            push(
+                &format!("{build}.reobserved"),
+                Some(f64::from(u8::from(ok["reobserved"].is_number()))),
+            );
+            push(&format!("{build}.prepare_after_load_end"), span("load_end", "prepare"));
             push(&format!("{build}.still_not_driven.observation"), plain["observe"].as_f64());
             push(
                 &format!("{build}.still_not_driven.walk"),

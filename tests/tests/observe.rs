@@ -1115,6 +1115,75 @@ fn loader_mark(sw: &Page, tab_id: i64, step: &str) -> Option<f64> {
     .as_f64()
 }
 
+/// The page's `loadEventEnd` on the clock of `loader_mark`.
+fn load_end(sw: &Page, tab_id: i64) -> Option<f64> {
+    sw.eval(&format!(
+        "chrome.scripting.executeScript({{ target: {{ tabId: {tab_id} }}, \
+           func: () => performance.timing.loadEventEnd - performance.timeOrigin }}) \
+           .then(([r]) => r.result)"
+    ))
+    .ok()?
+    .as_f64()
+}
+
+/// The service worker, once an evaluation there sees its globals (right
+/// after launch it can land in a context without them).
+fn service_worker(rig: &Rig) -> Page {
+    let mut sw = rig.browser.service_worker().unwrap();
+    for _ in 0..40 {
+        if sw.eval("!!globalThis.errandBrowserRequests").ok() == Some(json!(true)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        sw = rig.browser.service_worker().unwrap();
+    }
+    sw
+}
+
+#[test]
+fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded() {
+    let rig = Rig::start();
+    let sw = service_worker(&rig);
+    // Opened as the host opens a task's tab: its content script is told to
+    // prepare as soon as it runs, while the picture is still coming.
+    let url = rig.fixtures.url("/observe/prepared-loading.html");
+    let opened = sw
+        .eval(&format!("globalThis.errandBrowserRequests.open_tab({{ id: 1, url: {url:?} }})"))
+        .unwrap();
+    let tab_id = opened["tab_id"].as_i64().expect("a tab id");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while loader_mark(&sw, tab_id, "prepared").is_none() {
+        assert!(std::time::Instant::now() < deadline, "the driven tab was never walked");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let loaded = load_end(&sw, tab_id).expect("the page's load end");
+    let told = loader_mark(&sw, tab_id, "prepare").expect("told to prepare");
+    let warmed = loader_mark(&sw, tab_id, "warmed").expect("walked while loading");
+    let kept = loader_mark(&sw, tab_id, "prepared").unwrap();
+    assert!(told < loaded && warmed < loaded, "told {told}, warmed {warmed}, load {loaded}");
+    assert!(kept >= loaded, "the kept walk {kept} came before load {loaded}");
+
+    // The observation starts from the walk kept once loaded, not from the
+    // one made while the picture was coming: what is under the picture is
+    // out of view, as a full walk says.
+    let cs = ContentScript::of_tab_id(&rig.browser, tab_id).unwrap();
+    let o = observe(&cs, false);
+    assert!(o.reobserved.is_some(), "started from the kept walk: {:?}", o.fallback);
+    let seen = |o: &Observation| -> BTreeSet<(String, bool)> {
+        o.elements.iter().map(|e| (e.name.clone(), e.in_viewport)).collect()
+    };
+    let full = observe_full(&cs);
+    assert_eq!(seen(&o), seen(&full), "{}", o.text);
+    assert!(seen(&o).contains(&("Below button".to_owned(), false)), "{}", o.text);
+    assert!(seen(&o).contains(&("Added while loading".to_owned(), false)), "{}", o.text);
+    assert!(seen(&o).contains(&("Top button".to_owned(), true)), "{}", o.text);
+
+    // A tab the user opens is not told, while it loads either.
+    let (_tab, plain) = rig.open("/observe/prepared-loading.html");
+    assert_eq!(loader_mark(&sw, plain.tab_id, "prepare"), None);
+    assert_eq!(loader_mark(&sw, plain.tab_id, "warmed"), None);
+}
+
 #[test]
 fn a_tab_a_task_drives_is_walked_once_loaded_and_observed_from_that_walk() {
     let rig = Rig::start();

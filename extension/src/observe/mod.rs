@@ -114,7 +114,7 @@ pub async fn observe(
     crate::mark("settled");
     let perf = window.performance();
     let started = perf.as_ref().map_or(0.0, |p| p.now());
-    let mut walked = walk_phase(&window, &document, full)?;
+    let mut walked = walk_phase(&window, &document, full, crate::deadline::WALK_MS)?;
     if crate::ready::images_coming() {
         // Usable elements still empty because their pictures are coming
         // (`ready::image_coming`): waited for within the settle wait's
@@ -122,7 +122,7 @@ pub async fn observe(
         // empty and walks the page).
         let left = crate::ready::MAX_MS - (perf.as_ref().map_or(0.0, |p| p.now()) - asked);
         settled &= crate::ready::images_come(left.min(crate::ready::IMAGE_WAIT_MS)).await;
-        walked = walk_phase(&window, &document, full)?;
+        walked = walk_phase(&window, &document, full, crate::deadline::WALK_MS)?;
         crate::ready::forget_images();
     }
     let Walked { viewport, reobserved, fallback, remote, url } = walked;
@@ -168,8 +168,14 @@ struct Walked {
 }
 
 /// Walks the page, or re-reads what changed since the kept walk (unless
-/// `full`), and keeps the result (`incremental/`).
-fn walk_phase(window: &Window, document: &Document, full: bool) -> Result<Walked, String> {
+/// `full`), and keeps the result (`incremental/`); a walk longer than
+/// `limit_ms` gives up (`deadline.rs`).
+fn walk_phase(
+    window: &Window,
+    document: &Document,
+    full: bool,
+    limit_ms: f64,
+) -> Result<Walked, String> {
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
     let location = document.location();
@@ -206,7 +212,7 @@ fn walk_phase(window: &Window, document: &Document, full: bool) -> Result<Walked
     crate::listeners::refresh(&document);
     incremental::listeners_found(crate::listeners::take_fresh());
     let changes = incremental::take_changes(&document);
-    crate::deadline::begin(crate::deadline::WALK_MS);
+    crate::deadline::begin(limit_ms);
     let (reobserved, fallback) = match full {
         true => (None, None),
         false => match incremental::reobserve(changes, &document, &top, &viewport, &origin) {
@@ -244,15 +250,23 @@ fn walk_phase(window: &Window, document: &Document, full: bool) -> Result<Walked
 /// with cross-origin frames is not kept (their lines come from asking
 /// them, which the observation does).
 fn prewalk(window: &Window, document: &Document) {
-    match walk_phase(window, document, true) {
+    match walk_phase(window, document, true, crate::deadline::WALK_MS) {
         Ok(w) if w.remote.is_empty() => {}
         _ => incremental::forget(),
     }
 }
 
-/// For a page a task drives, once it has loaded (`crate::prepare`): its
-/// first walk when the page is idle, kept, unless an observation walked it
-/// first. Its readiness watch begins now.
+/// For a page a task drives (`crate::prepare`), told while it loads or
+/// once it has loaded: its readiness watch begins now, and its first walk
+/// comes once it has loaded and is idle, kept, unless an observation
+/// walked it first. While it loads, the page is walked once when it is
+/// idle (waiting for its pictures, say), for at most [`WARM_UP_MS`], and
+/// that walk thrown away with the styles it read: a walk of a page still loading would be re-read from
+/// mutations, which do not say what its pictures and style sheets still
+/// move, but it runs the walk's code once, so that the kept walk at `load`
+/// and the observation run warm code (a walk's first run in a fresh
+/// instance costs several times the next: V8's first tiers, the wrappers
+/// of the calls to the page).
 pub fn prepare() {
     let Some(window) = web_sys::window() else { return };
     let Some(document) = window.document() else { return };
@@ -260,23 +274,59 @@ pub fn prepare() {
     if incremental::kept_for(&document) {
         return;
     }
+    if document.ready_state() == "complete" {
+        walk_when_idle(window, document, false);
+        return;
+    }
+    walk_when_idle(window.clone(), document.clone(), true);
+    let target = window.clone();
+    let on_load = Closure::once_into_js(move || walk_when_idle(window, document, false));
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_once(true);
+    let _ = target.add_event_listener_with_callback_and_add_event_listener_options(
+        "load",
+        on_load.unchecked_ref(),
+        &options,
+    );
+}
+
+/// [`prepare`]'s walk, when the page is idle (at most [`PREPARE_IDLE_MS`]
+/// from now): kept, or, with `warm_up` and the page still loading, thrown
+/// away.
+fn walk_when_idle(window: Window, document: Document, warm_up: bool) {
+    let global = js_sys::global();
     let walk = Closure::once_into_js(move || {
         // Still this document, and still not walked.
         let current = window.document().is_some_and(|d| d == document);
-        if current && !incremental::kept_for(&document) {
+        if !current || incremental::kept_for(&document) {
+            return;
+        }
+        if !warm_up {
             prewalk(&window, &document);
             crate::mark("prepared");
+        } else if document.ready_state() != "complete" {
+            let _ = walk_phase(&window, &document, true, WARM_UP_MS);
+            incremental::forget();
+            style_cache::clear();
+            crate::mark("warmed");
         }
     });
     let options = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&options, &"timeout".into(), &PREPARE_IDLE_MS.into());
-    let global = js_sys::global();
     if let Ok(idle) = js_sys::Reflect::get(&global, &"requestIdleCallback".into()) {
         if let Some(idle) = idle.dyn_ref::<js_sys::Function>() {
             let _ = idle.call2(&global, &walk, &options);
         }
     }
 }
+
+/// How long the walk of a page still loading may run ([`prepare`]): long
+/// enough for the walk's code to have run (V8 compiles a function when it
+/// is first called, and a call to the page gets its own wrapper after its
+/// first thousand calls), short enough not to hold the page's `load` back
+/// long when a picture comes meanwhile. (The walk's clock is read every 256
+/// elements.)
+const WARM_UP_MS: f64 = 30.0;
 
 /// The longest wait for the page to be idle before [`prepare`]'s walk.
 const PREPARE_IDLE_MS: u32 = 1000;

@@ -1,0 +1,111 @@
+//! Where a cold first walk's time goes: V8's sampling profiler on a fresh
+//! tab of the generated 1k-element page (not driven, observed once still),
+//! then the same tab observed again with a full walk (the code warm).
+//! Prints self time by function for each.
+//!
+//! ```text
+//! cargo run -p errand-e2e --example profile_first [-- ROUNDS]
+//! ```
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use errand_e2e::browser::{LaunchOptions, TestBrowser, repo_root};
+use errand_e2e::fixtures::FixtureServer;
+use serde_json::{Value, json};
+
+fn page_1k() -> String {
+    let mut html = String::from(
+        "<!doctype html><html><head><meta charset=utf-8><title>generated</title>\
+         <style>.r{display:flex;gap:6px;padding:2px;font:13px sans-serif}</style></head><body>\n",
+    );
+    for i in 0..100 {
+        html.push_str(&format!(
+            "<div class=r><span>Item {i}</span><b>note</b>\
+             <button aria-label=\"w{i}b\">Buy</button>\
+             <a href=\"#r{i}\" aria-label=\"w{i}a\">Details</a>\
+             <input aria-label=\"w{i}i\">\
+             <button style=\"display:none\">Hidden</button>\
+             <i>decoy</i><span>more text</span><em>x</em></div>\n"
+        ));
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+fn self_times(profile: &Value) -> Vec<(String, f64)> {
+    let nodes = profile["nodes"].as_array().cloned().unwrap_or_default();
+    let mut by_id: HashMap<u64, String> = HashMap::new();
+    for n in &nodes {
+        let f = &n["callFrame"];
+        let url = f["url"].as_str().unwrap_or("");
+        let file = url.rsplit('/').next().unwrap_or("");
+        let name = f["functionName"].as_str().unwrap_or("");
+        by_id.insert(n["id"].as_u64().unwrap_or(0), format!("{name} [{file}]"));
+    }
+    let samples = profile["samples"].as_array().cloned().unwrap_or_default();
+    let deltas = profile["timeDeltas"].as_array().cloned().unwrap_or_default();
+    let mut acc: HashMap<String, f64> = HashMap::new();
+    // Each sample's time is the next delta.
+    for (i, s) in samples.iter().enumerate() {
+        let dt = deltas.get(i + 1).and_then(Value::as_f64).unwrap_or(0.0) / 1000.0;
+        let name = by_id.get(&s.as_u64().unwrap_or(0)).cloned().unwrap_or_default();
+        *acc.entry(name).or_default() += dt;
+    }
+    let mut v: Vec<_> = acc.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
+}
+
+fn main() -> Result<()> {
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let root = repo_root();
+    let pages = root.join("target/bench/load-pages");
+    std::fs::create_dir_all(&pages)?;
+    std::fs::write(pages.join("gen-1k.html"), page_1k())?;
+    let server = FixtureServer::start_in(pages)?;
+    let mut options = LaunchOptions::new("http://127.0.0.1:9/v1");
+    if let Ok(extra) = std::env::var("BENCH_CHROMIUM_ARGS") {
+        options.args.extend(extra.split_whitespace().map(str::to_owned));
+    }
+    // Another build of the extension (a copy of main's, for a before/after).
+    if let Ok(dir) = std::env::var("BENCH_EXTENSION_DIR") {
+        options.extension_dir = Some(dir.into());
+    }
+    let browser = TestBrowser::launch(options)?;
+    let path = std::env::var("PROFILE_PAGE").unwrap_or_else(|_| "gen-1k.html".into());
+    for round in 0..rounds {
+        let url = server.url(&format!("/{path}?round={round}"));
+        let tab = browser.cdp().new_page(&url)?;
+        tab.wait_for("document.readyState === 'complete'", Duration::from_secs(30))?;
+        std::thread::sleep(Duration::from_millis(800));
+        let sw = browser.service_worker()?;
+        let tab_id = sw.eval(&format!(
+            "chrome.tabs.query({{}}).then(ts => ts.find(t => t.url === {u}).id)",
+            u = json!(url)
+        ))?;
+        for (label, full) in [("cold", false), ("warm full", true), ("warm full again", true)] {
+            tab.call("Profiler.enable", json!({}))?;
+            tab.call("Profiler.setSamplingInterval", json!({"interval": 100}))?;
+            tab.call("Profiler.start", json!({}))?;
+            let answer = sw.eval(&format!(
+                "(async () => {{
+                   const t = performance.now();
+                   const a = await chrome.tabs.sendMessage({tab_id}, {{ v: 1, id: 1, kind: 'page', tab_id: {tab_id}, command: {{ op: 'observe', marks: false, full: {full} }} }}, {{ frameId: 0 }});
+                   return {{ total: performance.now() - t, walk: a.ok?.elapsed_ms, build: a.ok?.build }};
+                 }})()"
+            ))?;
+            let profile = tab.call("Profiler.stop", json!({}))?;
+            println!("\n== round {round} {label}: {answer}");
+            let times = self_times(&profile["profile"]);
+            let total: f64 = times.iter().map(|t| t.1).sum();
+            println!("   sampled {total:.1} ms");
+            for (name, t) in times.iter().take(45) {
+                println!("   {t:7.2}  {name}");
+            }
+        }
+        let _ = browser.cdp().call("Target.closeTarget", json!({"targetId": tab.target_id}), None);
+    }
+    Ok(())
+}
