@@ -182,10 +182,46 @@ pub enum Place {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
-    Seen { token: String, origin: String, lines: Vec<Line> },
-    Done { effect: Effect },
+    Seen {
+        token: String,
+        origin: String,
+        #[serde(with = "lines_wire")]
+        lines: Vec<Line>,
+    },
+    Done {
+        effect: Effect,
+    },
     Ack {},
-    Failed { code: ErrorCode, message: String },
+    Failed {
+        code: ErrorCode,
+        message: String,
+    },
+}
+
+/// A frame's lines on their way to its parent: `postcard`'s bytes of them,
+/// in base64 (a JSON string). They are Errand's own, between its own
+/// content scripts (the service worker passes them on untouched), and their
+/// JSON took the largest deserialize code of the module to read back
+/// (about 30 KB: every field of [`Line`] by name, or in order); postcard
+/// reads them in order only, and faster (BENCHMARKS.md, "Issue 24 part A,
+/// continued").
+mod lines_wire {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, de, ser};
+
+    use crate::text::Line;
+
+    pub fn serialize<S: serde::Serializer>(lines: &[Line], s: S) -> Result<S::Ok, S::Error> {
+        let bytes = postcard::to_allocvec(lines).map_err(ser::Error::custom)?;
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Line>, D::Error> {
+        let text = String::deserialize(d)?;
+        let bytes = STANDARD.decode(text).map_err(de::Error::custom)?;
+        postcard::from_bytes(&bytes).map_err(de::Error::custom)
+    }
 }
 
 /// The service worker's answer to a [`Relay`].
@@ -551,6 +587,67 @@ mod tests {
         };
         let text = serde_json::to_string(&seen).unwrap();
         assert_eq!(serde_json::from_str::<Reply>(&text).unwrap(), seen);
+    }
+
+    /// A frame's lines go to its parent as postcard's bytes in base64 (a
+    /// JSON string) and come back the same, every field.
+    #[test]
+    fn lines_round_trip() {
+        use crate::text::ScrollInfo;
+        let full = Seen {
+            index: 300,
+            tag: "select".into(),
+            role: Some("listbox".into()),
+            input_type: Some("text".into()),
+            name: Some("Größe ✓".into()),
+            placeholder: Some("p".into()),
+            aria_label: Some("a".into()),
+            title: Some("t".into()),
+            href: Some("/x".into()),
+            target: Some("https://a.example/x".into()),
+            value: Some("v".into()),
+            label: Some("l".into()),
+            checked: true,
+            selected: true,
+            expanded: Some(false),
+            invalid: true,
+            disabled: true,
+            required: true,
+            readonly: true,
+            multiple: true,
+            editor: true,
+            is_new: true,
+            scroll: Some(ScrollInfo { above: 1.5, below: 200.25 }),
+            text: "some text".into(),
+            icon: Some("send".into()),
+            options: vec!["one".into(), "two".into()],
+            option_count: 70_000,
+            rect: Rect { x: -3.5, y: 1e6, width: 0.1, height: 40.0 },
+            in_viewport: true,
+            origin: Some("https://b.example".into()),
+        };
+        let seen = Reply::Seen {
+            token: "0123abcd".into(),
+            origin: "https://b.example".into(),
+            lines: vec![
+                Line::Element(Box::new(full)),
+                Line::Element(Box::default()),
+                Line::Heading { level: 2, text: "Title".into(), in_viewport: false },
+                Line::Text { text: String::new(), in_viewport: true },
+            ],
+        };
+        let text = serde_json::to_string(&seen).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(value["seen"]["lines"].is_string(), "{text}");
+        assert_eq!(value["seen"]["token"], "0123abcd");
+        assert_eq!(serde_json::from_str::<Reply>(&text).unwrap(), seen);
+        let empty = Reply::Seen { token: "t".into(), origin: String::new(), lines: vec![] };
+        let text = serde_json::to_string(&empty).unwrap();
+        assert_eq!(serde_json::from_str::<Reply>(&text).unwrap(), empty);
+        let bad = r#"{"seen":{"token":"t","origin":"o","lines":"AAA*"}}"#;
+        assert!(serde_json::from_str::<Reply>(bad).is_err());
+        let short = r#"{"seen":{"token":"t","origin":"o","lines":"AQA="}}"#;
+        assert!(serde_json::from_str::<Reply>(short).is_err());
     }
 
     #[test]

@@ -34,7 +34,8 @@ const OPTIONS_SHOWN: usize = 8;
 
 /// One interactive element as the walk saw it.
 // Serde: a cross-origin frame's content script sends its lines to its
-// parent's (`frames/`).
+// parent's (`frames/`), in postcard's format: every field is written, in
+// order (no `skip_serializing_if`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Seen {
     pub index: u32,
@@ -91,7 +92,6 @@ pub struct Seen {
     pub in_viewport: bool,
     /// The origin of its document when it is in a cross-origin frame (set
     /// by the instance that merges the frame's lines, `frames/`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
 }
 
