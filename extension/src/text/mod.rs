@@ -121,6 +121,19 @@ pub const OFFSCREEN_TEXT_MAX: usize = 80;
 /// The hard cap on the whole page text, in bytes.
 pub const TEXT_CAP: usize = 40_000;
 
+/// `str::to_lowercase`: an ASCII text in Rust, any other by JavaScript's
+/// `toLowerCase()` (the same Unicode rules, final sigma included), so that
+/// Rust's case tables (about 12 KB) stay out of the WebAssembly module.
+pub fn lower(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
+    #[cfg(target_arch = "wasm32")]
+    return js_sys::JsString::from(text).to_lower_case().into();
+    #[cfg(not(target_arch = "wasm32"))]
+    text.to_lowercase()
+}
+
 /// Collapses runs of whitespace to one space and trims the ends.
 pub fn collapse(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(256));
