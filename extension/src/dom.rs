@@ -131,6 +131,20 @@ pub fn attr(el: &Element, name: &str) -> Option<String> {
     proto::get_attribute(&el, name).filter(|v| !v.trim().is_empty())
 }
 
+/// A decimal number (digits, `.`, an exponent, signs), as
+/// `str::parse::<f64>` reads it; `None` for anything else. Read by
+/// JavaScript's `Number()`, which agrees with Rust on these characters:
+/// Rust's own float parser carries about 14 KB of tables and code into
+/// the module (BENCHMARKS.md, "Issue 24 part A, continued").
+pub fn decimal(text: &str) -> Option<f64> {
+    let decimal = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    let n = if decimal { JsValue::from_str(text).unchecked_into_f64() } else { f64::NAN };
+    (!n.is_nan()).then_some(n)
+}
+
 /// The window whose document holds `el` (an iframe's for elements in it).
 pub fn window_of(el: &Element) -> Option<Window> {
     proto::owner_document(&el).and_then(|d| proto::default_view(&d)).or_else(web_sys::window)

@@ -40,7 +40,7 @@ use web_sys::{
 };
 
 use crate::dom;
-use crate::text::collapse;
+use crate::text::{collapse, lower};
 
 /// The highlight of the selected option (also what the screenshot test
 /// looks for).
@@ -357,7 +357,7 @@ fn type_ahead(key: &str) {
         if now - o.typed_at > TYPE_AHEAD_MS {
             o.typed.clear();
         }
-        o.typed.push_str(&key.to_lowercase());
+        o.typed.push_str(&lower(&key));
         o.typed_at = now;
         Some((o.select.clone(), o.typed.clone()))
     }) else {
@@ -366,8 +366,7 @@ fn type_ahead(key: &str) {
     let found = (0..select.length() as i32).find(|i| {
         choosable(&select, *i)
             && select.item(*i as u32).is_some_and(|o| {
-                collapse(&o.unchecked_ref::<HtmlOptionElement>().text())
-                    .to_lowercase()
+                lower(&collapse(&o.unchecked_ref::<HtmlOptionElement>().text()))
                     .starts_with(&prefix)
             })
     });

@@ -14,7 +14,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, Node, ShadowRoot};
 
 use crate::dom::{self, attr};
-use crate::text::{collapse, truncate};
+use crate::text::{collapse, lower, truncate};
 use crate::{Fail, proto, registry};
 
 const FRAGMENT_NODE: u16 = 11;
@@ -140,9 +140,9 @@ fn own_text(el: &Element) -> Option<String> {
 /// The element's ARIA role: its `role`, else its tag's implicit one.
 fn role(el: &Element, tag: &str) -> Option<String> {
     if let Some(r) = attr(el, "role") {
-        return Some(r.split_whitespace().next().unwrap_or_default().to_lowercase());
+        return Some(lower(r.split_whitespace().next().unwrap_or_default()));
     }
-    let kind = || attr(el, "type").unwrap_or_default().to_lowercase();
+    let kind = || lower(&attr(el, "type").unwrap_or_default());
     Some(
         match tag {
             "a" if attr(el, "href").is_some() => "link",
@@ -170,7 +170,7 @@ fn accessible_name(el: &Element, tag: &str) -> Option<String> {
     let field = matches!(tag, "input" | "select" | "textarea");
     let button_input = tag == "input"
         && attr(el, "type")
-            .is_some_and(|t| matches!(t.to_lowercase().as_str(), "submit" | "button" | "reset"));
+            .is_some_and(|t| matches!(lower(&t).as_str(), "submit" | "button" | "reset"));
     attr(el, "aria-label")
         .or_else(|| if button_input { attr(el, "value") } else { None })
         .or_else(|| if field { dom::field_label(el) } else { own_text(el) })

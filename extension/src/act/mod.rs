@@ -124,7 +124,7 @@ fn check_secret_field(el: Option<&Element>) -> Result<(), Fail> {
     let what = match el {
         Some(el) if proto::local_name(&el) == "input" => {
             let kind = proto::get_attribute(&el, "type").unwrap_or_else(|| "text".to_owned());
-            format!("a {} input", collapse(&kind).to_lowercase())
+            format!("a {} input", text::lower(&collapse(&kind)))
         }
         Some(el) => format!("a <{}>", proto::local_name(&el)),
         None => "gone".to_owned(),
@@ -304,7 +304,7 @@ fn extract(query: Option<&str>) -> String {
         .unwrap_or_default()
         .split_whitespace()
         .filter(|w| w.len() > 2)
-        .map(str::to_lowercase)
+        .map(text::lower)
         .collect();
     let picked: Vec<&String> = if words.is_empty() {
         lines.iter().collect()
@@ -312,7 +312,7 @@ fn extract(query: Option<&str>) -> String {
         let hits: Vec<&String> = lines
             .iter()
             .filter(|l| {
-                let l = l.to_lowercase();
+                let l = text::lower(l);
                 words.iter().any(|w| l.contains(w.as_str()))
             })
             .collect();

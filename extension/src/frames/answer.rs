@@ -4,7 +4,8 @@
 use super::*;
 
 /// Runs one [`Message`] from a parent frame (relayed by the service
-/// worker) and resolves with the JSON of the [`Reply`].
+/// worker) and resolves with the JSON of the [`Reply`] (a string: see
+/// `wire.rs`).
 #[wasm_bindgen]
 pub async fn handle_frame(message: String) -> String {
     // Through a `Value`, as `messages::read_request` reads a `page` command:
@@ -20,9 +21,8 @@ pub async fn handle_frame(message: String) -> String {
             message: format!("bad frame message: {e}"),
         },
     };
-    serde_json::to_string(&reply).unwrap_or_else(|_| {
-        r#"{"failed":{"code":"internal","message":"cannot encode the reply"}}"#.into()
-    })
+    // A JSON string: the loader parses it and sends it on as `ok`.
+    serde_json::Value::String(super::wire::encode(reply)).to_string()
 }
 
 pub(super) fn failed(Fail { code, message }: Fail) -> Reply {

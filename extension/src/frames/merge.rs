@@ -144,23 +144,26 @@ type Observed = Result<(String, String, Vec<Line>), (String, bool)>;
 /// Asks the frames to observe themselves, all at once (a slow frame holds
 /// the others up by its own time only); answers in the same order.
 pub(super) async fn observe_frames(pending: &[&Pending], marks: bool, depth: u32) -> Vec<Observed> {
+    // Each answer is put in its place as it comes (not through the
+    // promises: no serializing of the lines in between).
+    let answers: std::rc::Rc<RefCell<Vec<Option<Observed>>>> =
+        std::rc::Rc::new(RefCell::new(pending.iter().map(|_| None).collect()));
     let asks = js_sys::Array::new();
-    for p in pending {
+    for (i, p) in pending.iter().enumerate() {
         let to = path_of_iframe(&p.iframe);
         let view = p.view;
+        let answers = answers.clone();
         asks.push(&wasm_bindgen_futures::future_to_promise(async move {
             let got = observe_frame(to, view, marks, depth).await;
-            Ok(JsValue::from_str(&serde_json::to_string(&got).unwrap_or_default()))
+            answers.borrow_mut()[i] = Some(got);
+            Ok(JsValue::UNDEFINED)
         }));
     }
-    let all = wasm_bindgen_futures::JsFuture::from(Promise::all(&asks)).await;
-    let all: js_sys::Array = all.map(JsCast::unchecked_into).unwrap_or_default();
-    (0..pending.len() as u32)
-        .map(|i| {
-            let text = all.get(i).as_string().unwrap_or_default();
-            serde_json::from_str::<Observed>(&text)
-                .unwrap_or_else(|_| Err(("its answer was lost".into(), false)))
-        })
+    let _ = wasm_bindgen_futures::JsFuture::from(Promise::all(&asks)).await;
+    let answers = std::mem::take(&mut *answers.borrow_mut());
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(("its answer was lost".into(), false))))
         .collect()
 }
 

@@ -66,6 +66,7 @@ use crate::{Fail, act, dropdown, marks, observe};
 mod answer;
 mod merge;
 mod route;
+mod wire;
 
 pub use answer::handle_frame;
 pub use merge::{Pending, ask, cleanup, draw_marks, merge, renumber};
@@ -96,8 +97,8 @@ pub struct View {
     pub clip: Rect,
 }
 
-/// What one instance asks of another. Externally tagged (`{"act": {...}}`),
-/// like [`Reply`]: read from a [`serde_json::Value`] (`handle_frame`), an
+/// What one instance asks of another. Externally tagged (`{"act": {...}}`):
+/// read from a [`serde_json::Value`] (`handle_frame`), an
 /// `Action` in it takes the same deserialize code as in a `page` command
 /// (`messages::read_request`); an internally tagged enum would read it
 /// through serde's buffered `Content`, a second copy.
@@ -177,10 +178,8 @@ pub enum Place {
     Loose { parent: Vec<u32>, width: f64, height: f64 },
 }
 
-/// A frame's answer (externally tagged, as [`Command`]: its lines are read
-/// without serde's buffering).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A frame's answer, sent as postcard's bytes in base64 (`wire.rs`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     Seen { token: String, origin: String, lines: Vec<Line> },
     Done { effect: Effect },
@@ -191,8 +190,9 @@ pub enum Reply {
 /// The service worker's answer to a [`Relay`].
 #[derive(Debug, Deserialize)]
 struct Relayed {
+    /// The frame's [`Reply`], as `wire::encode` wrote it.
     #[serde(default)]
-    ok: Option<Reply>,
+    ok: Option<String>,
     #[serde(default)]
     failed: Option<String>,
     /// The frame cannot run Errand (`failed` says why): it answers the same
@@ -441,7 +441,9 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
     let text =
         js_sys::JSON::stringify(&answer).ok().and_then(|s| s.as_string()).unwrap_or_default();
     match serde_json::from_str::<Relayed>(&text) {
-        Ok(Relayed { ok: Some(reply), .. }) => Ok(reply),
+        Ok(Relayed { ok: Some(reply), .. }) => {
+            wire::decode(&reply).ok_or_else(|| unavailable("the frame's answer cannot be read"))
+        }
         Ok(Relayed { failed: Some(why), unreadable, .. }) => {
             Err((Fail::new(ErrorCode::PageUnavailable, why), unreadable))
         }
@@ -549,8 +551,106 @@ mod tests {
                 Line::Text { text: "hi".into(), in_viewport: true },
             ],
         };
-        let text = serde_json::to_string(&seen).unwrap();
-        assert_eq!(serde_json::from_str::<Reply>(&text).unwrap(), seen);
+        assert_eq!(wire::decode(&wire::encode(seen.clone())), Some(seen));
+    }
+
+    /// A frame's reply goes to its parent as postcard's bytes in base64 (a
+    /// JSON string) and comes back the same, every field.
+    #[test]
+    fn replies_round_trip() {
+        use crate::text::ScrollInfo;
+        let full = Seen {
+            index: 300,
+            tag: "select".into(),
+            role: Some("listbox".into()),
+            input_type: Some("text".into()),
+            name: Some("Größe ✓".into()),
+            placeholder: Some("p".into()),
+            aria_label: Some("a".into()),
+            title: Some("t".into()),
+            href: Some("/x".into()),
+            target: Some("https://a.example/x".into()),
+            value: Some("v".into()),
+            label: Some("l".into()),
+            checked: true,
+            selected: true,
+            expanded: Some(false),
+            invalid: true,
+            disabled: true,
+            required: true,
+            readonly: true,
+            multiple: true,
+            editor: true,
+            is_new: true,
+            scroll: Some(ScrollInfo { above: 1.5, below: 200.25 }),
+            text: "some text".into(),
+            icon: Some("send".into()),
+            options: vec!["one".into(), "two".into()],
+            option_count: 70_000,
+            rect: Rect { x: -3.5, y: 1e6, width: 0.1, height: 40.0 },
+            in_viewport: true,
+            origin: Some("https://b.example".into()),
+        };
+        let seen = Reply::Seen {
+            token: "0123abcd".into(),
+            origin: "https://b.example".into(),
+            lines: vec![
+                Line::Element(Box::new(full)),
+                Line::Element(Box::default()),
+                Line::Heading { level: 2, text: "Title".into(), in_viewport: false },
+                Line::Text { text: String::new(), in_viewport: true },
+            ],
+        };
+        let effect = errand_protocol::Effect {
+            summary: "clicked [3]".into(),
+            url: "https://a.example/".into(),
+            url_changed: true,
+            value: Some("x".into()),
+            page_changed: true,
+            appeared: vec!["a menu".into()],
+            invalid: vec!["[4] is required".into()],
+            new_tab: Some(-7),
+            dialogs: vec![errand_protocol::Dialog {
+                kind: "prompt".into(),
+                message: "Name?".into(),
+                accepted: true,
+                text: Some("Ada".into()),
+                by_default: true,
+            }],
+            reverted: vec!["[5]".into()],
+            locator: Some(errand_protocol::Locator {
+                tag: "button".into(),
+                role: Some("button".into()),
+                name: Some("Go".into()),
+                label: Some("l".into()),
+                text: Some("Go".into()),
+                id: Some("go".into()),
+                field_name: Some("f".into()),
+                test_id: Some("data-testid=go".into()),
+                css: Some("button:nth-of-type(2)".into()),
+                frame: vec!["iframe:nth-of-type(1)".into()],
+                rect: Some([1.0, 2.5, 3.0, 4.0]),
+            }),
+        };
+        let replies = [
+            seen,
+            Reply::Seen { token: "t".into(), origin: String::new(), lines: vec![] },
+            Reply::Done { effect },
+            Reply::Done { effect: Default::default() },
+            Reply::Ack {},
+            Reply::Failed { code: ErrorCode::ElementGone, message: "gone \"x\"".into() },
+        ];
+        for reply in replies {
+            let text = wire::encode(reply.clone());
+            assert!(!text.is_empty());
+            // What the loader sends on: the JSON string handle_frame resolves with, parsed.
+            let json = serde_json::Value::String(text.clone()).to_string();
+            assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
+            assert_eq!(wire::decode(&text), Some(reply));
+        }
+        for bad in ["", "AAA*", "AQA=", "{}"] {
+            assert_eq!(wire::decode(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -157,8 +157,8 @@ impl Walk {
 /// A number as a person reads it: `20.0` → `20`, `1.50` → `1.5`.
 pub(super) fn trim_number(v: String) -> String {
     let t = v.trim();
-    match t.parse::<f64>() {
-        Ok(n) if n.is_finite() => {
+    match dom::decimal(t) {
+        Some(n) if n.is_finite() => {
             let mut s = format!("{n}");
             if s.contains('e') {
                 s = t.to_owned();

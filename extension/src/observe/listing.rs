@@ -103,7 +103,7 @@ pub(super) fn control_hidden(control: &web_sys::HtmlElement) -> bool {
         return false;
     };
     let prop = |name: Name| dom::property(&style, name);
-    prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.01)
+    dom::decimal(&prop(Name::Opacity)).is_some_and(|o| o <= 0.01)
         || prop(Name::Visibility) == "hidden"
         || prop(Name::Display) == "none"
 }

@@ -41,7 +41,7 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
     // control a person clicks: it stays listed (issue 19). So does a
     // combobox's input made transparent while the box shows its chosen
     // value (react-select after a choice): the box is what a person uses.
-    let transparent = prop(Name::Opacity).parse::<f64>().is_ok_and(|o| o <= 0.0);
+    let transparent = dom::decimal(&prop(Name::Opacity)).is_some_and(|o| o <= 0.0);
     // So is a transparent `<select>` laid over a date picker's month or
     // year caption (Pikaday's): a person clicks the caption and gets it.
     // (One under the widget that replaced it is left out as covered.)

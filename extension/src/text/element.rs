@@ -120,7 +120,7 @@ pub(super) fn kind_of(seen: &Seen) -> (&str, Option<&str>) {
 
 /// Lower-case letters and digits only: for telling whether one text repeats another.
 pub(super) fn key(text: &str) -> String {
-    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    lower(&text.chars().filter(|c| c.is_alphanumeric()).collect::<String>())
 }
 
 /// Whether two texts share a word of four letters or more.
@@ -128,7 +128,7 @@ pub(super) fn shares_a_word(a: &str, b: &str) -> bool {
     let words = |t: &str| -> Vec<String> {
         t.split(|c: char| !c.is_alphanumeric())
             .filter(|w| w.chars().count() >= 4)
-            .map(str::to_lowercase)
+            .map(lower)
             .collect()
     };
     let a = words(a);

@@ -34,7 +34,8 @@ const OPTIONS_SHOWN: usize = 8;
 
 /// One interactive element as the walk saw it.
 // Serde: a cross-origin frame's content script sends its lines to its
-// parent's (`frames/`).
+// parent's (`frames/`), in postcard's format: every field is written, in
+// order (no `skip_serializing_if`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Seen {
     pub index: u32,
@@ -91,7 +92,6 @@ pub struct Seen {
     pub in_viewport: bool,
     /// The origin of its document when it is in a cross-origin frame (set
     /// by the instance that merges the frame's lines, `frames/`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
 }
 
@@ -120,6 +120,19 @@ pub const TEXT_LINE_MAX: usize = 300;
 pub const OFFSCREEN_TEXT_MAX: usize = 80;
 /// The hard cap on the whole page text, in bytes.
 pub const TEXT_CAP: usize = 40_000;
+
+/// `str::to_lowercase`: an ASCII text in Rust, any other by JavaScript's
+/// `toLowerCase()` (the same Unicode rules, final sigma included), so that
+/// Rust's case tables (about 12 KB) stay out of the WebAssembly module.
+pub fn lower(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
+    #[cfg(target_arch = "wasm32")]
+    return js_sys::JsString::from(text).to_lower_case().into();
+    #[cfg(not(target_arch = "wasm32"))]
+    text.to_lowercase()
+}
 
 /// Collapses runs of whitespace to one space and trims the ends.
 pub fn collapse(text: &str) -> String {
