@@ -42,22 +42,7 @@ use serde_json::{Value, json};
 const STILL_MS: u32 = 600;
 
 fn page_1k() -> String {
-    let mut html = String::from(
-        "<!doctype html><html><head><meta charset=utf-8><title>generated</title>\
-         <style>.r{display:flex;gap:6px;padding:2px;font:13px sans-serif}</style></head><body>\n",
-    );
-    for i in 0..100 {
-        html.push_str(&format!(
-            "<div class=r><span>Item {i}</span><b>note</b>\
-             <button aria-label=\"w{i}b\">Buy</button>\
-             <a href=\"#r{i}\" aria-label=\"w{i}a\">Details</a>\
-             <input aria-label=\"w{i}i\">\
-             <button style=\"display:none\">Hidden</button>\
-             <i>decoy</i><span>more text</span><em>x</em></div>\n"
-        ));
-    }
-    html.push_str("</body></html>\n");
-    html
+    errand_e2e::fixtures::generated_page(100)
 }
 
 /// The same page with a picture that comes 300 ms late: its `load` comes
@@ -176,16 +161,8 @@ fn main() -> Result<()> {
         );
     }
 
-    let mut options = LaunchOptions::new("http://127.0.0.1:9/v1");
-    // More Chromium flags for an experiment (`--js-flags=…`, V8's tiers).
-    if let Ok(extra) = std::env::var("BENCH_CHROMIUM_ARGS") {
-        options.args.extend(extra.split_whitespace().map(str::to_owned));
-    }
-    // Another build of the extension (a copy of main's, for a before/after).
-    if let Ok(dir) = std::env::var("BENCH_EXTENSION_DIR") {
-        options.extension_dir = Some(dir.into());
-    }
-    let browser = TestBrowser::launch(options)?;
+    let browser =
+        TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1").with_bench_env())?;
     let mut samples: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     let mut push = |k: &str, v: Option<f64>| {
         if let Some(v) = v {

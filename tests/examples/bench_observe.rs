@@ -394,26 +394,8 @@ fn recall_precision(want: &BTreeSet<String>, found: &BTreeSet<String>) -> (f64, 
 /// button, and six plain elements with text.
 fn generated_page(n: usize) -> (String, BTreeSet<String>) {
     let rows = n / 10;
-    let mut want = BTreeSet::new();
-    let mut html = String::from(
-        "<!doctype html><html><head><meta charset=utf-8><title>generated</title>\
-         <style>.r{display:flex;gap:6px;padding:2px;font:13px sans-serif}</style></head><body>\n",
-    );
-    for i in 0..rows {
-        html.push_str(&format!(
-            "<div class=r><span>Item {i}</span><b>note</b>\
-             <button aria-label=\"w{i}b\">Buy</button>\
-             <a href=\"#r{i}\" aria-label=\"w{i}a\">Details</a>\
-             <input aria-label=\"w{i}i\">\
-             <button style=\"display:none\">Hidden</button>\
-             <i>decoy</i><span>more text</span><em>x</em></div>\n"
-        ));
-        for s in ["b", "a", "i"] {
-            want.insert(format!("w{i}{s}"));
-        }
-    }
-    html.push_str("</body></html>\n");
-    (html, want)
+    let want = (0..rows).flat_map(|i| ["b", "a", "i"].map(|s| format!("w{i}{s}"))).collect();
+    (errand_e2e::fixtures::generated_page(rows), want)
 }
 
 /// The reference's source, downloaded into `.tools/` when missing.

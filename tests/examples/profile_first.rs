@@ -16,22 +16,7 @@ use errand_e2e::fixtures::FixtureServer;
 use serde_json::{Value, json};
 
 fn page_1k() -> String {
-    let mut html = String::from(
-        "<!doctype html><html><head><meta charset=utf-8><title>generated</title>\
-         <style>.r{display:flex;gap:6px;padding:2px;font:13px sans-serif}</style></head><body>\n",
-    );
-    for i in 0..100 {
-        html.push_str(&format!(
-            "<div class=r><span>Item {i}</span><b>note</b>\
-             <button aria-label=\"w{i}b\">Buy</button>\
-             <a href=\"#r{i}\" aria-label=\"w{i}a\">Details</a>\
-             <input aria-label=\"w{i}i\">\
-             <button style=\"display:none\">Hidden</button>\
-             <i>decoy</i><span>more text</span><em>x</em></div>\n"
-        ));
-    }
-    html.push_str("</body></html>\n");
-    html
+    errand_e2e::fixtures::generated_page(100)
 }
 
 fn self_times(profile: &Value) -> Vec<(String, f64)> {
@@ -65,15 +50,8 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&pages)?;
     std::fs::write(pages.join("gen-1k.html"), page_1k())?;
     let server = FixtureServer::start_in(pages)?;
-    let mut options = LaunchOptions::new("http://127.0.0.1:9/v1");
-    if let Ok(extra) = std::env::var("BENCH_CHROMIUM_ARGS") {
-        options.args.extend(extra.split_whitespace().map(str::to_owned));
-    }
-    // Another build of the extension (a copy of main's, for a before/after).
-    if let Ok(dir) = std::env::var("BENCH_EXTENSION_DIR") {
-        options.extension_dir = Some(dir.into());
-    }
-    let browser = TestBrowser::launch(options)?;
+    let browser =
+        TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1").with_bench_env())?;
     let path = std::env::var("PROFILE_PAGE").unwrap_or_else(|_| "gen-1k.html".into());
     for round in 0..rounds {
         let url = server.url(&format!("/{path}?round={round}"));

@@ -79,6 +79,20 @@ impl LaunchOptions {
             planner: false,
         }
     }
+
+    /// With what a benchmark's environment asks for: `BENCH_CHROMIUM_ARGS`
+    /// adds Chromium flags (split at whitespace; `--js-flags=…` for V8's
+    /// tiers), `BENCH_EXTENSION_DIR` loads another unpacked build (a copy
+    /// of main's, for a before/after).
+    pub fn with_bench_env(mut self) -> Self {
+        if let Ok(extra) = std::env::var("BENCH_CHROMIUM_ARGS") {
+            self.args.extend(extra.split_whitespace().map(str::to_owned));
+        }
+        if let Ok(dir) = std::env::var("BENCH_EXTENSION_DIR") {
+            self.extension_dir = Some(dir.into());
+        }
+        self
+    }
 }
 
 /// Where the host finds the model's settings.

@@ -140,3 +140,26 @@ fn content_type(file: &Path) -> &'static str {
         _ => "text/plain; charset=utf-8",
     }
 }
+
+/// A generated page of `rows` rows of ten elements (the benchmarks'
+/// `generated-*` pages): per row a button, a link and an input a person
+/// would use (labelled `w{row}b`, `w{row}a`, `w{row}i`), a hidden button,
+/// and six plain elements with text.
+pub fn generated_page(rows: usize) -> String {
+    let mut html = String::from(
+        "<!doctype html><html><head><meta charset=utf-8><title>generated</title>\
+         <style>.r{display:flex;gap:6px;padding:2px;font:13px sans-serif}</style></head><body>\n",
+    );
+    for i in 0..rows {
+        html.push_str(&format!(
+            "<div class=r><span>Item {i}</span><b>note</b>\
+             <button aria-label=\"w{i}b\">Buy</button>\
+             <a href=\"#r{i}\" aria-label=\"w{i}a\">Details</a>\
+             <input aria-label=\"w{i}i\">\
+             <button style=\"display:none\">Hidden</button>\
+             <i>decoy</i><span>more text</span><em>x</em></div>\n"
+        ));
+    }
+    html.push_str("</body></html>\n");
+    html
+}

@@ -1187,16 +1187,7 @@ fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded()
 #[test]
 fn a_tab_a_task_drives_is_walked_once_loaded_and_observed_from_that_walk() {
     let rig = Rig::start();
-    // Right after launch an evaluation can land in a context without the
-    // extension's globals: attach again until it has them.
-    let mut sw = rig.browser.service_worker().unwrap();
-    for _ in 0..40 {
-        if sw.eval("!!globalThis.errandBrowserRequests").ok() == Some(json!(true)) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(150));
-        sw = rig.browser.service_worker().unwrap();
-    }
+    let sw = service_worker(&rig);
     // Opened as the host opens a task's tab: the service worker then tells
     // its content script to prepare once it has loaded.
     let url = rig.fixtures.url("/observe/prepared.html");
