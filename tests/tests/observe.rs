@@ -1140,17 +1140,23 @@ fn service_worker(rig: &Rig) -> Page {
     sw
 }
 
+/// Opens `path` as the host opens a task's tab (the service worker's
+/// `open_tab`, which makes it a tab a task drives); its tab id.
+fn open_as_a_task(rig: &Rig, sw: &Page, path: &str) -> i64 {
+    let url = rig.fixtures.url(path);
+    let opened = sw
+        .eval(&format!("globalThis.errandBrowserRequests.open_tab({{ id: 1, url: {url:?} }})"))
+        .unwrap();
+    opened["tab_id"].as_i64().expect("a tab id")
+}
+
 #[test]
 fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded() {
     let rig = Rig::start();
     let sw = service_worker(&rig);
     // Opened as the host opens a task's tab: its content script is told to
     // prepare as soon as it runs, while the picture is still coming.
-    let url = rig.fixtures.url("/observe/prepared-loading.html");
-    let opened = sw
-        .eval(&format!("globalThis.errandBrowserRequests.open_tab({{ id: 1, url: {url:?} }})"))
-        .unwrap();
-    let tab_id = opened["tab_id"].as_i64().expect("a tab id");
+    let tab_id = open_as_a_task(&rig, &sw, "/observe/prepared-loading.html");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while loader_mark(&sw, tab_id, "prepared").is_none() {
         assert!(std::time::Instant::now() < deadline, "the driven tab was never walked");
@@ -1190,11 +1196,7 @@ fn a_tab_a_task_drives_is_walked_once_loaded_and_observed_from_that_walk() {
     let sw = service_worker(&rig);
     // Opened as the host opens a task's tab: the service worker then tells
     // its content script to prepare once it has loaded.
-    let url = rig.fixtures.url("/observe/prepared.html");
-    let opened = sw
-        .eval(&format!("globalThis.errandBrowserRequests.open_tab({{ id: 1, url: {url:?} }})"))
-        .unwrap();
-    let tab_id = opened["tab_id"].as_i64().expect("a tab id");
+    let tab_id = open_as_a_task(&rig, &sw, "/observe/prepared.html");
     let wait = |what: &str, js: &str| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while sw.eval(js).ok() != Some(json!(true)) {
