@@ -29,12 +29,22 @@
   // at once by a CSP without 'wasm-unsafe-eval', which makes every
   // WebAssembly compile path throw.
   const EMPTY_MODULE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
+  let wasmAllowed = null;
+  const wasmRefused = () => {
+    if (wasmAllowed === null) {
+      try {
+        new WebAssembly.Module(EMPTY_MODULE);
+        wasmAllowed = true;
+      } catch (refused) {
+        wasmAllowed = false;
+      }
+    }
+    return !wasmAllowed;
+  };
   let wasmTried = null;
   const tryWasm = () => (wasmTried ??= (async () => {
     mark('wasm_start');
-    try {
-      new WebAssembly.Module(EMPTY_MODULE);
-    } catch (refused) {
+    if (wasmRefused()) {
       mark('wasm_refused');
       return null;
     }
@@ -62,9 +72,11 @@
     return js;
   }));
   if (window === window.top) {
-    // The JS build too: a task's first command at `complete` comes about
-    // 20 ms after `load`, and importing it takes about 45.
-    requestIdleCallback(() => { load().catch(() => {}); }, { timeout: 2000 });
+    // The JS build at once: a task's first command at `complete` comes
+    // about 20 ms after `load` (this script runs just before it ends), and
+    // importing the JS build takes about 45.
+    if (wasmRefused()) load().catch(() => {});
+    else requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
   }
 
   let prepared = false;

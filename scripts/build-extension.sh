@@ -174,6 +174,12 @@ perl -0pi -e '
   s/function __wasm_memory_size\(\) \{\s*return buffer\.byteLength >> 16;\s*\}/function __wasm_memory_size() {\n  return memoryPages;\n }/ or die "no memory_size\n";
   s/(function __wasm_memory_grow\(pagesToAdd\) \{.*?if \(\(oldPages < newPages\) && \(newPages < 65536\)\) \{)\s*var newBuffer = new ArrayBuffer\(newPages << 16\);(.*?bufferView = HEAPU8;)/$1\n   memoryPages = newPages;\n   if (newPages > buffer.byteLength >> 16) {\n   var newBuffer = new ArrayBuffer(Math_min(65535, Math_max(newPages, 2 * (buffer.byteLength >> 16), 64)) << 16);$2\n   }/s or die "no memory_grow\n";
 ' "$PKG/js/${CRATE}_bg.wasm.js"
+# The data segments (about 40 KB) are base64 that wasm2js decodes in a
+# JavaScript loop when the module is imported, run cold: decoded by the
+# browser's own Uint8Array.fromBase64 where there is one (not in Node).
+perl -0pi -e '
+  s/(function base64DecodeToExistingUint8Array\(uint8Array, offset, b64\) \{)/$1\n    if (Uint8Array.fromBase64) { uint8Array.set(Uint8Array.fromBase64(b64), offset); return; }/ or die "no base64 decoder\n";
+' "$PKG/js/${CRATE}_bg.wasm.js"
 # wasm2js writes indented, readable JavaScript (a quarter of it leading
 # spaces, long local names): minified, it is a third of the size (less to
 # fetch and parse); the functions stay the same functions.

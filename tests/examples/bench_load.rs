@@ -206,6 +206,7 @@ fn main() -> Result<()> {
             push(&format!("{build}.open_to_complete"), r["open"].as_f64());
             push(&format!("{build}.glue"), span("wasm_start", "wasm_glue"));
             push(&format!("{build}.loader_start_after_load_end"), span("load_end", "start"));
+            push(&format!("{build}.crate_start_after_load_end"), span("load_end", "wasm_start"));
             if build == "wasm" {
                 push("wasm.fetch_compile_instantiate", span("wasm_glue", "wasm_ready"));
                 push("wasm.refetch", at("refetch_wasm"));

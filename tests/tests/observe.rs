@@ -1210,10 +1210,10 @@ fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded()
 }
 
 /// On a page whose CSP refuses WebAssembly, the top frame's loader imports
-/// the JS build when the page is idle, before any command (as it
-/// instantiates the WebAssembly build elsewhere); nothing is walked.
+/// the JS build as soon as it runs, before any command (as it instantiates
+/// the WebAssembly build when idle elsewhere); nothing is walked.
 #[test]
-fn a_csp_page_has_the_js_build_imported_when_idle() {
+fn a_csp_page_has_the_js_build_imported_before_any_command() {
     let rig = Rig::start();
     let sw = service_worker(&rig);
     let (_tab, cs) = rig.open("/csp/observe/aria.html");
