@@ -5,13 +5,13 @@
 //
 // The manifest declares it in every frame (`document_idle`, the isolated
 // world), so the crate is usually there before a task's first command: the
-// top frame fetches, compiles and instantiates the WebAssembly build when the
-// page is idle (instantiating runs no page logic; nothing is walked until a
-// command asks). Other frames, and the plain-JavaScript build (megabytes to
-// parse, for pages whose CSP refuses WebAssembly), load only when a command
-// comes — or, in the top frame of a tab a task drives, when the service
-// worker says `prepare`, as soon as this script runs in a document the tab
-// is loading (the crate then walks the page once it has loaded and is
+// top frame fetches, compiles and instantiates the WebAssembly build — or
+// imports the plain-JavaScript build when the page's CSP refuses
+// WebAssembly — when the page is idle (loading runs no page logic; nothing
+// is walked until a command asks). Other frames load it only when a command
+// comes. In the top frame of a tab a task drives, the service worker's
+// `prepare` loads it at once, as soon as this script runs in a document the
+// tab is loading (the crate then walks the page once it has loaded and is
 // idle). The service worker still injects this file into a
 // document that lacks it (tabs opened before the extension was installed).
 (() => {
@@ -29,12 +29,22 @@
   // at once by a CSP without 'wasm-unsafe-eval', which makes every
   // WebAssembly compile path throw.
   const EMPTY_MODULE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
+  let wasmAllowed = null;
+  const wasmRefused = () => {
+    if (wasmAllowed === null) {
+      try {
+        new WebAssembly.Module(EMPTY_MODULE);
+        wasmAllowed = true;
+      } catch (refused) {
+        wasmAllowed = false;
+      }
+    }
+    return !wasmAllowed;
+  };
   let wasmTried = null;
   const tryWasm = () => (wasmTried ??= (async () => {
     mark('wasm_start');
-    try {
-      new WebAssembly.Module(EMPTY_MODULE);
-    } catch (refused) {
+    if (wasmRefused()) {
       mark('wasm_refused');
       return null;
     }
@@ -62,7 +72,11 @@
     return js;
   }));
   if (window === window.top) {
-    requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
+    // The JS build at once: a task's first command at `complete` comes
+    // about 20 ms after `load` (this script runs just before it ends), and
+    // importing the JS build takes about 45.
+    if (wasmRefused()) load().catch(() => {});
+    else requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
   }
 
   let prepared = false;

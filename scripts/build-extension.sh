@@ -163,6 +163,23 @@ wasm-bindgen --target bundler --no-typescript --out-dir "$PKG/js" \
 NO_ONE_CALLER_INLINING="--one-caller-inline-max-function-size 0"
 "$WASM_OPT" -Oz $NO_ONE_CALLER_INLINING "$PKG/js/${CRATE}_bg.wasm" -o "$PKG/js/${CRATE}_bg.wasm"
 "$WASM2JS" "$PKG/js/${CRATE}_bg.wasm" -O2 $NO_ONE_CALLER_INLINING -o "$PKG/js/${CRATE}_bg.wasm.js"
+# wasm2js grows memory by copying it into a new ArrayBuffer of exactly the
+# new size, and Rust's allocator grows it a few pages at a time: a first
+# observation grew it tens of times, each a copy of megabytes (16 ms of a
+# cold observation in V8's profile). The memory's size is kept apart from
+# its buffer, which at least doubles when it must grow (what lies past the
+# size is zeros nobody has written, as fresh pages must be).
+perl -0pi -e '
+  s/(\n\s*var buffer = new ArrayBuffer\(\d+\);)/$1\n var memoryPages = buffer.byteLength >> 16;/ or die "no buffer\n";
+  s/function __wasm_memory_size\(\) \{\s*return buffer\.byteLength >> 16;\s*\}/function __wasm_memory_size() {\n  return memoryPages;\n }/ or die "no memory_size\n";
+  s/(function __wasm_memory_grow\(pagesToAdd\) \{.*?if \(\(oldPages < newPages\) && \(newPages < 65536\)\) \{)\s*var newBuffer = new ArrayBuffer\(newPages << 16\);(.*?bufferView = HEAPU8;)/$1\n   memoryPages = newPages;\n   if (newPages > buffer.byteLength >> 16) {\n   var newBuffer = new ArrayBuffer(Math_min(65535, Math_max(newPages, 2 * (buffer.byteLength >> 16), 64)) << 16);$2\n   }/s or die "no memory_grow\n";
+' "$PKG/js/${CRATE}_bg.wasm.js"
+# The data segments (about 40 KB) are base64 that wasm2js decodes in a
+# JavaScript loop when the module is imported, run cold: decoded by the
+# browser's own Uint8Array.fromBase64 where there is one (not in Node).
+perl -0pi -e '
+  s/(function base64DecodeToExistingUint8Array\(uint8Array, offset, b64\) \{)/$1\n    if (Uint8Array.fromBase64) { uint8Array.set(Uint8Array.fromBase64(b64), offset); return; }/ or die "no base64 decoder\n";
+' "$PKG/js/${CRATE}_bg.wasm.js"
 # wasm2js writes indented, readable JavaScript (a quarter of it leading
 # spaces, long local names): minified, it is a third of the size (less to
 # fetch and parse); the functions stay the same functions.

@@ -13,7 +13,8 @@
 //!
 //! `BENCH_CHROMIUM_ARGS` adds Chromium flags (split at whitespace), for
 //! experiments such as `--js-flags=--no-wasm-lazy-compilation`;
-//! `BENCH_EXTENSION_DIR` loads another unpacked build (a before/after).
+//! `BENCH_EXTENSION_DIR` loads another unpacked build (a before/after);
+//! `BENCH_BUILDS=js` (or `wasm`) measures one build only.
 //!
 //! Every round opens a fresh tab of a generated 1k-element page (each
 //! build, then the reference). Errand's tab is opened the way a task opens
@@ -173,6 +174,9 @@ fn main() -> Result<()> {
         // Round 0 warms the browser's caches and is not counted.
         let counted = round > 0;
         for (build, path) in [("wasm", "gen-1k.html"), ("js", "csp/gen-1k.html")] {
+            if std::env::var("BENCH_BUILDS").is_ok_and(|only| only != build) {
+                continue;
+            }
             let sw = service_worker(&browser)?;
             let url = server.url(&format!("/{path}"));
             let r = errand_first(&sw, &url, 0, true)?;
@@ -202,6 +206,7 @@ fn main() -> Result<()> {
             push(&format!("{build}.open_to_complete"), r["open"].as_f64());
             push(&format!("{build}.glue"), span("wasm_start", "wasm_glue"));
             push(&format!("{build}.loader_start_after_load_end"), span("load_end", "start"));
+            push(&format!("{build}.crate_start_after_load_end"), span("load_end", "wasm_start"));
             if build == "wasm" {
                 push("wasm.fetch_compile_instantiate", span("wasm_glue", "wasm_ready"));
                 push("wasm.refetch", at("refetch_wasm"));

@@ -1,7 +1,10 @@
 //! Where a cold first walk's time goes: V8's sampling profiler on a fresh
 //! tab of the generated 1k-element page (not driven, observed once still),
 //! then the same tab observed again with a full walk (the code warm).
-//! Prints self time by function for each.
+//! Prints self time by function for each, and writes each profile to
+//! `target/bench/load-pages/profile-ROUND-LABEL.cpuprofile`. `PROFILE_PAGE`
+//! names another page (`csp/gen-1k.html`: the JS build, its import included
+//! in the cold observation).
 //!
 //! ```text
 //! cargo run -p errand-e2e --example profile_first [-- ROUNDS]
@@ -49,7 +52,7 @@ fn main() -> Result<()> {
     let pages = root.join("target/bench/load-pages");
     std::fs::create_dir_all(&pages)?;
     std::fs::write(pages.join("gen-1k.html"), page_1k())?;
-    let server = FixtureServer::start_in(pages)?;
+    let server = FixtureServer::start_in(pages.clone())?;
     let browser =
         TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1").with_bench_env())?;
     let path = std::env::var("PROFILE_PAGE").unwrap_or_else(|_| "gen-1k.html".into());
@@ -75,6 +78,10 @@ fn main() -> Result<()> {
                  }})()"
             ))?;
             let profile = tab.call("Profiler.stop", json!({}))?;
+            // The whole profile too, for a closer look (Chromium DevTools'
+            // Performance panel opens it, as does any `.cpuprofile` reader).
+            let name = format!("profile-{round}-{}.cpuprofile", label.replace(' ', "-"));
+            std::fs::write(pages.join(name), profile["profile"].to_string())?;
             println!("\n== round {round} {label}: {answer}");
             let times = self_times(&profile["profile"]);
             let total: f64 = times.iter().map(|t| t.1).sum();

@@ -415,6 +415,25 @@ fn the_js_build_sees_the_same_page() {
     assert_eq!(names(&o), names(&w));
 }
 
+/// A large page of text in every kind of whitespace, ASCII and not
+/// (`large-text.js`: 3,000 rows): the JS build writes the same text as the
+/// WebAssembly build (its memory grows several times on the way, and ASCII
+/// text takes its byte-wise rules), the first time and again.
+#[test]
+fn the_js_build_writes_the_same_text_on_a_large_page() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/csp/observe/large-text.html");
+    let o = observe(&cs, false);
+    assert_eq!(o.build, Some(Build::Js));
+    let (_tab2, cs2) = rig.open("/observe/large-text.html");
+    let w = observe(&cs2, false);
+    assert_eq!(w.build, Some(Build::Wasm));
+    assert!(o.text.len() > 30_000, "{}", o.text);
+    assert!(o.text.contains("ÉCOLE naïve"), "{}", o.text);
+    assert_eq!(o.text, w.text);
+    assert_eq!(observe_full(&cs).text, observe_full(&cs2).text);
+}
+
 /// The `top` of each mark box in the overlay's closed shadow root.
 fn mark_tops(tab: &Page) -> Vec<f64> {
     let doc = tab.call("DOM.getDocument", json!({"depth": -1, "pierce": true})).unwrap();
@@ -1188,6 +1207,28 @@ fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded()
     let (_tab, plain) = rig.open("/observe/prepared-loading.html");
     assert_eq!(loader_mark(&sw, plain.tab_id, "prepare"), None);
     assert_eq!(loader_mark(&sw, plain.tab_id, "warmed"), None);
+}
+
+/// On a page whose CSP refuses WebAssembly, the top frame's loader imports
+/// the JS build as soon as it runs, before any command (as it instantiates
+/// the WebAssembly build when idle elsewhere); nothing is walked.
+#[test]
+fn a_csp_page_has_the_js_build_imported_before_any_command() {
+    let rig = Rig::start();
+    let sw = service_worker(&rig);
+    let (_tab, cs) = rig.open("/csp/observe/aria.html");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while loader_mark(&sw, cs.tab_id, "js_ready").is_none() {
+        assert!(std::time::Instant::now() < deadline, "the JS build was never imported");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(loader_mark(&sw, cs.tab_id, "wasm_refused").is_some());
+    assert_eq!(loader_mark(&sw, cs.tab_id, "command"), None);
+    assert_eq!(loader_mark(&sw, cs.tab_id, "prepare"), None);
+    assert_eq!(loader_mark(&sw, cs.tab_id, "prepared"), None);
+    let o = observe(&cs, false);
+    assert_eq!(o.build, Some(Build::Js));
+    assert!(!o.elements.is_empty(), "{}", o.text);
 }
 
 #[test]

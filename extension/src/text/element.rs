@@ -12,7 +12,7 @@ pub(super) fn is_token(value: &str) -> bool {
 
 /// Appends ` key=value` or ` key="value"` (cleaned and cut).
 pub(super) fn push_attr(out: &mut String, key: &str, value: &str, max: usize, quote_always: bool) {
-    let value = truncate(&collapse(value), max).replace('"', "'");
+    let value = cut(collapse(value), max).replace('"', "'");
     out.push(' ');
     out.push_str(key);
     out.push('=');
@@ -120,6 +120,16 @@ pub(super) fn kind_of(seen: &Seen) -> (&str, Option<&str>) {
 
 /// Lower-case letters and digits only: for telling whether one text repeats another.
 pub(super) fn key(text: &str) -> String {
+    // By bytes in the JS build (the same letters and digits, lower-cased):
+    // a char loop is slow in wasm2js's JavaScript.
+    #[cfg(any(errand_js, test))]
+    if text.is_ascii() {
+        return text
+            .bytes()
+            .filter(u8::is_ascii_alphanumeric)
+            .map(|b| char::from(b.to_ascii_lowercase()))
+            .collect();
+    }
     lower(&text.chars().filter(|c| c.is_alphanumeric()).collect::<String>())
 }
 
@@ -241,7 +251,7 @@ pub fn element_line(seen: &Seen) -> String {
             out.push_str(&format!("|… ({} options)", seen.option_count));
         }
     } else if !is_void(&seen.tag) || input_button {
-        out.push_str(&truncate(&text, TEXT_MAX));
+        out.push_str(&cut(text, TEXT_MAX));
     }
     out
 }

@@ -75,7 +75,7 @@ pub(super) fn names_of(seen: &Seen) -> Vec<String> {
 pub fn write_line(line: &Line, vp: &Viewport) -> Option<Written> {
     Some(match line {
         Line::Heading { level, text, in_viewport } => {
-            let text = truncate(&collapse(text), TEXT_MAX);
+            let text = cut(collapse(text), TEXT_MAX);
             if text.is_empty() {
                 return None;
             }
@@ -89,14 +89,14 @@ pub fn write_line(line: &Line, vp: &Viewport) -> Option<Written> {
         }
         Line::Text { text, in_viewport } => {
             let max = if *in_viewport { TEXT_LINE_MAX } else { OFFSCREEN_TEXT_MAX };
-            let text = truncate(&collapse(text), max);
+            let text = cut(collapse(text), max);
             // Separators and stray punctuation (`|`, `.`) say nothing.
             if !text.chars().any(char::is_alphanumeric) {
                 return None;
             }
             Written {
                 keys: vec![key(&text)],
-                text: defuse(&text),
+                text: defused(text),
                 kind: Kind::Text,
                 in_viewport: *in_viewport,
                 screen: in_viewport.then_some(0),
