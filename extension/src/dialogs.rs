@@ -128,7 +128,8 @@ pub fn arm(answer: &DialogAnswer) {
     let text = answer
         .dialog_text
         .as_deref()
-        .map_or_else(|| "null".to_owned(), |t| serde_json::Value::from(t).to_string());
+        .and_then(|t| serde_json::to_string(t).ok())
+        .unwrap_or_else(|| "null".to_owned());
     let detail = format!(r#"{{"accept":{accept},"text":{text}}}"#);
     for doc in documents() {
         listen(&doc);

@@ -21,8 +21,10 @@ pub async fn handle_frame(message: String) -> String {
             message: format!("bad frame message: {e}"),
         },
     };
-    // A JSON string: the loader parses it and sends it on as `ok`.
-    serde_json::Value::String(super::wire::encode(reply)).to_string()
+    // A JSON string: the loader parses it and sends it on as `ok`. (Written
+    // by serde_json's serializer, not `Value`'s `Display`: that one brings
+    // its own copy of the serializer, pretty printing included.)
+    serde_json::to_string(&super::wire::encode(reply)).unwrap_or_default()
 }
 
 pub(super) fn failed(Fail { code, message }: Fail) -> Reply {
