@@ -290,6 +290,7 @@ fi
 # ---- Sizes ---------------------------------------------------------------------
 
 log "sizes (bytes, gzip -9 in brackets)"
-for f in "$PKG"/wasm/* "$PKG"/js/* "$PKG"/worker/*; do
+for f in "$PKG"/wasm/* "$PKG"/js/* "$PKG"/worker/* "$PKG"/*/snippets/*/*; do
+  [[ -f "$f" ]] || continue
   printf '  %-45s %8d  (%d)\n' "$f" "$(wc -c <"$f")" "$(gzip -9c "$f" | wc -c)"
 done

@@ -101,6 +101,11 @@ fn with_name<T>(name: Name, f: impl FnOnce(&JsString) -> T) -> T {
     NAMES.with(|names| f(&names[name as usize]))
 }
 
+/// The name as the JavaScript string passed to the page.
+pub fn name_js(name: Name) -> JsValue {
+    with_name(name, |n| n.clone().into())
+}
+
 /// `getAttribute(name)`.
 pub fn get(el: &Element, name: Name) -> Option<String> {
     with_name(name, |n| proto::get_attribute_js(el, n))

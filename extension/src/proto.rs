@@ -29,6 +29,7 @@
 //! input's `value`, a select's `options`) are read through web-sys once the
 //! element is known to be one — by its [`local_name`] read here.
 
+use errand_protocol::Rect;
 use js_sys::{Function, JsString, Object, Reflect};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -157,6 +158,141 @@ fn read(this: &JsValue, prop: Prop) -> JsValue {
     })
 }
 
+// The typed reads below are one call to the page each: the getter is
+// called, and its value checked and converted, by the small readers of
+// the inline module below (bindings: they read a value, decide nothing). Through
+// `read` a read was two or three (the getter called through wasm-bindgen's
+// `catch` wrapper, which allocates an `arguments` object, then
+// `is_object`, `as_f64` or `as_string` on the value), most of a walk's
+// calls to the page while its code runs cold (BENCHMARKS.md, issue 24).
+
+/// An object-valued property (`None` for null, or when the getter throws).
+fn read_object<T: JsCast>(this: &JsValue, prop: Prop) -> Option<T> {
+    ACCESSORS
+        .with(|a| a[prop as usize].get.as_ref().and_then(|g| reader_object(g, this)))
+        .map(JsCast::unchecked_into)
+}
+
+/// A string-valued property (`None` for anything else).
+fn read_string(this: &JsValue, prop: Prop) -> Option<String> {
+    ACCESSORS.with(|a| a[prop as usize].get.as_ref().and_then(|g| reader_string(g, this)))
+}
+
+/// A number-valued property (`fallback` for anything else).
+fn read_number(this: &JsValue, prop: Prop, fallback: f64) -> f64 {
+    ACCESSORS.with(|a| {
+        a[prop as usize].get.as_ref().map_or(fallback, |g| reader_number(g, this, fallback))
+    })
+}
+
+/// A boolean property (false for anything else).
+fn read_bool(this: &JsValue, prop: Prop) -> bool {
+    ACCESSORS.with(|a| a[prop as usize].get.as_ref().is_some_and(|g| reader_bool(g, this)))
+}
+
+/// The readers (`reader_*`): each calls a getter of the isolated world's prototypes (or
+/// its `getBoundingClientRect`, `getComputedStyle`, `getPropertyValue`) and
+/// hands the value over as wasm-bindgen takes it without further calls.
+#[wasm_bindgen(inline_js = r##"
+// (The service worker loads this module too: it has no DOM.)
+const rectOf = typeof Element === "function" ? Element.prototype.getBoundingClientRect : null;
+export function reader_object(get, o) {
+  try {
+    const v = get.call(o);
+    return typeof v === "object" && v !== null ? v : undefined;
+  } catch (_) {
+    return undefined;
+  }
+}
+export function reader_string(get, o) {
+  try {
+    const v = get.call(o);
+    return typeof v === "string" ? v : undefined;
+  } catch (_) {
+    return undefined;
+  }
+}
+export function reader_number(get, o, fallback) {
+  try {
+    const v = get.call(o);
+    return typeof v === "number" ? v : fallback;
+  } catch (_) {
+    return fallback;
+  }
+}
+export function reader_bool(get, o) {
+  try {
+    return get.call(o) === true;
+  } catch (_) {
+    return false;
+  }
+}
+export function reader_tag_or_text(n, type, name, value) {
+  try {
+    const t = type.call(n);
+    if (t === 1) {
+      const v = name.call(n);
+      return typeof v === "string" ? v : "";
+    }
+    if (t === 3) {
+      const v = value.call(n);
+      return typeof v === "string" ? "#" + v : undefined;
+    }
+  } catch (_) {}
+  return undefined;
+}
+const hasAny = typeof Element === "function" ? Element.prototype.hasAttributes : null;
+const hasOne = typeof Element === "function" ? Element.prototype.hasAttribute : null;
+export function reader_present(el, names) {
+  if (!hasAny.call(el)) return 0;
+  let bits = 1 << 30;
+  for (let i = 0; i < names.length; i++) if (hasOne.call(el, names[i])) bits |= 1 << i;
+  return bits;
+}
+export function reader_rect(el, out) {
+  const r = rectOf.call(el);
+  out[0] = r.x;
+  out[1] = r.y;
+  out[2] = r.width;
+  out[3] = r.height;
+}
+export function reader_style(win, el, names) {
+  let s;
+  try {
+    s = win.getComputedStyle(el);
+  } catch (_) {
+    return undefined;
+  }
+  if (typeof s !== "object" || s === null) return undefined;
+  let out = "";
+  for (let i = 0; i < names.length; i++) {
+    if (i > 0) out += "\x1f";
+    // (A computed style has no named properties a page could shadow, and
+    // this one is the isolated world's object: called on it directly, as
+    // V8 calls a DOM method fastest.)
+    try {
+      out += s.getPropertyValue(names[i]);
+    } catch (_) {}
+  }
+  return out;
+}
+"##)]
+extern "C" {
+    fn reader_object(get: &Getter, this: &JsValue) -> Option<Object>;
+    fn reader_string(get: &Getter, this: &JsValue) -> Option<String>;
+    fn reader_number(get: &Getter, this: &JsValue, fallback: f64) -> f64;
+    fn reader_bool(get: &Getter, this: &JsValue) -> bool;
+    fn reader_tag_or_text(
+        n: &Node,
+        node_type: &Getter,
+        local_name: &Getter,
+        node_value: &Getter,
+    ) -> Option<String>;
+    fn reader_present(el: &Element, names: &js_sys::Array) -> u32;
+    fn reader_rect(el: &Element, out: &mut [f64]);
+    fn reader_style(window: &Window, el: &Element, names: &js_sys::Array) -> Option<String>;
+}
+
 /// Sets `prop` through its prototype's setter (ignored when refused).
 fn write(this: &JsValue, prop: Prop, value: &JsValue) {
     ACCESSORS.with(|a| {
@@ -164,14 +300,6 @@ fn write(this: &JsValue, prop: Prop, value: &JsValue) {
             let _ = set.call1(this, value);
         }
     })
-}
-
-fn object<T: JsCast>(v: JsValue) -> Option<T> {
-    v.is_object().then(|| v.unchecked_into())
-}
-
-fn int(v: JsValue) -> i32 {
-    v.as_f64().unwrap_or(0.0) as i32
 }
 
 /// Which of three interfaces defines a `ParentNode` member for `n`.
@@ -187,22 +315,22 @@ fn by_kind<T>(n: &Node, element: T, document: T, fragment: T) -> Option<T> {
 // ---- Node ------------------------------------------------------------------
 
 pub fn parent_node(n: &Node) -> Option<Node> {
-    object(read(n, Prop::ParentNode))
+    read_object(n, Prop::ParentNode)
 }
 pub fn parent_element(n: &Node) -> Option<Element> {
-    object(read(n, Prop::ParentElement))
+    read_object(n, Prop::ParentElement)
 }
 pub fn first_child(n: &Node) -> Option<Node> {
-    object(read(n, Prop::FirstChild))
+    read_object(n, Prop::FirstChild)
 }
 pub fn last_child(n: &Node) -> Option<Node> {
-    object(read(n, Prop::LastChild))
+    read_object(n, Prop::LastChild)
 }
 pub fn next_sibling(n: &Node) -> Option<Node> {
-    object(read(n, Prop::NextSibling))
+    read_object(n, Prop::NextSibling)
 }
 pub fn previous_sibling(n: &Node) -> Option<Node> {
-    object(read(n, Prop::PreviousSibling))
+    read_object(n, Prop::PreviousSibling)
 }
 /// `childNodes` (a live list; a list's `length` and `item` cannot be
 /// shadowed).
@@ -211,26 +339,64 @@ pub fn child_nodes(n: &Node) -> NodeList {
 }
 /// `nodeType` (0 for what is not a node).
 pub fn node_type(n: &Node) -> u16 {
-    read(n, Prop::NodeType).as_f64().unwrap_or(0.0) as u16
+    read_number(n, Prop::NodeType, 0.0) as u16
 }
+/// What the walk reads of a child node, in one call to the page: an
+/// element's `localName`, or a text node's `nodeValue`.
+pub enum NodeRead {
+    Element(String),
+    Text(String),
+    Other,
+}
+
+/// An element's `localName` or a text node's `nodeValue` (see [`NodeRead`]).
+pub fn tag_or_text(n: &Node) -> NodeRead {
+    let read = ACCESSORS.with(|a| {
+        let get = |p: Prop| a[p as usize].get.as_ref();
+        match (get(Prop::NodeType), get(Prop::LocalName), get(Prop::NodeValue)) {
+            (Some(t), Some(l), Some(v)) => reader_tag_or_text(n, t, l, v),
+            _ => None,
+        }
+    });
+    match read {
+        // (A local name never starts with `#`: the reader marks text so.)
+        Some(mut s) if s.starts_with('#') => {
+            s.remove(0);
+            NodeRead::Text(s)
+        }
+        Some(s) => NodeRead::Element(s),
+        None => NodeRead::Other,
+    }
+}
+
+/// Which of `names` (JavaScript strings, at most 30) `el` has as
+/// attributes, one bit each (bit `i` for `names[i]`), and bit 30 when it
+/// has any attribute at all (none of the others is then set): one call to
+/// the page instead of one per name.
+pub fn attributes_present(el: &Element, names: &js_sys::Array) -> u32 {
+    reader_present(el, names)
+}
+/// Bit 30 of [`attributes_present`]: the element has attributes.
+pub const ANY_ATTRIBUTE: u32 = 1 << 30;
+
 /// `nodeName` (`HEAD`, `#text`…).
 pub fn node_name(n: &Node) -> String {
-    read(n, Prop::NodeName).as_string().unwrap_or_default()
+    read_string(n, Prop::NodeName).unwrap_or_default()
 }
 pub fn set_text_content(n: &Node, text: Option<&str>) {
     write(n, Prop::TextContent, &text.map_or(JsValue::NULL, JsValue::from));
 }
 pub fn node_value(n: &Node) -> Option<String> {
-    read(n, Prop::NodeValue).as_string()
+    read_string(n, Prop::NodeValue)
 }
 pub fn text_content(n: &Node) -> Option<String> {
-    read(n, Prop::TextContent).as_string()
+    read_string(n, Prop::TextContent)
 }
 pub fn is_connected(n: &Node) -> bool {
-    read(n, Prop::IsConnected).as_bool().unwrap_or(false)
+    read_bool(n, Prop::IsConnected)
 }
 pub fn owner_document(n: &Node) -> Option<Document> {
-    object(read(n, Prop::OwnerDocument))
+    read_object(n, Prop::OwnerDocument)
 }
 
 // ---- ParentNode: elements, documents, fragments (shadow roots) -------------
@@ -243,70 +409,70 @@ pub fn children(n: &Node) -> HtmlCollection {
 pub fn first_element_child(n: &Node) -> Option<Element> {
     let prop =
         by_kind(n, Prop::ElementFirstChild, Prop::DocumentFirstChild, Prop::FragmentFirstChild);
-    object(prop.map_or(JsValue::NULL, |p| read(n, p)))
+    prop.and_then(|p| read_object(n, p))
 }
 
 // ---- Element -----------------------------------------------------------------
 
 /// `localName` (empty for what is not an element).
 pub fn local_name(el: &Element) -> String {
-    read(el, Prop::LocalName).as_string().unwrap_or_default()
+    read_string(el, Prop::LocalName).unwrap_or_default()
 }
 pub fn shadow_root(el: &Element) -> Option<ShadowRoot> {
-    object(read(el, Prop::ShadowRoot))
+    read_object(el, Prop::ShadowRoot)
 }
 pub fn next_element_sibling(el: &Element) -> Option<Element> {
-    object(read(el, Prop::NextElementSibling))
+    read_object(el, Prop::NextElementSibling)
 }
 pub fn previous_element_sibling(el: &Element) -> Option<Element> {
-    object(read(el, Prop::PreviousElementSibling))
+    read_object(el, Prop::PreviousElementSibling)
 }
 pub fn scroll_top(el: &Element) -> i32 {
-    int(read(el, Prop::ScrollTop))
+    read_number(el, Prop::ScrollTop, 0.0) as i32
 }
 pub fn set_scroll_top(el: &Element, px: i32) {
     write(el, Prop::ScrollTop, &px.into());
 }
 pub fn scroll_left(el: &Element) -> i32 {
-    int(read(el, Prop::ScrollLeft))
+    read_number(el, Prop::ScrollLeft, 0.0) as i32
 }
 pub fn set_scroll_left(el: &Element, px: i32) {
     write(el, Prop::ScrollLeft, &px.into());
 }
 pub fn scroll_width(el: &Element) -> i32 {
-    int(read(el, Prop::ScrollWidth))
+    read_number(el, Prop::ScrollWidth, 0.0) as i32
 }
 pub fn scroll_height(el: &Element) -> i32 {
-    int(read(el, Prop::ScrollHeight))
+    read_number(el, Prop::ScrollHeight, 0.0) as i32
 }
 pub fn client_width(el: &Element) -> i32 {
-    int(read(el, Prop::ClientWidth))
+    read_number(el, Prop::ClientWidth, 0.0) as i32
 }
 pub fn client_height(el: &Element) -> i32 {
-    int(read(el, Prop::ClientHeight))
+    read_number(el, Prop::ClientHeight, 0.0) as i32
 }
 
 /// Whether `el` is an HTML element (of any realm): SVG and MathML elements
 /// have no `click`, `focus` or `isContentEditable` of `HTMLElement`'s.
 pub fn is_html(el: &Element) -> bool {
-    read(el, Prop::NamespaceUri).as_string().is_some_and(|ns| ns == "http://www.w3.org/1999/xhtml")
+    read_string(el, Prop::NamespaceUri).is_some_and(|ns| ns == "http://www.w3.org/1999/xhtml")
 }
 
 // ---- HTMLElement ---------------------------------------------------------------
 
 /// `isContentEditable` (false for an element that is not an HTML element).
 pub fn is_content_editable(el: &Element) -> bool {
-    read(el, Prop::IsContentEditable).as_bool().unwrap_or(false)
+    read_bool(el, Prop::IsContentEditable)
 }
 /// `tabIndex` (-1 for an element that is not an HTML element).
 pub fn tab_index(el: &Element) -> i32 {
-    read(el, Prop::TabIndex).as_f64().map_or(-1, |t| t as i32)
+    read_number(el, Prop::TabIndex, -1.0) as i32
 }
 pub fn draggable(el: &Element) -> bool {
-    read(el, Prop::Draggable).as_bool().unwrap_or(false)
+    read_bool(el, Prop::Draggable)
 }
 pub fn inner_text(el: &Element) -> String {
-    read(el, Prop::InnerText).as_string().unwrap_or_default()
+    read_string(el, Prop::InnerText).unwrap_or_default()
 }
 /// An HTML element's inline style.
 pub fn style(el: &Element) -> CssStyleDeclaration {
@@ -318,7 +484,7 @@ pub fn style(el: &Element) -> CssStyleDeclaration {
 /// A form's `action`: the address it is sent to, resolved against the
 /// document's base URL (the page's address when the attribute is absent).
 pub fn form_action(form: &Element) -> String {
-    read(form, Prop::FormAction).as_string().unwrap_or_default()
+    read_string(form, Prop::FormAction).unwrap_or_default()
 }
 /// A form's controls.
 pub fn form_elements(form: &Element) -> HtmlCollection {
@@ -328,15 +494,15 @@ pub fn form_elements(form: &Element) -> HtmlCollection {
 // ---- Document --------------------------------------------------------------------
 
 pub fn body(doc: &Document) -> Option<HtmlElement> {
-    object(read(doc, Prop::Body))
+    read_object(doc, Prop::Body)
 }
 pub fn document_element(doc: &Document) -> Option<Element> {
-    object(read(doc, Prop::DocumentElement))
+    read_object(doc, Prop::DocumentElement)
 }
 /// The focused element of a document or a shadow root.
 pub fn active_element(root: &Node) -> Option<Element> {
     let prop = by_kind(root, Prop::DocumentActive, Prop::DocumentActive, Prop::ShadowActive)?;
-    object(read(root, prop))
+    read_object(root, prop)
 }
 /// The document's style sheets (`document.styleSheets`).
 pub fn style_sheets(doc: &Document) -> JsValue {
@@ -350,14 +516,14 @@ pub fn set_adopted_style_sheets(doc: &Document, sheets: &JsValue) {
     write(doc, Prop::AdoptedStyleSheets, sheets)
 }
 pub fn default_view(doc: &Document) -> Option<Window> {
-    object(read(doc, Prop::DefaultView))
+    read_object(doc, Prop::DefaultView)
 }
 pub fn title(doc: &Document) -> String {
-    read(doc, Prop::Title).as_string().unwrap_or_default()
+    read_string(doc, Prop::Title).unwrap_or_default()
 }
 /// The document's address (`document.URL`).
 pub fn url(doc: &Document) -> String {
-    read(doc, Prop::Url).as_string().unwrap_or_default()
+    read_string(doc, Prop::Url).unwrap_or_default()
 }
 /// `checkVisibility({visibilityProperty: true})`: false for an element not
 /// rendered, `display: none`, `visibility: hidden` or `content-visibility:
@@ -597,6 +763,21 @@ pub fn query_selector_all(n: &Node, selector: &str) -> Result<NodeList, JsValue>
 }
 pub fn get_bounding_client_rect(el: &Element) -> DomRect {
     el.unchecked_ref::<PElement>().element_get_bounding_client_rect()
+}
+/// `getBoundingClientRect()`'s box as numbers: one call to the page
+/// instead of five (the method, then `x`, `y`, `width` and `height` each
+/// read through its own call).
+pub fn client_rect(el: &Element) -> Rect {
+    let mut out = [0.0; 4];
+    reader_rect(el, &mut out);
+    Rect { x: out[0], y: out[1], width: out[2], height: out[3] }
+}
+/// The computed style values of `el` in `window` for `names` (JavaScript
+/// strings), each after the one before and a U+001F (which a computed
+/// value never holds: CSS escapes control characters); `None` when the
+/// window has none for it. One call to the page instead of one per value.
+pub fn computed_values(window: &Window, el: &Element, names: &js_sys::Array) -> Option<String> {
+    reader_style(window, el, names)
 }
 /// `scrollIntoView(options)`.
 pub fn scroll_into_view(el: &Element, options: &web_sys::ScrollIntoViewOptions) {

@@ -14,14 +14,14 @@ pub(super) fn still_laid_out(
     dirty: &[Node],
 ) -> Result<(), Fallback> {
     let is_fresh = |i: usize| fresh.iter().any(|&(a, b)| i >= a && i < b);
-    let same = |now: &web_sys::DomRect, r: &Rect| {
-        now.x() == r.x && now.y() == r.y && now.width() == r.width && now.height() == r.height
+    let same = |now: &Rect, r: &Rect| {
+        now.x == r.x && now.y == r.y && now.width == r.width && now.height == r.height
     };
     // An element of a frame is placed in its frame's viewport: the frame's
     // own checks below stand for it.
     let in_frame = |el: &Element| proto::owner_document(&el).is_some_and(|d| d != cache.document);
     let same_place = |el: &Element, r: &Rect| {
-        (proto::is_connected(&el) && same(&proto::get_bounding_client_rect(&el), r)) || in_frame(el)
+        (proto::is_connected(&el) && same(&proto::client_rect(&el), r)) || in_frame(el)
     };
     let root = proto::document_element(&cache.document).ok_or("the document has no root")?;
     if f64::from(proto::scroll_width(&root)) != cache.viewport.page_width
@@ -41,7 +41,7 @@ pub(super) fn still_laid_out(
         let window = proto::default_view(&f.document).ok_or("a frame has no window")?;
         let size = |v: Result<JsValue, JsValue>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
         let scroll = (window.scroll_x().unwrap_or(0.0), window.scroll_y().unwrap_or(0.0));
-        if !same(&proto::get_bounding_client_rect(&f.iframe), &f.rect)
+        if !same(&proto::client_rect(&f.iframe), &f.rect)
             || (size(window.inner_width()), size(window.inner_height())) != f.size
             || scroll != f.scroll
         {
@@ -54,9 +54,9 @@ pub(super) fn still_laid_out(
     // The cross-origin frames kept: where they were, the same size, and
     // nothing changed over them (what they show is asked again).
     for f in &cache.remote {
-        let r = proto::get_bounding_client_rect(&f.iframe);
+        let r = proto::client_rect(&f.iframe);
         let content =
-            (r.x() + f64::from(f.iframe.client_left()), r.y() + f64::from(f.iframe.client_top()));
+            (r.x + f64::from(f.iframe.client_left()), r.y + f64::from(f.iframe.client_top()));
         if !proto::is_connected(&f.iframe)
             || !same(&r, &f.rect)
             || content != (f.view.dx, f.view.dy)
@@ -89,7 +89,7 @@ pub(super) fn still_laid_out(
         if seen.in_viewport {
             // In view: where it was, and — where something changed over it —
             // still the element a click there hits.
-            let now = proto::get_bounding_client_rect(&el);
+            let now = proto::client_rect(&el);
             let moved = !proto::is_connected(&el) || !same(&now, &seen.rect);
             if moved && !in_frame(el) {
                 return Err("an element in view moved");
@@ -116,21 +116,19 @@ pub(super) fn still_laid_out(
         if !proto::is_connected(&c.el) || in_frame(&c.el) {
             continue;
         }
-        let r = proto::get_bounding_client_rect(&c.el);
+        let r = proto::client_rect(&c.el);
         let unchanged = !c.by.is_empty()
             && same(&r, &c.rect)
             && !touched(c.el.unchecked_ref())
             && c.by.iter().all(|(b, rect)| {
-                proto::is_connected(&b)
-                    && same(&proto::get_bounding_client_rect(&b), rect)
-                    && !touched(b)
+                proto::is_connected(&b) && same(&proto::client_rect(&b), rect) && !touched(b)
             });
         if unchanged {
             continue;
         }
-        if r.width() > 0.0
-            && r.height() > 0.0
-            && observe::intersect(&observe::rect_of(&r), &c.clip).is_some()
+        if r.width > 0.0
+            && r.height > 0.0
+            && observe::intersect(&r, &c.clip).is_some()
             && observe::uncovered(&c.el, &r, top, &c.clip)
         {
             return Err("a covered element was uncovered");
@@ -140,8 +138,8 @@ pub(super) fn still_laid_out(
     // came (CSS `content: url(…)`, an `<img>` in a link) or a web font
     // gives a box with no mutation to say so.
     for e in &cache.empty {
-        let r = proto::get_bounding_client_rect(&e);
-        if proto::is_connected(&e) && r.width() > 0.0 && r.height() > 0.0 {
+        let r = proto::client_rect(&e);
+        if proto::is_connected(&e) && r.width > 0.0 && r.height > 0.0 {
             return Err("an element with an empty box got one");
         }
     }
@@ -168,12 +166,12 @@ pub(super) fn outermost(node: &Node) -> Node {
 pub(super) fn painted(s: &Element, areas: &mut Vec<Rect>) {
     /// Beyond this many boxes, one box around them all.
     const MAX_AREAS: usize = 256;
-    let mut add = |r: web_sys::DomRect| {
-        if r.width() > 0.0 && r.height() > 0.0 {
-            areas.push(observe::rect_of(&r));
+    let mut add = |r: Rect| {
+        if r.width > 0.0 && r.height > 0.0 {
+            areas.push(r);
         }
     };
-    add(proto::get_bounding_client_rect(&s));
+    add(proto::client_rect(&s));
     if let Ok(all) = proto::query_selector_all(&s, "*") {
         if all.length() as usize > MAX_AREAS {
             // A large segment: count the whole window as changed rather
@@ -189,7 +187,7 @@ pub(super) fn painted(s: &Element, areas: &mut Vec<Rect>) {
         }
         for i in 0..all.length() {
             if let Some(e) = all.item(i) {
-                add(proto::get_bounding_client_rect(&e.unchecked_ref::<Element>()));
+                add(proto::client_rect(&e.unchecked_ref::<Element>()));
             }
         }
     }

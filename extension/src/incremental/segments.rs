@@ -51,8 +51,8 @@ pub(super) fn listed_line(cache: &Cache, s: &Element) -> Option<usize> {
     (lo < hi).then_some(lo).filter(|&lo| {
         matches!((&cache.lines[lo], &cache.nodes[lo]),
         (Line::Element(seen), Some(el)) if el == s && seen.scroll.is_none() && {
-            let now = proto::get_bounding_client_rect(&s);
-            (now.x(), now.y(), now.width(), now.height())
+            let now = proto::client_rect(s);
+            (now.x, now.y, now.width, now.height)
                 == (seen.rect.x, seen.rect.y, seen.rect.width, seen.rect.height)
         })
     })
@@ -350,11 +350,10 @@ pub(super) fn clip_around(s: &Element, top: &Frame) -> Option<Rect> {
         if extra <= 8 || proto::client_height(&b) <= 0 {
             continue;
         }
-        let r = proto::get_bounding_client_rect(&b);
-        if r.width() <= 0.0 || r.height() <= 0.0 {
+        let rect = proto::client_rect(b);
+        if rect.width <= 0.0 || rect.height <= 0.0 {
             continue;
         }
-        let rect = observe::rect_of(&r);
         let outer = clip.unwrap_or(top.clip);
         clip = Some(observe::intersect(&rect, &outer).unwrap_or(Rect {
             width: 0.0,

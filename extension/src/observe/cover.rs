@@ -8,15 +8,10 @@ use super::*;
 pub(super) fn with_boxes(by: Vec<Element>) -> Vec<(Element, Rect)> {
     by.into_iter()
         .map(|b| {
-            let r = rect_of(&proto::get_bounding_client_rect(&b));
+            let r = proto::client_rect(&b);
             (b, r)
         })
         .collect()
-}
-
-/// A box as a [`Rect`].
-pub(crate) fn rect_of(r: &web_sys::DomRect) -> Rect {
-    Rect { x: r.x(), y: r.y(), width: r.width(), height: r.height() }
 }
 
 /// The overlap of two rectangles, if they overlap.
@@ -31,12 +26,7 @@ pub(crate) fn intersect(a: &Rect, b: &Rect) -> Option<Rect> {
 /// Whether the element shows at the centre of its visible part, asked of
 /// the document or shadow root that holds it. `local` is the element's
 /// rectangle in its own document's viewport.
-pub(crate) fn uncovered(
-    el: &Element,
-    local: &web_sys::DomRect,
-    frame: &Frame,
-    clip: &Rect,
-) -> bool {
+pub(crate) fn uncovered(el: &Element, local: &Rect, frame: &Frame, clip: &Rect) -> bool {
     covering(el, local, frame, clip).is_none()
 }
 
@@ -45,7 +35,7 @@ pub(crate) fn uncovered(
 /// `None` when it shows.
 pub(crate) fn covering(
     el: &Element,
-    local: &web_sys::DomRect,
+    local: &Rect,
     frame: &Frame,
     clip: &Rect,
 ) -> Option<Vec<Element>> {
@@ -53,8 +43,7 @@ pub(crate) fn covering(
     let own = Rect { x: 0.0, y: 0.0, width: frame.width, height: frame.height };
     let clip_local =
         Rect { x: clip.x - frame.dx, y: clip.y - frame.dy, width: clip.width, height: clip.height };
-    let r = rect_of(local);
-    let part = intersect(&r, &own).and_then(|p| intersect(&p, &clip_local))?;
+    let part = intersect(local, &own).and_then(|p| intersect(&p, &clip_local))?;
     // The centre first, then four points towards the corners: an element
     // partly covered (a sticky header over a link) is still usable where it
     // shows; one covered at all five (a modal over the page) is not.

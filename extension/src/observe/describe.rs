@@ -3,52 +3,106 @@
 
 use super::*;
 
+/// The attributes [`Walk::describe`] may read, asked about at once
+/// ([`proto::attributes_present`]): only those present are read.
+const DESCRIBED: [Name; 24] = [
+    Name::Type,
+    Name::Required,
+    Name::ReadOnly,
+    Name::Multiple,
+    Name::Role,
+    Name::NameAttr,
+    Name::Placeholder,
+    Name::AriaLabel,
+    Name::Title,
+    Name::AriaInvalid,
+    Name::AriaExpanded,
+    Name::Href,
+    Name::ContentEditable,
+    Name::AriaReadOnly,
+    Name::AriaMultiSelectable,
+    Name::AriaChecked,
+    Name::AriaValueText,
+    Name::AriaValueNow,
+    Name::AriaValueMin,
+    Name::AriaValueMax,
+    Name::Min,
+    Name::Max,
+    Name::AriaSelected,
+    Name::AriaLabelledBy,
+];
+
+thread_local! {
+    static DESCRIBED_NAMES: js_sys::Array = DESCRIBED.iter().map(|&n| dom::name_js(n)).collect();
+}
+
+/// The attributes of an element that [`DESCRIBED`] says it has.
+struct Present<'a> {
+    el: &'a Element,
+    bits: u32,
+}
+
+impl Present<'_> {
+    fn has(&self, name: Name) -> bool {
+        let i = DESCRIBED.iter().position(|&n| n as usize == name as usize);
+        i.is_some_and(|i| self.bits & (1 << i) != 0)
+    }
+    /// `dom::get`, for an attribute it has.
+    fn get(&self, name: Name) -> Option<String> {
+        self.has(name).then(|| dom::get(self.el, name)).flatten()
+    }
+    /// `dom::attr_named`, for an attribute it has.
+    fn named(&self, name: Name) -> Option<String> {
+        self.has(name).then(|| dom::attr_named(self.el, name)).flatten()
+    }
+}
+
 impl Walk {
     /// Reads what the model is told about an element.
     pub(super) fn describe(&self, el: &Element, tag: &str, rect: Rect, in_viewport: bool) -> Seen {
+        let attrs =
+            Present { el, bits: DESCRIBED_NAMES.with(|n| proto::attributes_present(el, n)) };
         let disabled = dom::is_disabled(el, tag);
         // A disabled element is reported, not offered: it gets no number.
         let index = if disabled { 0 } else { registry::number_of(el) };
         let input_type = (tag == "input").then(|| {
-            dom::attr_named(el, Name::Type)
+            attrs
+                .named(Name::Type)
                 .map_or_else(|| "text".to_owned(), |t| t.trim().to_ascii_lowercase())
         });
-        let role = dom::attr_named(el, Name::Role)
+        let role = attrs
+            .named(Name::Role)
             .and_then(|r| r.split_whitespace().next().map(str::to_ascii_lowercase));
         let mut seen = Seen {
             index,
             tag: tag.to_owned(),
-            name: dom::attr_named(el, Name::NameAttr),
-            placeholder: dom::attr_named(el, Name::Placeholder),
-            aria_label: dom::attr_named(el, Name::AriaLabel),
-            title: dom::attr_named(el, Name::Title),
+            name: attrs.named(Name::NameAttr),
+            placeholder: attrs.named(Name::Placeholder),
+            aria_label: attrs.named(Name::AriaLabel),
+            title: attrs.named(Name::Title),
             disabled,
-            invalid: dom::attr_named(el, Name::AriaInvalid)
-                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
-            expanded: dom::attr_named(el, Name::AriaExpanded)
-                .map(|v| v.eq_ignore_ascii_case("true")),
+            invalid: attrs.named(Name::AriaInvalid).is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            expanded: attrs.named(Name::AriaExpanded).map(|v| v.eq_ignore_ascii_case("true")),
             rect,
             in_viewport,
             ..Seen::default()
         };
         if tag == "a" {
-            seen.href =
-                dom::attr_named(el, Name::Href).and_then(|h| text::shown_href(&h, &self.origin));
+            seen.href = attrs.named(Name::Href).and_then(|h| text::shown_href(&h, &self.origin));
         }
         seen.target = navigation_target(el, tag, input_type.as_deref());
         let field = matches!(tag, "input" | "select" | "textarea");
         if field {
-            seen.required = dom::has(el, Name::Required);
+            seen.required = attrs.has(Name::Required);
             seen.label = self.labels.borrow_mut().of(el);
-            seen.readonly = tag != "select" && dom::has(el, Name::ReadOnly);
-            seen.multiple = tag == "select" && dom::has(el, Name::Multiple);
-        } else if let Some(e) = dom::get(el, Name::ContentEditable) {
+            seen.readonly = tag != "select" && attrs.has(Name::ReadOnly);
+            seen.multiple = tag == "select" && attrs.has(Name::Multiple);
+        } else if let Some(e) = attrs.get(Name::ContentEditable) {
             let e = e.trim().to_ascii_lowercase();
             seen.editor = e.is_empty() || e == "true" || e == "plaintext-only";
         }
-        let aria_true = |name: Name| {
-            dom::attr_named(el, name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-        };
+        let aria_true =
+            |name: Name| attrs.named(name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         seen.readonly |= aria_true(Name::AriaReadOnly);
         seen.multiple |= aria_true(Name::AriaMultiSelectable);
         match (tag, input_type.as_deref()) {
@@ -77,8 +131,8 @@ impl Walk {
                     | "tab"
             ) && !field
             {
-                seen.checked = dom::attr_named(el, Name::AriaChecked)
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                seen.checked =
+                    attrs.named(Name::AriaChecked).is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
         }
         // A slider says where it stands and between what: its input's
@@ -87,20 +141,20 @@ impl Walk {
         let aria_slider = !field
             && role.as_deref().is_some_and(|r| matches!(r, "slider" | "spinbutton" | "scrollbar"));
         if aria_slider {
-            let text = dom::attr_named(el, Name::AriaValueText).filter(|t| !t.trim().is_empty());
-            seen.value = text.or_else(|| dom::attr_named(el, Name::AriaValueNow).map(trim_number));
+            let text = attrs.named(Name::AriaValueText).filter(|t| !t.trim().is_empty());
+            seen.value = text.or_else(|| attrs.named(Name::AriaValueNow).map(trim_number));
         }
         let range = input_type.as_deref() == Some("range");
         if let (true, Some(v)) = (aria_slider || range, seen.value.as_mut()) {
             let (lo, hi) = if range {
                 (
-                    dom::attr_named(el, Name::Min).map_or_else(|| "0".to_owned(), trim_number),
-                    dom::attr_named(el, Name::Max).map_or_else(|| "100".to_owned(), trim_number),
+                    attrs.named(Name::Min).map_or_else(|| "0".to_owned(), trim_number),
+                    attrs.named(Name::Max).map_or_else(|| "100".to_owned(), trim_number),
                 )
             } else {
                 (
-                    dom::attr_named(el, Name::AriaValueMin).map(trim_number).unwrap_or_default(),
-                    dom::attr_named(el, Name::AriaValueMax).map(trim_number).unwrap_or_default(),
+                    attrs.named(Name::AriaValueMin).map(trim_number).unwrap_or_default(),
+                    attrs.named(Name::AriaValueMax).map(trim_number).unwrap_or_default(),
                 )
             };
             if !lo.is_empty() && !hi.is_empty() {
@@ -108,7 +162,7 @@ impl Walk {
             }
         }
         seen.selected =
-            dom::attr_named(el, Name::AriaSelected).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            attrs.named(Name::AriaSelected).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if tag == "summary" && seen.expanded.is_none() {
             seen.expanded = proto::parent_element(&el)
                 .filter(|p| proto::local_name(&p) == "details")
@@ -119,9 +173,7 @@ impl Walk {
             let has_value = seen.value.as_ref().is_some_and(|v| !v.is_empty());
             seen.invalid = has_value && dom::matches(el, Name::Invalid);
         }
-        if let Some(ids) =
-            dom::attr_named(el, Name::AriaLabelledBy).filter(|_| seen.aria_label.is_none())
-        {
+        if let Some(ids) = attrs.named(Name::AriaLabelledBy).filter(|_| seen.aria_label.is_none()) {
             seen.label = labelled_by(el, &ids).or(seen.label);
         }
         // A combobox, list box or slider of a library, named by nothing of

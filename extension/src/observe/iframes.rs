@@ -24,9 +24,9 @@ impl Walk {
             return;
         };
         crate::listeners::refresh(&doc);
-        let r = proto::get_bounding_client_rect(&el);
-        let dx = outer.dx + r.x() + f64::from(el.client_left());
-        let dy = outer.dy + r.y() + f64::from(el.client_top());
+        let r = proto::client_rect(el);
+        let dx = outer.dx + r.x + f64::from(el.client_left());
+        let dy = outer.dy + r.y + f64::from(el.client_top());
         let width = num(window.inner_width());
         let height = num(window.inner_height());
         let inner_box = Rect { x: dx, y: dy, width, height };
@@ -41,8 +41,7 @@ impl Walk {
             self.visit(&root, &frame, Ctx::default());
             return;
         }
-        let rect =
-            Rect { x: r.x() + outer.dx, y: r.y() + outer.dy, width: r.width(), height: r.height() };
+        let rect = Rect { x: r.x + outer.dx, y: r.y + outer.dy, ..r };
         self.frames.push(FrameSeen {
             iframe: el.clone(),
             document: doc,
@@ -72,21 +71,21 @@ impl Walk {
         el: &Element,
         outer: &Frame,
     ) -> Option<crate::frames::Pending> {
-        let r = proto::get_bounding_client_rect(&el);
+        let r = proto::client_rect(el);
         let (width, height) =
             (f64::from(proto::client_width(&el)), f64::from(proto::client_height(&el)));
         if width <= 0.0 || height <= 0.0 || self.unreachable(&r, outer) {
             return None;
         }
-        let dx = outer.dx + r.x() + f64::from(el.client_left());
-        let dy = outer.dy + r.y() + f64::from(el.client_top());
+        let dx = outer.dx + r.x + f64::from(el.client_left());
+        let dy = outer.dy + r.y + f64::from(el.client_top());
         let clip = self.clip(outer);
         let visible = intersect(&Rect { x: dx, y: dy, width, height }, &clip);
         if visible.is_some() {
             if let Some(by) = covering(el, &r, outer, &clip) {
                 // Kept like a covered element: uncovered later, it is asked.
                 let by = with_boxes(by);
-                self.covered.push(Covered { el: el.clone(), clip, rect: rect_of(&r), by });
+                self.covered.push(Covered { el: el.clone(), clip, rect: r, by });
                 return None;
             }
         }
@@ -96,7 +95,7 @@ impl Walk {
         self.flush();
         let clip = visible.unwrap_or(Rect { x: dx, y: dy, width: 0.0, height: 0.0 });
         let view = crate::frames::View { dx, dy, clip };
-        let (at, iframe, rect) = (self.lines.len(), el.clone(), rect_of(&r));
+        let (at, iframe, rect) = (self.lines.len(), el.clone(), r);
         Some(crate::frames::Pending { at, iframe, view, rect })
     }
 }

@@ -39,7 +39,7 @@ mod style;
 pub(crate) mod style_cache;
 mod walk;
 
-pub(crate) use cover::{covering, intersect, rect_of, uncovered};
+pub(crate) use cover::{covering, intersect, uncovered};
 pub(crate) use describe::read_select;
 pub use style::StyleBits;
 pub(crate) use walk::{MAX_EMPTY, Walk};

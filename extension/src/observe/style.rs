@@ -31,17 +31,44 @@ pub struct StyleBits {
     pub grab: bool,
 }
 
+/// The computed style properties [`read_style`] reads, in this order.
+const WALK_PROPERTIES: [&str; 10] = [
+    "display",
+    "opacity",
+    "visibility",
+    "cursor",
+    "flex-direction",
+    "flex-wrap",
+    "overflow-y",
+    "content",
+    "background-image",
+    "background-position",
+];
+
+thread_local! {
+    /// [`WALK_PROPERTIES`] as JavaScript strings, made once.
+    static WALK_NAMES: js_sys::Array =
+        WALK_PROPERTIES.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect();
+}
+
 pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
-    let Ok(Some(style)) = frame.window.get_computed_style(el) else {
+    // All of them in one call to the page (a computed style costs the
+    // walk little to read; each call to the page costs it much while the
+    // walk's code runs cold).
+    let Some(values) = WALK_NAMES.with(|names| proto::computed_values(&frame.window, el, names))
+    else {
         return StyleBits { skip: true, ..StyleBits::default() };
     };
-    let prop = |name: Name| dom::property(&style, name);
-    let display = prop(Name::Display);
+    let mut values = values.split('\u{1f}');
+    let mut next = || values.next().unwrap_or("");
+    let (display, opacity, visibility, cursor) = (next(), next(), next(), next());
+    let (flex_direction, flex_wrap, overflow_y) = (next(), next(), next());
+    let (content, background_image, background_position) = (next(), next(), next());
     // A transparent file input laid over a "Choose a file" area is the
     // control a person clicks: it stays listed (issue 19). So does a
     // combobox's input made transparent while the box shows its chosen
     // value (react-select after a choice): the box is what a person uses.
-    let transparent = dom::decimal(&prop(Name::Opacity)).is_some_and(|o| o <= 0.0);
+    let transparent = dom::decimal(opacity).is_some_and(|o| o <= 0.0);
     // So is a transparent `<select>` laid over a date picker's month or
     // year caption (Pikaday's): a person clicks the caption and gets it.
     // (One under the widget that replaced it is left out as covered.)
@@ -53,28 +80,26 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
     {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
-    let visibility = prop(Name::Visibility);
     let contents = display == "contents";
     let block = !display.starts_with("inline") && !contents;
     // `move` and `grab`: items of drag-and-drop lists (sortables,
     // boards), which `drag_and_drop` needs the numbers of.
-    let cursor = prop(Name::Cursor);
-    let grab = matches!(cursor.as_str(), "move" | "grab");
+    let grab = matches!(cursor, "move" | "grab");
     let pointer = grab || cursor == "pointer";
-    let row = matches!(display.as_str(), "flex" | "inline-flex")
-        && prop(Name::FlexDirection).starts_with("row")
-        && prop(Name::FlexWrap) == "nowrap";
+    let row = matches!(display, "flex" | "inline-flex")
+        && flex_direction.starts_with("row")
+        && flex_wrap == "nowrap";
     StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
         block,
         pointer,
         contents,
-        scrolls: block && matches!(prop(Name::OverflowY).as_str(), "auto" | "scroll" | "overlay"),
+        scrolls: block && matches!(overflow_y, "auto" | "scroll" | "overlay"),
         boxed: display != "inline",
-        image: prop(Name::Content).starts_with("url(")
-            || (prop(Name::BackgroundImage).starts_with("url(")
-                && matches!(prop(Name::BackgroundPosition).as_str(), "0% 0%" | "0px 0px")),
+        image: content.starts_with("url(")
+            || (background_image.starts_with("url(")
+                && matches!(background_position, "0% 0%" | "0px 0px")),
         // Asked only when the cursor does not say it already (one
         // `matches` per element on pages with such rules).
         hover: !pointer && hover.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
@@ -95,6 +120,6 @@ pub(super) fn icon_font(el: &Element, frame: &Frame) -> bool {
 
 /// Whether `el`'s box is at most 48 px each way (an icon, a handle).
 pub(super) fn small_box(el: &Element) -> bool {
-    let r = proto::get_bounding_client_rect(el);
-    r.width() > 0.0 && r.width() <= 48.0 && r.height() <= 48.0
+    let r = proto::client_rect(el);
+    r.width > 0.0 && r.width <= 48.0 && r.height <= 48.0
 }

@@ -5,7 +5,7 @@
 //! else comes from the cache. A change of window size, or of a `<style>`,
 //! `<link>` or anything in `<head>`, empties the cache.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -14,6 +14,27 @@ use web_sys::{Document, Element, MutationObserver, MutationObserverInit, Mutatio
 use super::StyleBits;
 use crate::proto;
 
+// The cache's numbers read and written as numbers: one call to the page
+// each (`Map.get` then `as_f64` was two, `Map.set` of a boxed number two).
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(method, js_class = "Map", js_name = get)]
+    fn get_number(this: &NumberMap, key: &JsValue) -> Option<f64>;
+    #[wasm_bindgen(method, js_class = "Map", js_name = set)]
+    fn set_number(this: &NumberMap, key: &JsValue, value: f64);
+    #[wasm_bindgen(js_name = Map)]
+    type NumberMap;
+}
+
+/// The number `map` holds for `key`, if any.
+fn map_number(map: &js_sys::Map, key: &JsValue) -> Option<f64> {
+    map.unchecked_ref::<NumberMap>().get_number(key)
+}
+
+fn map_set_number(map: &js_sys::Map, key: &JsValue, value: f64) {
+    map.unchecked_ref::<NumberMap>().set_number(key, value)
+}
+
 struct State {
     observer: MutationObserver,
     _callback: Closure<dyn FnMut(js_sys::Array)>,
@@ -21,6 +42,14 @@ struct State {
     cache: js_sys::Map,
     /// Nodes changed since the last observation.
     dirty: js_sys::Set,
+    /// Whether `dirty` may hold a node (false: asking it is a call to the
+    /// page saved, for every element of a walk).
+    dirty_any: Cell<bool>,
+    /// Whether anything was put in `cache` since it was last emptied.
+    cache_any: Cell<bool>,
+    /// Whether `cache` held anything when this walk began: a first walk
+    /// (or one after the cache was emptied) does not ask it per element.
+    cache_filled: Cell<bool>,
     size: (f64, f64),
     document: Document,
 }
@@ -63,6 +92,14 @@ fn unpack(v: f64) -> StyleBits {
     }
 }
 
+impl State {
+    fn empty_cache(&self) {
+        self.cache.clear();
+        self.cache_any.set(false);
+        self.cache_filled.set(false);
+    }
+}
+
 /// Records one batch of mutations.
 fn record(records: js_sys::Array) {
     STATE.with(|s| {
@@ -77,9 +114,10 @@ fn record(records: js_sys::Array) {
                 || proto::parent_node(&target)
                     .is_some_and(|p| proto::node_name(&p).eq_ignore_ascii_case("head"));
             if styling {
-                s.cache.clear();
+                s.empty_cache();
             }
             s.dirty.add(&target);
+            s.dirty_any.set(true);
         }
     });
 }
@@ -96,8 +134,9 @@ pub fn begin(document: &Document, width: f64, height: f64) {
         let mut s = s.borrow_mut();
         if let Some(st) = s.as_ref() {
             if st.document != *document || st.size != (width, height) {
-                st.cache.clear();
+                st.empty_cache();
                 st.dirty.clear();
+                st.dirty_any.set(false);
             }
         }
         if s.as_ref().is_none_or(|st| st.document != *document) {
@@ -122,12 +161,16 @@ pub fn begin(document: &Document, width: f64, height: f64) {
                 _callback: callback,
                 cache: js_sys::Map::new(),
                 dirty: js_sys::Set::new(&JsValue::UNDEFINED),
+                dirty_any: Cell::new(false),
+                cache_any: Cell::new(false),
+                cache_filled: Cell::new(false),
                 size: (width, height),
                 document: document.clone(),
             });
         }
         if let Some(st) = s.as_mut() {
             st.size = (width, height);
+            st.cache_filled.set(st.cache_any.get());
         }
     });
 }
@@ -139,6 +182,7 @@ pub fn end() {
         if let Some(s) = s.borrow().as_ref() {
             let _ = s.observer.take_records();
             s.dirty.clear();
+            s.dirty_any.set(false);
         }
     });
 }
@@ -155,6 +199,7 @@ pub fn mark(node: &web_sys::Node) {
     STATE.with(|s| {
         if let Some(s) = s.borrow().as_ref() {
             s.dirty.add(node);
+            s.dirty_any.set(true);
         }
     });
 }
@@ -165,23 +210,35 @@ pub fn mark(node: &web_sys::Node) {
 pub fn clear() {
     STATE.with(|s| {
         if let Some(s) = s.borrow().as_ref() {
-            s.cache.clear();
+            s.empty_cache();
         }
     });
 }
 
 pub fn is_dirty(el: &Element) -> bool {
-    STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.dirty.has(el)))
+    STATE.with(|s| s.borrow().as_ref().is_none_or(|s| s.dirty_any.get() && s.dirty.has(el)))
 }
 
 pub fn get(el: &Element) -> Option<StyleBits> {
-    STATE.with(|s| s.borrow().as_ref().and_then(|s| s.cache.get(el).as_f64()).map(unpack))
+    STATE.with(|s| s.borrow().as_ref().and_then(|s| map_number(&s.cache, el)).map(unpack))
+}
+
+/// [`get`] for the walk's visit of `el`: only what an earlier walk kept
+/// (the walk visits each element once, so when the cache was empty as it
+/// began, asking it is a call to the page per element for nothing).
+pub fn get_kept(el: &Element) -> Option<StyleBits> {
+    STATE.with(|s| {
+        let s = s.borrow();
+        let s = s.as_ref().filter(|s| s.cache_filled.get())?;
+        map_number(&s.cache, el).map(unpack)
+    })
 }
 
 pub fn put(el: &Element, bits: StyleBits) {
     STATE.with(|s| {
         if let Some(s) = s.borrow().as_ref() {
-            s.cache.set(el, &pack(bits).into());
+            map_set_number(&s.cache, el, pack(bits));
+            s.cache_any.set(true);
         }
     });
 }

@@ -10,6 +10,18 @@ use super::*;
 /// changes (checking each costs a layout read).
 pub(crate) const MAX_EMPTY: usize = 256;
 
+/// The attributes every element's visit asks about
+/// ([`proto::attributes_present`]): `inert` (bit [`INERT`]) and
+/// `aria-hidden` ([`ARIA_HIDDEN`]).
+const VISIT_NAMES: [&str; 2] = ["inert", "aria-hidden"];
+const INERT: u32 = 1;
+const ARIA_HIDDEN: u32 = 2;
+
+thread_local! {
+    static VISIT_ATTRIBUTES: js_sys::Array =
+        VISIT_NAMES.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect();
+}
+
 /// The state of one walk.
 pub(crate) struct Walk {
     pub(crate) lines: Vec<Line>,
@@ -132,9 +144,9 @@ impl Walk {
 
     /// Whether an element is pushed out of the top page (a skip link at
     /// -9999px), where no scrolling brings it into view.
-    pub(super) fn unreachable(&self, r: &web_sys::DomRect, frame: &Frame) -> bool {
-        let (x, y) = (r.x() + frame.dx, r.y() + frame.dy);
-        x + r.width() + self.scroll.0 <= 0.0 || y + r.height() + self.scroll.1 <= 0.0
+    pub(super) fn unreachable(&self, r: &Rect, frame: &Frame) -> bool {
+        let (x, y) = (r.x + frame.dx, r.y + frame.dy);
+        x + r.width + self.scroll.0 <= 0.0 || y + r.height + self.scroll.1 <= 0.0
     }
 
     /// The part of the top viewport through which the current node shows.
@@ -192,13 +204,12 @@ impl Walk {
     pub(super) fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
         let mut child = proto::first_child(&parent);
         while let Some(node) = child {
-            match proto::node_type(&node) {
-                Node::ELEMENT_NODE => self.visit(node.unchecked_ref::<Element>(), frame, ctx),
-                Node::TEXT_NODE if !ctx.text_hidden => {
-                    if let Some(t) = proto::node_value(&node) {
-                        self.add_text(&t, &node);
-                    }
+            // Its kind and its tag or text in one call to the page.
+            match proto::tag_or_text(&node) {
+                proto::NodeRead::Element(tag) => {
+                    self.visit_tagged(node.unchecked_ref::<Element>(), tag, frame, ctx)
                 }
+                proto::NodeRead::Text(t) if !ctx.text_hidden => self.add_text(&t, &node),
                 _ => {}
             }
             child = proto::next_sibling(&node);
@@ -223,12 +234,12 @@ impl Walk {
                 self.pending_in_view = match self.blocks.last_mut() {
                     Some((_, _, _, _, Some(in_view))) => *in_view,
                     Some((block, clip, dx, dy, known)) => {
-                        let r = proto::get_bounding_client_rect(&block);
+                        let r = proto::client_rect(block);
                         let rect = Rect {
-                            x: r.x() + *dx,
-                            y: r.y() + *dy,
-                            width: r.width().max(1.0),
-                            height: r.height().max(1.0),
+                            x: r.x + *dx,
+                            y: r.y + *dy,
+                            width: r.width.max(1.0),
+                            height: r.height.max(1.0),
                         };
                         *known.insert(intersect(&rect, clip).is_some())
                     }
@@ -253,24 +264,30 @@ impl Walk {
 
     /// Visits one element and, unless hidden, its subtree.
     pub(crate) fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
+        self.visit_tagged(el, proto::local_name(el), frame, ctx)
+    }
+
+    /// [`Walk::visit`] of an element whose `localName` is `tag`.
+    pub(super) fn visit_tagged(&mut self, el: &Element, tag: String, frame: &Frame, ctx: Ctx) {
         if crate::deadline::expired(el) {
             return;
         }
-        let tag = proto::local_name(&el);
         if matches!(
             tag.as_str(),
             "script" | "style" | "noscript" | "template" | "head" | "meta" | "link" | "title"
         ) {
             return;
         }
-        let has_attrs = proto::has_attributes(el);
+        // Whether it has attributes, `inert` and `aria-hidden`: one call.
+        let present = VISIT_ATTRIBUTES.with(|names| proto::attributes_present(el, names));
+        let has_attrs = present & proto::ANY_ATTRIBUTE != 0;
         let mut aria_hidden = false;
         if has_attrs {
-            if dom::has(el, Name::Inert) {
+            if present & INERT != 0 {
                 return;
             }
-            aria_hidden =
-                dom::get(el, Name::AriaHidden).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            aria_hidden = present & ARIA_HIDDEN != 0
+                && dom::get(el, Name::AriaHidden).is_some_and(|v| v.eq_ignore_ascii_case("true"));
             // A control hidden from screen readers but shown and given
             // listeners of its own (a spinner's arrows) is used by a
             // person all the same.
@@ -282,7 +299,7 @@ impl Walk {
         // What the computed style says, from the cache when neither this
         // element nor an ancestor changed since the last observation.
         let fresh = ctx.dirty || !frame.cached || style_cache::is_dirty(el);
-        let cached = if fresh { None } else { style_cache::get(el) };
+        let cached = if fresh { None } else { style_cache::get_kept(el) };
         let st = match cached {
             Some(st) => st,
             None => {
@@ -418,8 +435,8 @@ impl Walk {
         let mut region = false;
         let mut clip_pushed: Option<Rect> = None;
         if (interactive || heading > 0 || scroll.is_some()) && shown_style {
-            let r = proto::get_bounding_client_rect(&el);
-            let empty = r.width() <= 0.0 || r.height() <= 0.0;
+            let r = proto::client_rect(el);
+            let empty = r.width <= 0.0 || r.height <= 0.0;
             if empty && interactive {
                 if self.empty.len() < MAX_EMPTY {
                     self.empty.push(el.clone());
@@ -434,12 +451,7 @@ impl Walk {
                 }
             }
             if !empty && !self.unreachable(&r, frame) {
-                let rect = Rect {
-                    x: r.x() + frame.dx,
-                    y: r.y() + frame.dy,
-                    width: r.width(),
-                    height: r.height(),
-                };
+                let rect = Rect { x: r.x + frame.dx, y: r.y + frame.dy, ..r };
                 let clip = self.clip(frame);
                 let in_viewport = intersect(&rect, &clip).is_some();
 
@@ -461,7 +473,7 @@ impl Walk {
                     let cover = if in_viewport { covering(el, &r, frame, &clip) } else { None };
                     if let Some(by) = cover {
                         let by = with_boxes(by);
-                        self.covered.push(Covered { el: el.clone(), clip, rect: rect_of(&r), by });
+                        self.covered.push(Covered { el: el.clone(), clip, rect: r, by });
                     } else {
                         self.flush();
                         let mut seen = self.describe(el, &tag, rect, in_viewport);
