@@ -128,8 +128,12 @@ wasm_build() {
 # minify FILE: esbuild --minify in place (ES module: the exports keep their
 # names). wasm-bindgen's glue is indented, commented JavaScript that every
 # page imports before it can fetch the module: minified, less than half.
+# wasm-bindgen lists a snippet module (proto.rs's readers) once per import
+# in the glue's imports object: the same key with the same value, which
+# esbuild would warn about on every build.
 minify() {
-  "$ESBUILD" "$1" --minify --format=esm --log-level=warning --outfile="$1.min"
+  "$ESBUILD" "$1" --minify --format=esm --log-level=warning \
+    --log-override:duplicate-object-key=silent --outfile="$1.min"
   mv "$1.min" "$1"
 }
 log "WASM build for the service worker and the panel"

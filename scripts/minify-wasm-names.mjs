@@ -97,7 +97,7 @@ let renamedExports = 0;
 for (const { id, body } of sections) {
   let rebuilt = null;
   if (id === 2) {
-    // Imports: (module, name, kind, …) each; one module expected.
+    // Imports: (module, name, kind, …) each; the glue's module, and snippets.
     let [count, i] = readU(body, 0);
     const parts = [...writeU(count)];
     const modules = new Map();
@@ -109,6 +109,14 @@ for (const { id, body } of sections) {
       let end = b + 1;
       if (kind === 0) [, end] = readU(body, end);
       else fail(`import ${field} is not a function (kind ${kind})`);
+      if (module.startsWith('./snippets/')) {
+        // A snippet (`#[wasm_bindgen(inline_js)]`, proto.rs's readers): the
+        // glue imports its file as a namespace whose names are the file's
+        // own exports (and may list it more than once): kept as it is.
+        parts.push(...body.subarray(i, end));
+        i = end;
+        continue;
+      }
       if (!modules.has(module)) {
         const m = JSON.stringify(module);
         const found = glue.split(`${m}:`).length - 1;
