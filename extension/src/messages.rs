@@ -283,12 +283,54 @@ pub fn encode_reply(envelope: &Envelope) -> String {
         },
     };
     let reply = ReplyEnvelope { v: envelope.v, id: envelope.id, re: envelope.re, body };
-    serde_json::to_string(&reply).unwrap_or_else(|e| {
+    to_json(&reply).unwrap_or_else(|e| {
         format!(
             r#"{{"v":{},"id":{},"kind":"error","code":"internal","message":"cannot encode: {e}"}}"#,
             envelope.v, envelope.id
         )
     })
+}
+
+/// The reply as JSON text.
+#[cfg(not(errand_js))]
+fn to_json(reply: &impl Serialize) -> serde_json::Result<String> {
+    serde_json::to_string(reply)
+}
+
+/// The reply as JSON text, its numbers written by the JavaScript engine.
+///
+/// In the JS build (wasm2js) Rust's float printer runs as JavaScript, its
+/// 128-bit arithmetic on 32-bit halves: writing an observation's boxes (four
+/// numbers an element) took 21–30 ms of a first observation (V8's profile,
+/// BENCHMARKS.md). `Number.prototype.toString` writes the shortest text that
+/// reads back as the same number, as Rust's does; an integral one without
+/// `.0` (`12`, which reads back as the same `f64`). The WebAssembly build
+/// keeps Rust's printer: there it is fast, and a call per number is not.
+#[cfg(errand_js)]
+fn to_json(reply: &impl Serialize) -> serde_json::Result<String> {
+    struct JsNumbers;
+    impl serde_json::ser::Formatter for JsNumbers {
+        fn write_f64<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            v: f64,
+        ) -> std::io::Result<()> {
+            // serde_json writes `null` for NaN and infinities before this.
+            let text = js_sys::Number::from(v).to_string(10).map(String::from).unwrap_or_default();
+            w.write_all(text.as_bytes())
+        }
+        fn write_f32<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            v: f32,
+        ) -> std::io::Result<()> {
+            self.write_f64(w, f64::from(v))
+        }
+    }
+    let mut out = Vec::with_capacity(4096);
+    reply.serialize(&mut serde_json::Serializer::with_formatter(&mut out, JsNumbers))?;
+    // serde_json writes only UTF-8.
+    Ok(String::from_utf8(out).unwrap_or_default())
 }
 
 #[cfg(test)]
