@@ -403,15 +403,24 @@ fn page_text_cannot_pass_for_an_element_line() {
     assert!(line_of(&o, "keep-signed-in").contains("<checkbox=keep-signed-in>"), "{}", o.text);
 }
 
+/// A fixture opened twice: its copy served with a CSP that refuses
+/// WebAssembly (the JS build) and itself (the WebAssembly build); each
+/// tab's content script and first observation, the build checked.
+fn both_builds(rig: &Rig, fixture: &str) -> [(Page, ContentScript, Observation); 2] {
+    [(format!("/csp{fixture}"), Build::Js), (fixture.to_owned(), Build::Wasm)].map(
+        |(path, build)| {
+            let (tab, cs) = rig.open(&path);
+            let o = observe(&cs, false);
+            assert_eq!(o.build, Some(build), "{path}");
+            (tab, cs, o)
+        },
+    )
+}
+
 #[test]
 fn the_js_build_sees_the_same_page() {
     let rig = Rig::start();
-    let (_tab, cs) = rig.open("/csp/observe/aria.html");
-    let o = observe(&cs, false);
-    assert_eq!(o.build, Some(Build::Js));
-    let (_tab2, cs2) = rig.open("/observe/aria.html");
-    let w = observe(&cs2, false);
-    assert_eq!(w.build, Some(Build::Wasm));
+    let [(_, _, o), (_, _, w)] = both_builds(&rig, "/observe/aria.html");
     assert_eq!(names(&o), names(&w));
 }
 
@@ -422,12 +431,7 @@ fn the_js_build_sees_the_same_page() {
 #[test]
 fn the_js_build_writes_the_same_text_on_a_large_page() {
     let rig = Rig::start();
-    let (_tab, cs) = rig.open("/csp/observe/large-text.html");
-    let o = observe(&cs, false);
-    assert_eq!(o.build, Some(Build::Js));
-    let (_tab2, cs2) = rig.open("/observe/large-text.html");
-    let w = observe(&cs2, false);
-    assert_eq!(w.build, Some(Build::Wasm));
+    let [(_, cs, o), (_, cs2, w)] = both_builds(&rig, "/observe/large-text.html");
     assert!(o.text.len() > 30_000, "{}", o.text);
     assert!(o.text.contains("ÉCOLE naïve"), "{}", o.text);
     assert_eq!(o.text, w.text);
