@@ -371,9 +371,10 @@ pub fn tag_or_text(n: &Node) -> NodeRead {
 
 /// Which of `names` (JavaScript strings, at most 30) `el` has as
 /// attributes, one bit each (bit `i` for `names[i]`), and bit 30 when it
-/// has any attribute at all (none of the others is then set): one call to
-/// the page instead of one per name.
+/// has any attribute at all (0 when it has none): one call to the page
+/// instead of one per name.
 pub fn attributes_present(el: &Element, names: &js_sys::Array) -> u32 {
+    debug_assert!(names.length() <= 30, "at most 30 names");
     reader_present(el, names)
 }
 /// Bit 30 of [`attributes_present`]: the element has attributes.

@@ -8,8 +8,7 @@
 //!
 //! postcard writes every field (no `skip_serializing_if`, which the
 //! protocol's [`Effect`], [`Dialog`] and [`Locator`] use for their JSON), so
-//! those go as the mirrors below; each conversion names every field, so a
-//! field added to the protocol does not compile until it is added here.
+//! those go as the mirrors below ([`mirror!`]).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -27,8 +26,34 @@ enum ReplyWire {
     Failed { code: ErrorCode, message: String },
 }
 
-#[derive(Serialize, Deserialize)]
-struct EffectWire {
+/// Declares `$wire`, the mirror of the protocol's `$proto` with every field
+/// written, and both conversions. Each conversion names every field (a
+/// field added to the protocol does not compile until it is added here);
+/// a field whose type is itself a mirror says how it maps: `each` (a
+/// `Vec`), `maybe` (an `Option`).
+macro_rules! mirror {
+    ($wire:ident of $proto:ident { $($field:ident: $ty:ty $(=> $map:ident)?,)* }) => {
+        #[derive(Serialize, Deserialize)]
+        struct $wire { $($field: $ty,)* }
+        impl From<$proto> for $wire {
+            fn from(p: $proto) -> $wire {
+                let $proto { $($field,)* } = p;
+                $wire { $($field: mirror!(@map $field $($map)?),)* }
+            }
+        }
+        impl From<$wire> for $proto {
+            fn from(w: $wire) -> $proto {
+                let $wire { $($field,)* } = w;
+                $proto { $($field: mirror!(@map $field $($map)?),)* }
+            }
+        }
+    };
+    (@map $field:ident) => { $field };
+    (@map $field:ident each) => { $field.into_iter().map(Into::into).collect() };
+    (@map $field:ident maybe) => { $field.map(Into::into) };
+}
+
+mirror!(EffectWire of Effect {
     summary: String,
     url: String,
     url_changed: bool,
@@ -37,22 +62,20 @@ struct EffectWire {
     appeared: Vec<String>,
     invalid: Vec<String>,
     new_tab: Option<i64>,
-    dialogs: Vec<DialogWire>,
+    dialogs: Vec<DialogWire> => each,
     reverted: Vec<String>,
-    locator: Option<LocatorWire>,
-}
+    locator: Option<LocatorWire> => maybe,
+});
 
-#[derive(Serialize, Deserialize)]
-struct DialogWire {
+mirror!(DialogWire of Dialog {
     kind: String,
     message: String,
     accepted: bool,
     text: Option<String>,
     by_default: bool,
-}
+});
 
-#[derive(Serialize, Deserialize)]
-struct LocatorWire {
+mirror!(LocatorWire of Locator {
     tag: String,
     role: Option<String>,
     name: Option<String>,
@@ -64,98 +87,7 @@ struct LocatorWire {
     css: Option<String>,
     frame: Vec<String>,
     rect: Option<[f64; 4]>,
-}
-
-impl From<Dialog> for DialogWire {
-    fn from(d: Dialog) -> DialogWire {
-        let Dialog { kind, message, accepted, text, by_default } = d;
-        DialogWire { kind, message, accepted, text, by_default }
-    }
-}
-
-impl From<DialogWire> for Dialog {
-    fn from(d: DialogWire) -> Dialog {
-        let DialogWire { kind, message, accepted, text, by_default } = d;
-        Dialog { kind, message, accepted, text, by_default }
-    }
-}
-
-impl From<Locator> for LocatorWire {
-    fn from(l: Locator) -> LocatorWire {
-        let Locator { tag, role, name, label, text, id, field_name, test_id, css, frame, rect } = l;
-        LocatorWire { tag, role, name, label, text, id, field_name, test_id, css, frame, rect }
-    }
-}
-
-impl From<LocatorWire> for Locator {
-    fn from(l: LocatorWire) -> Locator {
-        let LocatorWire { tag, role, name, label, text, id, field_name, test_id, css, frame, rect } =
-            l;
-        Locator { tag, role, name, label, text, id, field_name, test_id, css, frame, rect }
-    }
-}
-
-impl From<Effect> for EffectWire {
-    fn from(e: Effect) -> EffectWire {
-        let Effect {
-            summary,
-            url,
-            url_changed,
-            value,
-            page_changed,
-            appeared,
-            invalid,
-            new_tab,
-            dialogs,
-            reverted,
-            locator,
-        } = e;
-        EffectWire {
-            summary,
-            url,
-            url_changed,
-            value,
-            page_changed,
-            appeared,
-            invalid,
-            new_tab,
-            dialogs: dialogs.into_iter().map(Into::into).collect(),
-            reverted,
-            locator: locator.map(Into::into),
-        }
-    }
-}
-
-impl From<EffectWire> for Effect {
-    fn from(e: EffectWire) -> Effect {
-        let EffectWire {
-            summary,
-            url,
-            url_changed,
-            value,
-            page_changed,
-            appeared,
-            invalid,
-            new_tab,
-            dialogs,
-            reverted,
-            locator,
-        } = e;
-        Effect {
-            summary,
-            url,
-            url_changed,
-            value,
-            page_changed,
-            appeared,
-            invalid,
-            new_tab,
-            dialogs: dialogs.into_iter().map(Into::into).collect(),
-            reverted,
-            locator: locator.map(Into::into),
-        }
-    }
-}
+});
 
 /// The reply as its wire text: base64 of postcard's bytes (empty when it
 /// cannot be written, which the parent reads as no answer).
