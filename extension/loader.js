@@ -12,12 +12,28 @@
 // comes. In the top frame of a tab a task drives, the service worker's
 // `prepare` loads it at once, as soon as this script runs in a document the
 // tab is loading (the crate then walks the page once it has loaded and is
-// idle). The service worker still injects this file into a
+// idle). In a tab a task drives, the service worker injects this file
+// (after the module's bytes and the glue) as soon as the browser has
+// committed a new document in its top frame, while the page still parses:
+// running then, it prepares at once (sw.js, `webNavigation.onCommitted`).
+// The service worker still injects this file into a
 // document that lacks it (tabs opened before the extension was installed).
 (() => {
+  // What the service worker injects before this script into a driven
+  // tab's top frame at commit (sw.js): the module's bytes in base64 and
+  // the glue as a classic script, so that nothing is fetched or imported
+  // while the page loads (an `import()` or `fetch()` of the extension's
+  // files made then waits for the page's `load`, and holds it back).
+  // Taken out of the global at once (the glue's is a `var`).
+  const early = { bytes: globalThis.__errandWasmBytes, glue: globalThis.__errandWasmGlue };
+  globalThis.__errandWasmBytes = undefined;
+  globalThis.__errandWasmGlue = undefined;
+
   // The isolated world's global: the page cannot see or set it.
   if (globalThis.__errandLoader) return;
   globalThis.__errandLoader = true;
+  const decode = (base64) => Uint8Array.fromBase64?.(base64)
+    ?? Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 
   const url = (path) => chrome.runtime.getURL(`extension/pkg/${path}`);
   // When each loading step ended (performance.now()), for the load benchmark
@@ -50,10 +66,15 @@
     }
     try {
       // The module is fetched and compiled while the glue is imported
-      // (should that fail, the glue fetches it again).
+      // (should that fail, the glue fetches it again); in a document the
+      // service worker injected at commit, compiled from the bytes it put
+      // here, and the glue is there already.
       const module = url('wasm/errand_page_bg.wasm');
-      const compiled = WebAssembly.compileStreaming(fetch(module)).catch(() => module);
-      const wasm = await import(url('wasm/errand_page.js'));
+      const compiled = (early.bytes
+        ? WebAssembly.compile(decode(early.bytes))
+        : WebAssembly.compileStreaming(fetch(module))).catch(() => module);
+      early.bytes = null;
+      const wasm = early.glue ?? await import(url('wasm/errand_page.js'));
       mark('wasm_glue');
       await wasm.default({ module_or_path: await compiled });
       mark('wasm_ready');
@@ -71,7 +92,7 @@
     mark('js_ready');
     return js;
   }));
-  if (window === window.top) {
+  if (window === window.top && document.readyState !== 'loading') {
     // The JS build at once: a task's first command at `complete` comes
     // about 20 ms after `load` (this script runs just before it ends), and
     // importing the JS build takes about 45.
@@ -79,7 +100,24 @@
     else requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
   }
 
+  // The top frame of a tab a task drives, told to prepare: the crate
+  // loaded at once, then its `prepare` (the readiness watch begun, the
+  // page walked once to warm the code while it loads, and walked when idle
+  // once it has loaded, that walk kept).
   let prepared = false;
+  const prepare = () => {
+    if (prepared) return;
+    prepared = true;
+    mark('prepare');
+    load().then((errand) => errand.prepare()).catch(() => {});
+  };
+  // Running while the document is still being parsed: only the service
+  // worker's injection into a driven tab's top frame at commit runs this
+  // script that early (sw.js, `webNavigation.onCommitted`; the manifest
+  // declares it at `document_idle`, after `DOMContentLoaded`), so this
+  // tab is a task's: prepared now, while the page loads.
+  if (window === window.top && document.readyState === 'loading') prepare();
+
   chrome.runtime.onMessage.addListener((message, sender, reply) => {
     // Only the extension itself may talk to the content script: the service
     // worker's `page` commands, and the `frame` messages it relays from the
@@ -94,11 +132,7 @@
       if (window !== window.top) return false;
       const taken = !message.early || document.readyState !== 'complete';
       reply({ taken });
-      if (taken && !prepared) {
-        prepared = true;
-        mark('prepare');
-        load().then((errand) => errand.prepare()).catch(() => {});
-      }
+      if (taken) prepare();
       return false;
     }
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];

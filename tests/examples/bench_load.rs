@@ -283,6 +283,9 @@ fn main() -> Result<()> {
                 Some(f64::from(u8::from(ok["reobserved"].is_number()))),
             );
             push(&format!("{build}.prepare_after_load_end"), span("load_end", "prepare"));
+            push(&format!("{build}.warmed_after_load_end"), span("load_end", "warmed"));
+            push(&format!("{build}.prepared_after_load_end"), span("load_end", "prepared"));
+            push(&format!("{build}.img.open_to_observation"), img["total"].as_f64());
             push(&format!("{build}.still_not_driven.observation"), plain["observe"].as_f64());
             push(
                 &format!("{build}.still_not_driven.walk"),

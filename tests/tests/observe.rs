@@ -1213,6 +1213,87 @@ fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded()
     assert_eq!(loader_mark(&sw, plain.tab_id, "warmed"), None);
 }
 
+/// The page's `DOMContentLoaded` start on the clock of `loader_mark`.
+fn dom_content_loaded(sw: &Page, tab_id: i64) -> Option<f64> {
+    sw.eval(&format!(
+        "chrome.scripting.executeScript({{ target: {{ tabId: {tab_id} }}, \
+           func: () => performance.timing.domContentLoadedEventStart - performance.timeOrigin }}) \
+           .then(([r]) => r.result)"
+    ))
+    .ok()?
+    .as_f64()
+}
+
+#[test]
+fn a_tab_a_task_drives_gets_its_content_script_while_the_page_parses() {
+    let rig = Rig::start();
+    let sw = service_worker(&rig);
+    // Opened as the host opens a task's tab (`open_tab` answers once the
+    // tab is `complete`): a script that comes 800 ms late holds the
+    // page's parser, and so its `DOMContentLoaded` and `load`.
+    let tab_id = open_as_a_task(&rig, &sw, "/observe/early.html");
+    let parsed = dom_content_loaded(&sw, tab_id).expect("the page's DOMContentLoaded");
+    let loaded = load_end(&sw, tab_id).expect("the page's load end");
+    let mark = |step: &str| loader_mark(&sw, tab_id, step);
+    let start = mark("start").expect("the loader ran");
+    let ready = mark("wasm_ready").expect("the WebAssembly build loaded");
+    let told = mark("prepare").expect("prepared");
+    let warmed = mark("warmed").expect("its code run while the page parsed");
+    // Injected at commit, not declared at `document_idle` (which comes
+    // after `DOMContentLoaded`): the crate ready and its code run while
+    // the parser waited for the script, long before `load`.
+    assert!(start < parsed - 400.0, "the loader ran at {start}, DOMContentLoaded at {parsed}");
+    assert!(told <= ready && ready < parsed && warmed < parsed, "ready {ready}, warmed {warmed}");
+    assert!(parsed <= loaded);
+    // Nothing fetched or imported while the page loaded: the module's
+    // bytes and the glue were injected with the loader.
+    assert!(mark("wasm_glue").unwrap() < parsed);
+
+    // The first observation, once it has loaded, starts from the walk kept
+    // at `load` and says what a full walk says.
+    let cs = ContentScript::of_tab_id(&rig.browser, tab_id).unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(o.build, Some(Build::Wasm));
+    assert!(names(&o).contains("After the script"), "{}", o.text);
+    assert_eq!(names(&observe_full(&cs)), names(&o));
+
+    // The same under a CSP that refuses WebAssembly: the JS build,
+    // imported at once by the loader injected at commit.
+    let tab_id = open_as_a_task(&rig, &sw, "/csp/observe/early.html");
+    let parsed = dom_content_loaded(&sw, tab_id).expect("the page's DOMContentLoaded");
+    let mark = |step: &str| loader_mark(&sw, tab_id, step);
+    assert!(mark("wasm_refused").is_some());
+    let ready = mark("js_ready").expect("the JS build loaded");
+    let warmed = mark("warmed").expect("its code run while the page parsed");
+    assert!(ready < parsed && warmed < parsed, "ready {ready}, warmed {warmed}, parsed {parsed}");
+    let cs = ContentScript::of_tab_id(&rig.browser, tab_id).unwrap();
+    let o = observe(&cs, false);
+    assert_eq!(o.build, Some(Build::Js));
+    assert_eq!(names(&observe_full(&cs)), names(&o));
+}
+
+#[test]
+fn a_tab_the_user_opens_gets_its_content_script_only_at_document_idle() {
+    let rig = Rig::start();
+    let sw = service_worker(&rig);
+    // The same page opened as the user opens a tab: nothing runs while it
+    // parses; the declared loader comes after `DOMContentLoaded`.
+    let (_tab, cs) = rig.open("/observe/early.html");
+    let mark = |step: &str| loader_mark(&sw, cs.tab_id, step);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while mark("start").is_none() {
+        assert!(std::time::Instant::now() < deadline, "the declared loader never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let parsed = dom_content_loaded(&sw, cs.tab_id).expect("the page's DOMContentLoaded");
+    let start = mark("start").unwrap();
+    assert!(start >= parsed, "the loader ran at {start}, before DOMContentLoaded at {parsed}");
+    assert_eq!(mark("prepare"), None);
+    assert_eq!(mark("warmed"), None);
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("After the script"), "{}", o.text);
+}
+
 /// On a page whose CSP refuses WebAssembly, the top frame's loader imports
 /// the JS build as soon as it runs, before any command (as it instantiates
 /// the WebAssembly build when idle elsewhere); nothing is walked.
