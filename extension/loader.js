@@ -15,7 +15,8 @@
 // idle). In a tab a task drives, the service worker injects this file
 // (after the module's bytes and the glue) as soon as the browser has
 // committed a new document in its top frame, while the page still parses:
-// running then, it prepares at once (sw.js, `webNavigation.onCommitted`).
+// running then, it loads the crate at once and prepares it once the
+// document is parsed (sw.js, `webNavigation.onCommitted`).
 // The service worker still injects this file into a
 // document that lacks it (tabs opened before the extension was installed).
 (() => {
@@ -103,19 +104,25 @@
   // The top frame of a tab a task drives, told to prepare: the crate
   // loaded at once, then its `prepare` (the readiness watch begun, the
   // page walked once to warm the code while it loads, and walked when idle
-  // once it has loaded, that walk kept).
+  // once it has loaded, that walk kept) — once the document is parsed:
+  // begun while the parser still adds the page's nodes, the watch's
+  // observers would see each of them, and `load` came 60–150 ms later
+  // on the 1k-element page (BENCHMARKS.md).
   let prepared = false;
   const prepare = () => {
     if (prepared) return;
     prepared = true;
     mark('prepare');
-    load().then((errand) => errand.prepare()).catch(() => {});
+    load().then((errand) => {
+      if (document.readyState !== 'loading') return errand.prepare();
+      document.addEventListener('DOMContentLoaded', () => errand.prepare(), { once: true });
+    }).catch(() => {});
   };
   // Running while the document is still being parsed: only the service
   // worker's injection into a driven tab's top frame at commit runs this
   // script that early (sw.js, `webNavigation.onCommitted`; the manifest
   // declares it at `document_idle`, after `DOMContentLoaded`), so this
-  // tab is a task's: prepared now, while the page loads.
+  // tab is a task's: its crate loaded now, while the page parses.
   if (window === window.top && document.readyState === 'loading') prepare();
 
   chrome.runtime.onMessage.addListener((message, sender, reply) => {
