@@ -105,9 +105,9 @@
   // loaded at once, then its `prepare` (the readiness watch begun, the
   // page walked once to warm the code while it loads, and walked when idle
   // once it has loaded, that walk kept) — once the document is parsed:
-  // begun while the parser still adds the page's nodes, the watch's
-  // observers would see each of them, and `load` came 60–150 ms later
-  // on the 1k-element page (BENCHMARKS.md).
+  // begun while the parser still adds the page's nodes (the readiness
+  // watch, the walk of the page parsed so far), it made `load` come
+  // 60–150 ms later on the 1k-element page (BENCHMARKS.md).
   let prepared = false;
   const prepare = () => {
     if (prepared) return;
