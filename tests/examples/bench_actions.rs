@@ -27,9 +27,9 @@
 //! first for even *i*, Errand first for odd *i* (its action then runs at
 //! the next model call) — and a change in the shared machine's load falls
 //! on both. Each kind is reported as the ratio of the medians and as the
-//! median (p10–p90) of the pairs' ratios. Before its actions at a model
-//! call the reference waits [`QUIET`] for Errand's own background work of
-//! the step to finish. The ten-field form is one answer;
+//! median (p10–p90) of the pairs' ratios. Every action of either side
+//! starts after [`QUIET`] in which neither side does anything (a real
+//! model's answer takes longer). The ten-field form is one answer;
 //! the reference fills its form once before it and once after it (the
 //! mean of the two sums).
 //!
@@ -59,11 +59,15 @@ const PLAYWRIGHT: &str = "playwright-core@1.65.1";
 /// ten fields five times over), 50 selects, then the ten-field form.
 const CLICKS: usize = 50;
 const PAIRS: usize = 150;
-/// How long the reference waits before its actions at a model call: what
-/// Errand does in the background after a step (the side panel drawing it,
-/// the step stored) is left to finish first. Without it the reference's
-/// action just after Errand's step took 1.2–3.5× its time in the other
-/// pairs (select 17–86 ms against 12–24), with it 1.0–1.3×.
+/// The quiet before every action of either side: the scripted model answers
+/// at once, where a real model takes longer than this, so without it an
+/// action ran while the other side's last action, or Errand's own
+/// background work of the step (the side panel drawing it, the step
+/// stored), was still going. Without it the reference's action just after
+/// Errand's step took 1.2–3.5× its time in the other pairs (select 17–86 ms
+/// against 12–24), and Errand's action just after its own observation
+/// 0.8–1.8× (mostly 1.1–1.5×) its time in the pairs where it came after
+/// a quiet.
 const QUIET: Duration = Duration::from_millis(150);
 
 fn main() -> Result<()> {
@@ -343,12 +347,10 @@ fn interleaved_script(pairing: &Mutex<Pairing>, req: &Value, call: usize) -> Rep
     if call == PAIRS || call == PAIRS + 1 {
         jobs.push((None, json!({"do": "form", "value": "form"})));
     }
-    if !jobs.is_empty() {
-        std::thread::sleep(QUIET);
-    }
     {
         let mut p = lock(pairing);
         for (j, command) in jobs {
+            std::thread::sleep(QUIET);
             if p.error.is_some() {
                 break;
             }
@@ -366,6 +368,8 @@ fn interleaved_script(pairing: &Mutex<Pairing>, req: &Value, call: usize) -> Rep
             }
         }
     }
+    // Errand's action comes right after the answer.
+    std::thread::sleep(QUIET);
     match call {
         0..CLICKS => answer(json!([{"click": {"index": el(req, "Tapper")}}])),
         CLICKS..100 => {
