@@ -22,11 +22,11 @@
 //!
 //! The two are interleaved action by action: the scripted model answers
 //! one action per step, and before answering it has the reference do its
-//! action of the same number on its own tab, so that Errand's select *i*
-//! and the reference's select *i* run next to each other — the reference
-//! first for even *i*, Errand first for odd *i* (its action then runs at
-//! the next model call) — and a change in the shared machine's load falls
-//! on both. Each kind is reported as the ratio of the medians and as the
+//! action of the same number on its own page (a window of its own), so
+//! that Errand's select *i* and the reference's select *i* run next to
+//! each other — the reference first for even *i*, Errand first for odd *i*
+//! (its action then runs at the next model call) — and a change in the
+//! shared machine's load falls on both. Each kind is reported as the ratio of the medians and as the
 //! median (p10–p90) of the pairs' ratios. Every action of either side
 //! starts after [`QUIET`] in which neither side does anything (a real
 //! model's answer takes longer). The ten-field form is one answer;
