@@ -45,6 +45,7 @@ pub mod focus;
 pub mod frames;
 pub mod hover;
 pub mod incremental;
+pub mod json;
 pub mod keys;
 pub mod labels;
 pub mod listeners;
