@@ -3,10 +3,10 @@
 //! The content script hands the loader its reply as a JavaScript object
 //! (`messages::encode_reply`). serde-wasm-bindgen builds that object one
 //! call into JavaScript per field and per string: for a 1k-element
-//! observation about 20,000 calls, 7–9 ms in the WebAssembly build against
-//! 2–4 ms for writing the JSON text in Rust and parsing it with the
-//! engine's `JSON.parse` (BENCHMARKS.md, "serde_json out of the content
-//! script"). So the WebAssembly build writes the text with this serializer
+//! observation about 20,000 calls, 8–12 ms in the WebAssembly build against
+//! 4–6 ms for main's JSON text (serde_json) and the loader's `JSON.parse`
+//! (BENCHMARKS.md, "serde_json out of the content script"). So the
+//! WebAssembly build writes the text with this serializer
 //! and parses it with `js_sys::JSON::parse`; the JS build (wasm2js), where a
 //! call into JavaScript is cheap and Rust's float printer slow, keeps
 //! serde-wasm-bindgen.
@@ -83,16 +83,44 @@ impl Writer {
         self.out.push('"');
     }
 
+    /// A float: a whole one (most of a page's lengths) by [`Writer::digits`],
+    /// the rest by `Display` (core's shortest printer, slower at
+    /// `opt-level = "z"`: a 1k-element observation has 4,000 numbers).
     fn float(&mut self, v: f64) {
-        if v.is_finite() {
-            let _ = write!(self.out, "{v}");
-        } else {
+        if !v.is_finite() {
             self.out.push_str("null");
+        } else if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+            if v.is_sign_negative() {
+                self.out.push('-');
+            }
+            self.digits(v.abs() as u64);
+        } else {
+            let _ = write!(self.out, "{v}");
         }
     }
 
-    fn int(&mut self, v: impl fmt::Display) {
-        let _ = write!(self.out, "{v}");
+    fn signed(&mut self, v: i64) {
+        if v < 0 {
+            self.out.push('-');
+        }
+        self.digits(v.unsigned_abs());
+    }
+
+    /// `v` in decimal, without `core::fmt`'s machinery.
+    fn digits(&mut self, mut v: u64) {
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        for &d in &buf[i..] {
+            self.out.push(char::from(d));
+        }
     }
 
     /// `{"variant":` before a variant's content.
@@ -137,35 +165,35 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
     fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.int(v);
+        self.signed(i64::from(v));
         Ok(())
     }
     fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.int(v);
+        self.signed(i64::from(v));
         Ok(())
     }
     fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.int(v);
+        self.signed(i64::from(v));
         Ok(())
     }
     fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.int(v);
+        self.signed(i64::from(v));
         Ok(())
     }
     fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.int(v);
+        self.digits(u64::from(v));
         Ok(())
     }
     fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.int(v);
+        self.digits(u64::from(v));
         Ok(())
     }
     fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.int(v);
+        self.digits(u64::from(v));
         Ok(())
     }
     fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.int(v);
+        self.digits(u64::from(v));
         Ok(())
     }
     fn serialize_f32(self, v: f32) -> Result<(), Error> {

@@ -321,8 +321,9 @@ pub fn encode_reply(envelope: &Envelope) -> JsValue {
 }
 
 /// The WebAssembly build: the JSON text (`json.rs`), parsed by the engine;
-/// one call into JavaScript instead of one per field and string (7–9 ms
-/// for a 1k-element observation through serde-wasm-bindgen, 2–4 this way).
+/// one call into JavaScript instead of one per field and string (8–12 ms
+/// for a 1k-element observation through serde-wasm-bindgen, 5–11 this way;
+/// BENCHMARKS.md).
 #[cfg(not(errand_js))]
 fn write(reply: &ReplyEnvelope<'_>) -> Result<JsValue, String> {
     let text = crate::json::to_string(reply).map_err(|e| e.to_string())?;
@@ -331,9 +332,9 @@ fn write(reply: &ReplyEnvelope<'_>) -> Result<JsValue, String> {
 
 /// The JS build (wasm2js): serde-wasm-bindgen, field by field. A call into
 /// JavaScript is cheap here and Rust's float printer is not (it runs as
-/// JavaScript on 32-bit halves): 13–22 ms for a 1k-element observation
-/// against 25–34 ms with the text written in Rust (serde_json with the
-/// numbers written by `Number#toString`) and parsed.
+/// JavaScript on 32-bit halves): 15–25 ms for a 1k-element observation
+/// against 26–49 ms with the text written in Rust (serde_json with the
+/// numbers written by `Number#toString`) and parsed (BENCHMARKS.md).
 #[cfg(errand_js)]
 fn write(reply: &ReplyEnvelope<'_>) -> Result<JsValue, String> {
     let ser = serde_wasm_bindgen::Serializer::json_compatible();
