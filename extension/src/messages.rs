@@ -322,8 +322,8 @@ pub fn encode_reply(envelope: &Envelope) -> JsValue {
 
 /// The WebAssembly build: the JSON text (`json.rs`), parsed by the engine;
 /// one call into JavaScript instead of one per field and string (8–12 ms
-/// for a 1k-element observation through serde-wasm-bindgen, 5–11 this way;
-/// BENCHMARKS.md).
+/// for a 1k-element observation through serde-wasm-bindgen, 4–5 this way,
+/// as main's serde_json and the loader's parse; BENCHMARKS.md).
 #[cfg(not(errand_js))]
 fn write(reply: &ReplyEnvelope<'_>) -> Result<JsValue, String> {
     let text = crate::json::to_string(reply).map_err(|e| e.to_string())?;
