@@ -145,9 +145,11 @@
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];
     if (!handler) return false;
     mark('command');
+    // The message goes to the crate as the object it is, and its reply
+    // (an object, or a frame's reply string) comes back as it is.
     load()
-      .then((errand) => errand[handler](JSON.stringify(message)))
-      .then((text) => { const ok = JSON.parse(text); mark('reply'); reply({ ok }); })
+      .then((errand) => errand[handler](message))
+      .then((ok) => { mark('reply'); reply({ ok }); })
       .catch((e) => reply({ failed: String(e?.message ?? e) }));
     return true; // the reply comes asynchronously
   });

@@ -79,22 +79,26 @@ fn heard(e: web_sys::Event) {
     let Some(detail) = detail.and_then(|d| d.as_string()) else {
         return;
     };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&detail) else {
+    let Ok(v) = js_sys::JSON::parse(&detail) else {
         return;
     };
-    let kind = v["kind"].as_str().unwrap_or_default();
-    if !matches!(kind, "alert" | "confirm" | "prompt" | "beforeunload") {
+    // (`Reflect.get` of what is not an object fails: nothing read.)
+    let field = |name: &str| js_sys::Reflect::get(&v, &name.into()).ok();
+    let text = |name: &str| field(name).and_then(|f| f.as_string());
+    let yes = |name: &str| field(name).and_then(|f| f.as_bool()).unwrap_or(false);
+    let kind = text("kind").unwrap_or_default();
+    if !matches!(kind.as_str(), "alert" | "confirm" | "prompt" | "beforeunload") {
         return;
     }
     let dialog = Dialog {
-        kind: kind.to_owned(),
+        kind,
         message: crate::text::truncate(
-            &crate::text::collapse(v["message"].as_str().unwrap_or("")),
+            &crate::text::collapse(&text("message").unwrap_or_default()),
             300,
         ),
-        accepted: v["accepted"].as_bool().unwrap_or(false),
-        text: v["text"].as_str().map(|t| crate::text::truncate(t, 200)),
-        by_default: v["by_default"].as_bool().unwrap_or(false),
+        accepted: yes("accepted"),
+        text: text("text").map(|t| crate::text::truncate(&t, 200)),
+        by_default: yes("by_default"),
     };
     STATE.with(|s| {
         let mut s = s.borrow_mut();
@@ -128,7 +132,7 @@ pub fn arm(answer: &DialogAnswer) {
     let text = answer
         .dialog_text
         .as_deref()
-        .and_then(|t| serde_json::to_string(t).ok())
+        .map(crate::values::json_string)
         .unwrap_or_else(|| "null".to_owned());
     let detail = format!(r#"{{"accept":{accept},"text":{text}}}"#);
     for doc in documents() {

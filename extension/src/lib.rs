@@ -4,8 +4,10 @@
 //! WebAssembly, and — with `--cfg errand_js` — to plain JavaScript for pages
 //! whose CSP refuses WebAssembly. Both export the same functions:
 //!
-//! * `handle(message)` — runs one `page` command and resolves with the reply
-//!   envelope's JSON; it never rejects (every failure is an `error` envelope);
+//! * `handle(message)` — runs one `page` command (the envelope as the
+//!   JavaScript object the loader received) and resolves with the reply
+//!   envelope as an object; it never rejects (every failure is an `error`
+//!   envelope);
 //! * `build()` — `"wasm"` or `"js"`;
 //! * `envelope(id, re, kind, fields)` and `check(message)` — the protocol
 //!   helpers the service worker and the side panel build and check every
@@ -43,6 +45,7 @@ pub mod focus;
 pub mod frames;
 pub mod hover;
 pub mod incremental;
+pub mod json;
 pub mod keys;
 pub mod labels;
 pub mod listeners;
@@ -88,10 +91,12 @@ impl Fail {
     }
 }
 
-/// Runs one `page` command (a JSON envelope) and resolves with the JSON of
-/// the reply envelope: `observation`, `action_done`, `ack` or `error`.
+/// Runs one `page` command (the envelope object the loader received) and
+/// resolves with the reply envelope as an object (`observation`,
+/// `action_done`, `located`, `ack` or `error`) that the loader sends back
+/// as it is: no JSON text either way (`messages`).
 #[wasm_bindgen]
-pub async fn handle(message: String) -> String {
+pub async fn handle(message: JsValue) -> JsValue {
     mark("handle");
     let a = answer(&message).await;
     mark("answered");
@@ -101,7 +106,7 @@ pub async fn handle(message: String) -> String {
 }
 
 /// The reply to one message.
-async fn answer(message: &str) -> Envelope {
+async fn answer(message: &JsValue) -> Envelope {
     let request = match messages::read_request(message) {
         Ok(r) => r,
         Err(reply) => return *reply,

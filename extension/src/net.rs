@@ -163,7 +163,8 @@ pub fn net_forget(tab_id: f64) {
 
 /// Answers a content script's message when it is a [`Question`] (the JSON
 /// of a [`NetState`]); `None` for any other message.
-#[cfg_attr(feature = "worker", wasm_bindgen)]
+#[cfg(feature = "worker")]
+#[wasm_bindgen]
 pub fn net_answer(message: &str, tab_id: f64) -> Option<String> {
     let q: Question = serde_json::from_str(message).ok()?;
     let now = js_sys::Date::now();
@@ -172,6 +173,22 @@ pub fn net_answer(message: &str, tab_id: f64) -> Option<String> {
 }
 
 // ---- The content script's side ----
+
+/// A [`NetState`] from the service worker's answer (the object `net_answer`'s
+/// JSON became): `None` when it is not one.
+fn read_state(answer: &JsValue) -> Option<NetState> {
+    let field = |name: &str| js_sys::Reflect::get(answer, &name.into()).ok();
+    let pending = field("pending")?.as_f64()?;
+    if !(pending >= 0.0 && pending <= f64::from(u32::MAX) && pending.fract() == 0.0) {
+        return None;
+    }
+    let quiet_ms = match field("quiet_ms") {
+        Some(q) if q.is_null() || q.is_undefined() => None,
+        Some(q) => Some(q.as_f64()?),
+        None => None,
+    };
+    Some(NetState { pending: pending as u32, quiet_ms })
+}
 
 /// What the content script knows of its tab's network.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -249,10 +266,13 @@ impl Probe {
                 return;
             }
         }
-        let question = Question { errand_net: Since { since: self.since } };
+        // A [`Question`] as the object `{errand_net: {since}}` (sent as JSON;
+        // the service worker's `net_answer` reads it).
         let sent = runtime().and_then(|(runtime, send)| {
-            let text = serde_json::to_string(&question).ok()?;
-            let msg = js_sys::JSON::parse(&text).ok()?;
+            let since = js_sys::Object::new();
+            js_sys::Reflect::set(&since, &"since".into(), &self.since.into()).ok()?;
+            let msg = js_sys::Object::new();
+            js_sys::Reflect::set(&msg, &"errand_net".into(), &since).ok()?;
             let promise = send.call1(&runtime, &msg).ok()?;
             promise.dyn_into::<js_sys::Promise>().ok()
         });
@@ -265,11 +285,7 @@ impl Probe {
         let state = self.state.clone();
         wasm_bindgen_futures::spawn_local(async move {
             let reply = wasm_bindgen_futures::JsFuture::from(promise).await;
-            let parsed = reply
-                .ok()
-                .and_then(|v| js_sys::JSON::stringify(&v).ok())
-                .and_then(|s| s.as_string())
-                .and_then(|s| serde_json::from_str::<NetState>(&s).ok());
+            let parsed = reply.ok().and_then(|v| read_state(&v));
             let mut s = state.borrow_mut();
             s.asking = false;
             match parsed {

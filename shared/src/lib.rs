@@ -20,11 +20,13 @@
 use serde::{Deserialize, Serialize};
 
 mod action;
+#[cfg(feature = "json")]
 pub mod chunk;
 mod diff;
 pub mod locator;
 mod observation;
 mod panel;
+#[cfg(feature = "json")]
 pub mod rules_js;
 
 pub use action::{
@@ -110,6 +112,7 @@ impl Envelope {
     }
 
     /// Serialises to the JSON text that goes on the wire.
+    #[cfg(feature = "json")]
     pub fn encode(&self) -> String {
         // Serialising these types cannot fail: no maps with non-string keys,
         // no custom serialisers.
@@ -122,6 +125,7 @@ impl Envelope {
     }
 
     /// Parses one message, telling exactly what is wrong with a bad one.
+    #[cfg(feature = "json")]
     pub fn decode(text: &str) -> Result<Envelope, DecodeError> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| DecodeError::NotJson(e.to_string()))?;
@@ -129,6 +133,7 @@ impl Envelope {
     }
 
     /// Like [`Envelope::decode`], from an already parsed JSON value.
+    #[cfg(feature = "json")]
     pub fn decode_value(value: serde_json::Value) -> Result<Envelope, DecodeError> {
         let obj = value.as_object().ok_or(DecodeError::NotAnObject)?;
         let v = obj.get("v").and_then(|v| v.as_u64()).ok_or(DecodeError::MissingVersion)?;
@@ -474,6 +479,8 @@ pub enum Body {
     /// One MCP tool call from the client `client` (`observe`, `click`,
     /// `tabs`, …, with the tool's arguments), run by the host's tools layer
     /// under the same rules as the agent; answered with `tool_result`.
+    /// (Not in the content script's builds: feature `json`.)
+    #[cfg(feature = "json")]
     ToolCall {
         client: String,
         name: String,

@@ -79,6 +79,30 @@ impl ContentScript {
         }
     }
 
+    /// Sends `message` (a `page` envelope) through the same relay and
+    /// returns the reply as the JSON text the host receives: the service
+    /// worker hands the host the content script's reply object as it is,
+    /// and the browser writes it as `JSON.stringify` does.
+    pub fn exchange_text(&self, message: &Value) -> Result<String> {
+        let answer = self.sw.eval(&format!(
+            "(async () => JSON.stringify(await globalThis.errandBrowserRequests.page({message})))()"
+        ))?;
+        match answer.as_str() {
+            Some(text) => Ok(text.to_owned()),
+            None => bail!("no reply text from the content script: {answer}"),
+        }
+    }
+
+    /// `JSON.stringify(JSON.parse(text))`, in the service worker: what a
+    /// JSON text becomes on its way to the host as an object.
+    pub fn reparse(&self, text: &str) -> Result<String> {
+        let quoted = serde_json::to_string(text)?;
+        match self.sw.eval(&format!("JSON.stringify(JSON.parse({quoted}))"))? {
+            Value::String(text) => Ok(text),
+            other => bail!("JSON.stringify gave {other}"),
+        }
+    }
+
     /// Observes the page (drawing the marks when `marks`).
     pub fn observe(&self, marks: bool) -> Result<Observation> {
         self.observe_with(json!({"op": "observe", "marks": marks}))

@@ -438,6 +438,53 @@ fn the_js_build_writes_the_same_text_on_a_large_page() {
     assert_eq!(observe_full(&cs).text, observe_full(&cs2).text);
 }
 
+/// The content script reads its `page` envelope as the object the service
+/// worker sends and answers with an object (serde-wasm-bindgen, no JSON text
+/// either way): the host must still get, byte for byte, what it got when the
+/// crate wrote the protocol's JSON text (`Envelope::encode`) and the loader
+/// parsed it — no `null` for an absent field, no field more or less, the
+/// same order and numbers — for each kind of reply, in both builds.
+#[test]
+fn replies_reach_the_host_as_the_protocol_writes_them() {
+    use errand_protocol::{Body, Envelope};
+    let rig = Rig::start();
+    for (path, build) in
+        [("/csp/observe/inputs.html", Build::Js), ("/observe/inputs.html", Build::Wasm)]
+    {
+        let (_tab, cs) = rig.open(path);
+        let page = |id: u64, command: serde_json::Value| json!({"v": 1, "id": id, "kind": "page", "tab_id": cs.tab_id, "command": command});
+        // Each reply: as the host gets it, and as the protocol writes it.
+        let same = |message: serde_json::Value| -> Envelope {
+            let got = cs.exchange_text(&message).unwrap_or_else(|e| panic!("{message}: {e:#}"));
+            let env = Envelope::decode(&got).unwrap_or_else(|e| panic!("{got}: {e}"));
+            let want = cs.reparse(&env.encode()).unwrap();
+            assert_eq!(got, want, "{path}: {message}");
+            env
+        };
+        let first = same(page(1, json!({"op": "observe", "marks": true})));
+        let Body::Observation(o) = first.body else { panic!("{first:?}") };
+        assert_eq!(o.build, Some(build), "{path}");
+        assert!(o.elements.len() > 5, "{path}: {:?}", o.elements);
+        let text_input = o
+            .elements
+            .iter()
+            .find(|e| e.input_type.as_deref() == Some("text"))
+            .unwrap_or_else(|| panic!("no text input in {:?}", o.elements));
+        let fill = json!({"fill": {"index": text_input.index, "text": "Ada \"Q\"\tü"}});
+        let done = same(page(2, json!({"op": "act", "action": fill})));
+        assert!(matches!(done.body, Body::ActionDone { .. }), "{done:?}");
+        // The next observation after a change: a diff against the first.
+        same(page(3, json!({"op": "observe", "since": o.seq})));
+        let missing = same(page(4, json!({"op": "act", "action": {"click": {"index": 9999}}})));
+        assert!(matches!(missing.body, Body::Error { .. }), "{missing:?}");
+        let bad = same(page(5, json!({"op": "dance"})));
+        assert!(matches!(bad.body, Body::Error { ref message, .. } if message.contains("dance")));
+        same(page(6, json!({"op": "locate", "locator": {"tag": "input", "id": "nothing-here"}})));
+        let ack = same(page(7, json!({"op": "cleanup"})));
+        assert!(matches!(ack.body, Body::Ack {}), "{ack:?}");
+    }
+}
+
 /// The `top` of each mark box in the overlay's closed shadow root.
 fn mark_tops(tab: &Page) -> Vec<f64> {
     let doc = tab.call("DOM.getDocument", json!({"depth": -1, "pierce": true})).unwrap();

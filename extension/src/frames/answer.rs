@@ -4,13 +4,14 @@
 use super::*;
 
 /// Runs one [`Message`] from a parent frame (relayed by the service
-/// worker) and resolves with the JSON of the [`Reply`] (a string: see
-/// `wire.rs`).
+/// worker; the object the loader received) and resolves with the
+/// [`Reply`]'s wire text (a string: see `wire.rs`), which the loader sends
+/// back as it is.
 #[wasm_bindgen]
-pub async fn handle_frame(message: String) -> String {
-    // Through a `Value`, as `messages::read_request` reads a `page` command:
+pub async fn handle_frame(message: JsValue) -> JsValue {
+    // From the object, as `messages::read_request` reads a `page` command:
     // one copy of the deserialize code of what a command holds.
-    let read = serde_json::from_str(&message).and_then(serde_json::from_value::<Message>);
+    let read = serde_wasm_bindgen::from_value::<Message>(message);
     let reply = match read {
         Ok(m) if m.kind == "frame" => answer(m).await,
         Ok(_) => {
@@ -21,10 +22,8 @@ pub async fn handle_frame(message: String) -> String {
             message: format!("bad frame message: {e}"),
         },
     };
-    // A JSON string: the loader parses it and sends it on as `ok`. (Written
-    // by serde_json's serializer, not `Value`'s `Display`: that one brings
-    // its own copy of the serializer, pretty printing included.)
-    serde_json::to_string(&super::wire::encode(reply)).unwrap_or_default()
+    // The loader sends it on as `ok`.
+    JsValue::from_str(&super::wire::encode(reply))
 }
 
 pub(super) fn failed(Fail { code, message }: Fail) -> Reply {

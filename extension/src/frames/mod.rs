@@ -98,7 +98,7 @@ pub struct View {
 }
 
 /// What one instance asks of another. Externally tagged (`{"act": {...}}`):
-/// read from a [`serde_json::Value`] (`handle_frame`), an
+/// read from the message object (`handle_frame`, serde-wasm-bindgen), an
 /// `Action` in it takes the same deserialize code as in a `page` command
 /// (`messages::read_request`); an internally tagged enum would read it
 /// through serde's buffered `Content`, a second copy.
@@ -187,20 +187,6 @@ pub enum Reply {
     Failed { code: ErrorCode, message: String },
 }
 
-/// The service worker's answer to a [`Relay`].
-#[derive(Debug, Deserialize)]
-struct Relayed {
-    /// The frame's [`Reply`], as `wire::encode` wrote it.
-    #[serde(default)]
-    ok: Option<String>,
-    #[serde(default)]
-    failed: Option<String>,
-    /// The frame cannot run Errand (`failed` says why): it answers the same
-    /// until it loads another document.
-    #[serde(default)]
-    unreadable: bool,
-}
-
 // ---- the service worker's half: which frame ----
 
 /// One frame of the tab as the service worker located it: the result of
@@ -263,7 +249,8 @@ pub fn pick(to: &Place, sender: i64, located: &[Located]) -> Result<i64, String>
 /// what, or `{"unreadable": why}` when no frame that runs Errand is there
 /// (asked again, the frame answers the same until it loads another
 /// document). Throws why not otherwise.
-#[cfg_attr(feature = "worker", wasm_bindgen)]
+#[cfg(feature = "worker")]
+#[wasm_bindgen]
 pub fn frame_route(relay: &str, sender: f64, located: &str) -> Result<String, JsError> {
     let relay: Relay =
         serde_json::from_str(relay).map_err(|e| JsError::new(&format!("bad frame relay: {e}")))?;
@@ -415,8 +402,11 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
     let (runtime, send) =
         crate::net::runtime().ok_or_else(|| unavailable("the extension is not reachable"))?;
     let relay = Relay { errand_frame: Target { to: to.clone(), message } };
-    let text = serde_json::to_string(&relay).map_err(|e| unavailable(&e.to_string()))?;
-    let msg = js_sys::JSON::parse(&text).map_err(|_| unavailable("cannot build the message"))?;
+    // As a JavaScript object: `chrome.runtime.sendMessage` sends it as
+    // JSON, and the service worker's `frame_route` reads that.
+    let msg = relay
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| unavailable(&e.to_string()))?;
     let sent: Promise = send
         .call1(&runtime, &msg)
         .ok()
@@ -438,16 +428,24 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
             timeout_ms / 1000
         )));
     }
-    let text =
-        js_sys::JSON::stringify(&answer).ok().and_then(|s| s.as_string()).unwrap_or_default();
-    match serde_json::from_str::<Relayed>(&text) {
-        Ok(Relayed { ok: Some(reply), .. }) => {
-            wire::decode(&reply).ok_or_else(|| unavailable("the frame's answer cannot be read"))
-        }
-        Ok(Relayed { failed: Some(why), unreadable, .. }) => {
+    // The service worker's answer: `{ok}`, the frame's [`Reply`] as
+    // `wire::encode` wrote it, or `{failed, unreadable}`: why not, and
+    // whether the frame cannot run Errand (it answers the same until it
+    // loads another document).
+    let field = |name: &str| Reflect::get(&answer, &name.into()).ok().and_then(|v| v.as_string());
+    if let Some(reply) = field("ok") {
+        return wire::decode(&reply)
+            .ok_or_else(|| unavailable("the frame's answer cannot be read"));
+    }
+    match field("failed") {
+        Some(why) => {
+            let unreadable = Reflect::get(&answer, &"unreadable".into())
+                .ok()
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
             Err((Fail::new(ErrorCode::PageUnavailable, why), unreadable))
         }
-        _ => Err(unavailable("the frame's answer cannot be read")),
+        None => Err(unavailable("the frame's answer cannot be read")),
     }
 }
 
