@@ -12,29 +12,12 @@
 // comes. In the top frame of a tab a task drives, the service worker's
 // `prepare` loads it at once, as soon as this script runs in a document the
 // tab is loading (the crate then walks the page once it has loaded and is
-// idle). In a tab a task drives, the service worker injects this file
-// (after the module's bytes and the glue) as soon as the browser has
-// committed a new document in its top frame, while the page still parses:
-// running then, it loads the crate at once and prepares it once the
-// document is parsed (sw.js, `webNavigation.onCommitted`).
-// The service worker still injects this file into a
+// idle). The service worker still injects this file into a
 // document that lacks it (tabs opened before the extension was installed).
 (() => {
-  // What the service worker injects before this script into a driven
-  // tab's top frame at commit (sw.js): the module's bytes in base64 and
-  // the glue as a classic script, so that nothing is fetched or imported
-  // while the page loads (an `import()` or `fetch()` of the extension's
-  // files made then waits for the page's `load`, and holds it back).
-  // Taken out of the global at once (the glue's is a `var`).
-  const early = { bytes: globalThis.__errandWasmBytes, glue: globalThis.__errandWasmGlue };
-  globalThis.__errandWasmBytes = undefined;
-  globalThis.__errandWasmGlue = undefined;
-
   // The isolated world's global: the page cannot see or set it.
   if (globalThis.__errandLoader) return;
   globalThis.__errandLoader = true;
-  const decode = (base64) => Uint8Array.fromBase64?.(base64)
-    ?? Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 
   const url = (path) => chrome.runtime.getURL(`extension/pkg/${path}`);
   // When each loading step ended (performance.now()), for the load benchmark
@@ -67,15 +50,10 @@
     }
     try {
       // The module is fetched and compiled while the glue is imported
-      // (should that fail, the glue fetches it again); in a document the
-      // service worker injected at commit, compiled from the bytes it put
-      // here, and the glue is there already.
+      // (should that fail, the glue fetches it again).
       const module = url('wasm/errand_page_bg.wasm');
-      const compiled = (early.bytes
-        ? WebAssembly.compile(decode(early.bytes))
-        : WebAssembly.compileStreaming(fetch(module))).catch(() => module);
-      early.bytes = null;
-      const wasm = early.glue ?? await import(url('wasm/errand_page.js'));
+      const compiled = WebAssembly.compileStreaming(fetch(module)).catch(() => module);
+      const wasm = await import(url('wasm/errand_page.js'));
       mark('wasm_glue');
       await wasm.default({ module_or_path: await compiled });
       mark('wasm_ready');
@@ -93,7 +71,7 @@
     mark('js_ready');
     return js;
   }));
-  if (window === window.top && document.readyState !== 'loading') {
+  if (window === window.top) {
     // The JS build at once: a task's first command at `complete` comes
     // about 20 ms after `load` (this script runs just before it ends), and
     // importing the JS build takes about 45.
@@ -101,30 +79,7 @@
     else requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
   }
 
-  // The top frame of a tab a task drives, told to prepare: the crate
-  // loaded at once, then its `prepare` (the readiness watch begun, the
-  // page walked once to warm the code while it loads, and walked when idle
-  // once it has loaded, that walk kept) — once the document is parsed:
-  // begun while the parser still adds the page's nodes (the readiness
-  // watch, the walk of the page parsed so far), it made `load` come
-  // 60–150 ms later on the 1k-element page (BENCHMARKS.md).
   let prepared = false;
-  const prepare = () => {
-    if (prepared) return;
-    prepared = true;
-    mark('prepare');
-    load().then((errand) => {
-      if (document.readyState !== 'loading') return errand.prepare();
-      document.addEventListener('DOMContentLoaded', () => errand.prepare(), { once: true });
-    }).catch(() => {});
-  };
-  // Running while the document is still being parsed: only the service
-  // worker's injection into a driven tab's top frame at commit runs this
-  // script that early (sw.js, `webNavigation.onCommitted`; the manifest
-  // declares it at `document_idle`, after `DOMContentLoaded`), so this
-  // tab is a task's: its crate loaded now, while the page parses.
-  if (window === window.top && document.readyState === 'loading') prepare();
-
   chrome.runtime.onMessage.addListener((message, sender, reply) => {
     // Only the extension itself may talk to the content script: the service
     // worker's `page` commands, and the `frame` messages it relays from the
@@ -139,7 +94,11 @@
       if (window !== window.top) return false;
       const taken = !message.early || document.readyState !== 'complete';
       reply({ taken });
-      if (taken) prepare();
+      if (taken && !prepared) {
+        prepared = true;
+        mark('prepare');
+        load().then((errand) => errand.prepare()).catch(() => {});
+      }
       return false;
     }
     const handler = { page: 'handle', frame: 'handle_frame' }[message?.kind];

@@ -406,33 +406,6 @@ chrome.tabs.onUpdated.addListener((tabId, change) => {
   // No content script there (yet): nothing to prepare; a command injects it.
   chrome.tabs.sendMessage(tabId, { kind: 'prepare' }, { frameId: 0 }).catch(() => {});
 });
-// A driven tab's new document gets the loader as soon as the browser has
-// committed it, while the page is still parsing (`injectImmediately`: not
-// at `document_idle`, which on a page whose `load` comes with its parsing
-// is `load` itself): the crate loads and its code runs once on the page
-// still loading, so that the task's first observation at `complete` finds
-// a ready crate and warm code. The loader runs once per document (the
-// declared one, coming later, finds it there) and, running while the
-// document is loading, prepares at once. Other tabs never get it: the
-// pages the user visits load the content script when idle, as declared.
-// The module's bytes and its glue as classic scripts first (built by
-// scripts/build-extension.sh): an `import()` or a `fetch()` of the
-// extension's files made while the page loads waits for its `load` and
-// holds that back; injected files do not. A page whose CSP refuses
-// WebAssembly imports the JS build instead, as before.
-const EARLY_FILES = [
-  'extension/pkg/wasm/early-bytes.js',
-  'extension/pkg/wasm/early-glue.js',
-  'extension/loader.js',
-];
-chrome.webNavigation.onCommitted.addListener((nav) => {
-  if (nav.frameId !== 0 || !driven.has(nav.tabId)) return;
-  chrome.scripting.executeScript({
-    target: { tabId: nav.tabId, documentIds: [nav.documentId] },
-    files: EARLY_FILES,
-    injectImmediately: true,
-  }).catch(() => {}); // a page no extension may script, or gone already
-});
 chrome.tabs.onRemoved.addListener((tabId) => {
   tabStatus.delete(tabId);
   driven.delete(tabId);

@@ -148,19 +148,6 @@ minify "$PKG/wasm/$CRATE.js"
 # exports the glue's own functions wrap keep their names.
 node scripts/minify-wasm-names.mjs "$PKG/wasm/${CRATE}_bg.wasm" "$PKG/wasm/$CRATE.js" \
   memory build handle handle_frame prepare
-# What the service worker injects into a driven tab's top frame at commit
-# (extension/sw.js, `webNavigation.onCommitted`): the glue as a classic
-# script (global `__errandWasmGlue`) and the module's bytes in base64
-# (global `__errandWasmBytes`), so that the crate loads while the page
-# parses without the page's own loading: an `import()` or `fetch()` of the
-# extension's files made then waits for the page's `load` and holds it back.
-"$ESBUILD" "$PKG/wasm/$CRATE.js" --bundle --format=iife --global-name=__errandWasmGlue \
-  --minify --log-level=error --outfile="$PKG/wasm/early-glue.js"
-node -e '
-  const fs = require("fs");
-  const bytes = fs.readFileSync(process.argv[1]).toString("base64");
-  fs.writeFileSync(process.argv[2], `globalThis.__errandWasmBytes = "${bytes}";\n`);
-' "$PKG/wasm/${CRATE}_bg.wasm" "$PKG/wasm/early-bytes.js"
 
 # ---- JS build ----------------------------------------------------------------
 

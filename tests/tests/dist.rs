@@ -44,9 +44,6 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         "extension/panel/panel.html",
         "extension/generated/rules.js",
         "extension/pkg/wasm/errand_page_bg.wasm",
-        // What the service worker injects into a driven tab at commit.
-        "extension/pkg/wasm/early-bytes.js",
-        "extension/pkg/wasm/early-glue.js",
         "extension/pkg/js/errand_page_bg.wasm.js",
         "extension/pkg/worker/errand_page_bg.wasm",
     ] {

@@ -259,8 +259,8 @@ fn prewalk(window: &Window, document: &Document) {
 /// For a page a task drives (`crate::prepare`), told while it loads or
 /// once it has loaded: its readiness watch begins now, and its first walk
 /// comes once it has loaded and is idle, kept, unless an observation
-/// walked it first. While it loads, the page is walked once as soon as
-/// the task running now ends, for at most [`WARM_UP_MS`], and
+/// walked it first. While it loads, the page is walked once when it is
+/// idle (waiting for its pictures, say), for at most [`WARM_UP_MS`], and
 /// that walk thrown away with the styles it read: a walk of a page still loading would be re-read from
 /// mutations, which do not say what its pictures and style sheets still
 /// move, but it runs the walk's code once, so that the kept walk at `load`
@@ -290,15 +290,11 @@ pub fn prepare() {
     );
 }
 
-/// [`prepare`]'s walk: kept, when the page is idle (at most
-/// [`PREPARE_IDLE_MS`] from now); or, with `warm_up` and the page still
-/// loading, thrown away, as soon as the task running now ends — not when
-/// idle: a page whose `load` comes with its parsing is idle only after its
-/// `load`, when the command may come already (the service worker injects
-/// the content script of a driven tab at commit, `extension/sw.js`).
+/// [`prepare`]'s walk, when the page is idle (at most [`PREPARE_IDLE_MS`]
+/// from now): kept, or, with `warm_up` and the page still loading, thrown
+/// away.
 fn walk_when_idle(window: Window, document: Document, warm_up: bool) {
     let global = js_sys::global();
-    let soon = window.clone();
     let walk = Closure::once_into_js(move || {
         // Still this document, and still not walked.
         let current = window.document().is_some_and(|d| d == document);
@@ -315,10 +311,6 @@ fn walk_when_idle(window: Window, document: Document, warm_up: bool) {
             crate::mark("warmed");
         }
     });
-    if warm_up {
-        let _ = soon.set_timeout_with_callback_and_timeout_and_arguments_0(walk.unchecked_ref(), 0);
-        return;
-    }
     let options = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&options, &"timeout".into(), &PREPARE_IDLE_MS.into());
     if let Ok(idle) = js_sys::Reflect::get(&global, &"requestIdleCallback".into()) {
