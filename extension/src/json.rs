@@ -174,6 +174,26 @@ impl Compound<'_> {
     }
 }
 
+/// Scalar `Serializer` methods that each widen their value and write it
+/// with one of [`Writer`]'s writers.
+macro_rules! scalars {
+    ($($method:ident($ty:ty) => $write:ident),* $(,)?) => {$(
+        fn $method(self, v: $ty) -> Result<(), Error> {
+            self.$write(v.into());
+            Ok(())
+        }
+    )*};
+}
+
+/// `Serializer` methods of a value a map key cannot be.
+macro_rules! refused {
+    ($($method:ident($ty:ty)),* $(,)?) => {$(
+        fn $method(self, _: $ty) -> Result<(), Error> {
+            Err(not_a_string())
+        }
+    )*};
+}
+
 impl<'a> ser::Serializer for &'a mut Writer {
     type Ok = ();
     type Error = Error;
@@ -189,45 +209,17 @@ impl<'a> ser::Serializer for &'a mut Writer {
         self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.signed(i64::from(v));
-        Ok(())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.signed(i64::from(v));
-        Ok(())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.signed(i64::from(v));
-        Ok(())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.signed(i64::from(v));
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.digits(u64::from(v));
-        Ok(())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.digits(u64::from(v));
-        Ok(())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.digits(u64::from(v));
-        Ok(())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.digits(u64::from(v));
-        Ok(())
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        self.float(f64::from(v));
-        Ok(())
-    }
-    fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        self.float(v);
-        Ok(())
+    scalars! {
+        serialize_i8(i8) => signed,
+        serialize_i16(i16) => signed,
+        serialize_i32(i32) => signed,
+        serialize_i64(i64) => signed,
+        serialize_u8(u8) => digits,
+        serialize_u16(u16) => digits,
+        serialize_u32(u32) => digits,
+        serialize_u64(u64) => digits,
+        serialize_f32(f32) => float,
+        serialize_f64(f64) => float,
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.string(v.encode_utf8(&mut [0; 4]));
@@ -431,45 +423,24 @@ impl ser::Serializer for KeyWriter<'_> {
     ) -> Result<(), Error> {
         value.serialize(self)
     }
-    fn serialize_bool(self, _: bool) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_i8(self, _: i8) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_i16(self, _: i16) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_i32(self, _: i32) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_i64(self, _: i64) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_u8(self, _: u8) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_u16(self, _: u16) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_u32(self, _: u32) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_u64(self, _: u64) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_f32(self, _: f32) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_f64(self, _: f64) -> Result<(), Error> {
-        Err(not_a_string())
+    refused! {
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8]),
+        serialize_unit_struct(&'static str),
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.0.string(v.encode_utf8(&mut [0; 4]));
         Ok(())
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
-        Err(not_a_string())
     }
     fn serialize_none(self) -> Result<(), Error> {
         Err(not_a_string())
@@ -478,9 +449,6 @@ impl ser::Serializer for KeyWriter<'_> {
         Err(not_a_string())
     }
     fn serialize_unit(self) -> Result<(), Error> {
-        Err(not_a_string())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
         Err(not_a_string())
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
