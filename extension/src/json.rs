@@ -154,6 +154,12 @@ impl Writer {
         self.string(variant);
         self.out.push(':');
     }
+
+    /// A sequence (`[`) or map (`{`) opened, and what will close it.
+    fn compound(&mut self, open: char, close: &'static str) -> Compound<'_> {
+        self.out.push(open);
+        Compound { w: self, first: true, close }
+    }
 }
 
 /// A sequence, map or struct being written: whether an item was, and what
@@ -280,8 +286,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
-        self.out.push('[');
-        Ok(Compound { w: self, first: true, close: "]" })
+        Ok(self.compound('[', "]"))
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Error> {
         self.serialize_seq(Some(len))
@@ -301,12 +306,10 @@ impl<'a> ser::Serializer for &'a mut Writer {
         _len: usize,
     ) -> Result<Compound<'a>, Error> {
         self.open_variant(variant);
-        self.out.push('[');
-        Ok(Compound { w: self, first: true, close: "]}" })
+        Ok(self.compound('[', "]}"))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
-        self.out.push('{');
-        Ok(Compound { w: self, first: true, close: "}" })
+        Ok(self.compound('{', "}"))
     }
     fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Compound<'a>, Error> {
         self.serialize_map(Some(len))
@@ -319,8 +322,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         _len: usize,
     ) -> Result<Compound<'a>, Error> {
         self.open_variant(variant);
-        self.out.push('{');
-        Ok(Compound { w: self, first: true, close: "}}" })
+        Ok(self.compound('{', "}}"))
     }
 }
 
