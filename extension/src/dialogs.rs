@@ -129,11 +129,8 @@ pub fn arm(answer: &DialogAnswer) {
         None if answer.dialog_text.is_some() => "true",
         None => "null",
     };
-    let text = answer
-        .dialog_text
-        .as_deref()
-        .map(crate::values::json_string)
-        .unwrap_or_else(|| "null".to_owned());
+    let text =
+        answer.dialog_text.as_deref().map(crate::json::quote).unwrap_or_else(|| "null".to_owned());
     let detail = format!(r#"{{"accept":{accept},"text":{text}}}"#);
     for doc in documents() {
         listen(&doc);

@@ -42,6 +42,14 @@ impl ser::Error for Error {
 }
 
 /// `value`'s JSON text.
+/// `text` as a JSON string: quoted, `"`, `\\` and control characters
+/// escaped, as serde_json writes it.
+pub fn quote(text: &str) -> String {
+    let mut w = Writer { out: String::with_capacity(text.len() + 2) };
+    w.string(text);
+    w.out
+}
+
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, Error> {
     let mut w = Writer { out: String::with_capacity(4096) };
     value.serialize(&mut w)?;
@@ -509,6 +517,17 @@ fn not_a_string() -> Error {
 mod tests {
     use super::*;
     use errand_protocol::{Body, Effect, ElementInfo, Envelope, Observation, Rect, Viewport};
+
+    /// A string quoted as serde_json quotes it (the field values' text and
+    /// a dialog's answer are read by the model and the main world as JSON).
+    #[test]
+    fn quotes_as_serde_json_does() {
+        for text in
+            ["", "plain", "a \"b\" \\ c", "tab\tnew\nline\u{1f}\u{0}", "é ✓ 😀", "</script>"]
+        {
+            assert_eq!(quote(text), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+    }
 
     /// The same text as serde_json's for values whose floats are not whole
     /// (serde_json writes `2.0` where this writes `2`, which reads back the

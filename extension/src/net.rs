@@ -174,22 +174,6 @@ pub fn net_answer(message: &str, tab_id: f64) -> Option<String> {
 
 // ---- The content script's side ----
 
-/// A [`NetState`] from the service worker's answer (the object `net_answer`'s
-/// JSON became): `None` when it is not one.
-fn read_state(answer: &JsValue) -> Option<NetState> {
-    let field = |name: &str| js_sys::Reflect::get(answer, &name.into()).ok();
-    let pending = field("pending")?.as_f64()?;
-    if !(pending >= 0.0 && pending <= f64::from(u32::MAX) && pending.fract() == 0.0) {
-        return None;
-    }
-    let quiet_ms = match field("quiet_ms") {
-        Some(q) if q.is_null() || q.is_undefined() => None,
-        Some(q) => Some(q.as_f64()?),
-        None => None,
-    };
-    Some(NetState { pending: pending as u32, quiet_ms })
-}
-
 /// What the content script knows of its tab's network.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verdict {
@@ -266,13 +250,11 @@ impl Probe {
                 return;
             }
         }
-        // A [`Question`] as the object `{errand_net: {since}}` (sent as JSON;
-        // the service worker's `net_answer` reads it).
+        // A [`Question`] as an object (the service worker's `net_answer`
+        // reads its JSON).
+        let question = Question { errand_net: Since { since: self.since } };
         let sent = runtime().and_then(|(runtime, send)| {
-            let since = js_sys::Object::new();
-            js_sys::Reflect::set(&since, &"since".into(), &self.since.into()).ok()?;
-            let msg = js_sys::Object::new();
-            js_sys::Reflect::set(&msg, &"errand_net".into(), &since).ok()?;
+            let msg = serde_wasm_bindgen::to_value(&question).ok()?;
             let promise = send.call1(&runtime, &msg).ok()?;
             promise.dyn_into::<js_sys::Promise>().ok()
         });
@@ -285,7 +267,8 @@ impl Probe {
         let state = self.state.clone();
         wasm_bindgen_futures::spawn_local(async move {
             let reply = wasm_bindgen_futures::JsFuture::from(promise).await;
-            let parsed = reply.ok().and_then(|v| read_state(&v));
+            let parsed =
+                reply.ok().and_then(|v| serde_wasm_bindgen::from_value::<NetState>(v).ok());
             let mut s = state.borrow_mut();
             s.asking = false;
             match parsed {

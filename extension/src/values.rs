@@ -30,7 +30,7 @@ pub fn fields_text() -> String {
         if value.is_empty() || el.get_client_rects().length() == 0 {
             continue;
         }
-        let quoted = json_string(&value);
+        let quoted = crate::json::quote(&value);
         if out.len() + quoted.len() > MAX {
             out.push_str("…\n");
             break;
@@ -44,17 +44,6 @@ pub fn fields_text() -> String {
         return out;
     }
     format!("field values (whole, as JSON strings, by element number):\n{}", out.trim_end())
-}
-
-/// `text` as a JSON string (quoted and escaped), written by the JavaScript
-/// engine's `JSON.stringify`: the same text as serde_json's for a Rust
-/// string (`"`, `\\` and control characters escaped, `\u001f` in lower
-/// case, nothing else).
-pub fn json_string(text: &str) -> String {
-    js_sys::JSON::stringify(&wasm_bindgen::JsValue::from_str(text))
-        .ok()
-        .and_then(|s| s.as_string())
-        .unwrap_or_default()
 }
 
 /// A field's value, or `None` for what holds none or a secret.
