@@ -187,6 +187,20 @@ pub enum Reply {
     Failed { code: ErrorCode, message: String },
 }
 
+/// The service worker's answer to a [`Relay`].
+#[derive(Debug, Deserialize)]
+struct Relayed {
+    /// The frame's [`Reply`], as `wire::encode` wrote it.
+    #[serde(default)]
+    ok: Option<String>,
+    #[serde(default)]
+    failed: Option<String>,
+    /// The frame cannot run Errand (`failed` says why): it answers the same
+    /// until it loads another document.
+    #[serde(default)]
+    unreadable: bool,
+}
+
 // ---- the service worker's half: which frame ----
 
 /// One frame of the tab as the service worker located it: the result of
@@ -428,24 +442,14 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
             timeout_ms / 1000
         )));
     }
-    // The service worker's answer: `{ok}`, the frame's [`Reply`] as
-    // `wire::encode` wrote it, or `{failed, unreadable}`: why not, and
-    // whether the frame cannot run Errand (it answers the same until it
-    // loads another document).
-    let field = |name: &str| Reflect::get(&answer, &name.into()).ok().and_then(|v| v.as_string());
-    if let Some(reply) = field("ok") {
-        return wire::decode(&reply)
-            .ok_or_else(|| unavailable("the frame's answer cannot be read"));
-    }
-    match field("failed") {
-        Some(why) => {
-            let unreadable = Reflect::get(&answer, &"unreadable".into())
-                .ok()
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false);
+    match serde_wasm_bindgen::from_value::<Relayed>(answer) {
+        Ok(Relayed { ok: Some(reply), .. }) => {
+            wire::decode(&reply).ok_or_else(|| unavailable("the frame's answer cannot be read"))
+        }
+        Ok(Relayed { failed: Some(why), unreadable, .. }) => {
             Err((Fail::new(ErrorCode::PageUnavailable, why), unreadable))
         }
-        None => Err(unavailable("the frame's answer cannot be read")),
+        _ => Err(unavailable("the frame's answer cannot be read")),
     }
 }
 
