@@ -4,7 +4,7 @@
 // host's browser requests: tabs, content-script injection, screenshots.
 // Every message is built and checked by the Rust protocol crate
 // (`envelope`, `check`); no message shape is written here.
-import init, { envelope, check, net_request, net_answer, net_forget, frame_route, ChunkJoiner } from './pkg/worker/errand_page.js';
+import init, { envelope, check, page_command, net_request, net_answer, net_forget, frame_route, ChunkJoiner } from './pkg/worker/errand_page.js';
 import { FILL_TASK, MENU_FILL, PENDING_KEY } from './panel/shortcuts.js';
 // Rules written from Rust (errand-protocol's rules_js.rs): one copy of each.
 import { CHUNK_TIMEOUT_MS, PANEL_KINDS } from './generated/rules.js';
@@ -217,10 +217,16 @@ const browserRequests = {
     // An action goes to a tab known to be loaded without asking again; any
     // other command (the observation after an action that started loading
     // a page) asks the browser, and waits for the new page.
+    let forward;
+    try {
+      forward = await toTab(msg);
+    } catch (e) {
+      return errorTo(msg.id, 'bad_message', String(e?.message ?? e));
+    }
     await (msg.command?.op === 'act' ? settled(msg.tab_id) : loaded(msg.tab_id));
     let answer;
     try {
-      answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
+      answer = await chrome.tabs.sendMessage(msg.tab_id, forward, { frameId: 0 });
     } catch (e) {
       if (/No tab with id/i.test(String(e?.message ?? e))) {
         // Closed since its last word (no `tabs.get` before sending now).
@@ -236,12 +242,22 @@ const browserRequests = {
       }
       // No content script in this document yet: inject the loader, retry.
       await inject(msg.tab_id);
-      answer = await chrome.tabs.sendMessage(msg.tab_id, msg, { frameId: 0 });
+      answer = await chrome.tabs.sendMessage(msg.tab_id, forward, { frameId: 0 });
     }
     if (answer?.ok) return answer.ok;
     throw withCode(new Error(answer?.failed ?? 'the content script did not answer'), 'page_unavailable');
   },
 };
+// A `page` envelope as its tab's content script takes it: the command in
+// the crate's wire form (postcard's bytes in base64, `extension/src/wire.rs`),
+// which the content script reads without the serde code of the protocol's
+// JSON; throws the protocol's sentence for a bad command.
+async function toTab(msg) {
+  await crate;
+  return { v: msg.v, id: msg.id, kind: 'page', wire: page_command(JSON.stringify(msg)) };
+}
+globalThis.errandToTab = toTab; // for the benchmarks (tests/examples/)
+
 // The end-to-end suite reaches a tab's content script through this same
 // relay (tests/src/content.rs), not a copy of it. A service worker's
 // globals are reachable only from the extension's own contexts.

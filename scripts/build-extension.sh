@@ -245,9 +245,11 @@ for (const [name, m] of [["wasm", wasm], ["js", js]]) {
   // handle() takes the message object and answers with an object.
   const reply = await m.handle({ v: 1, id: 3, kind: "get_status" });
   if (reply.code !== "not_allowed" || reply.re !== 3) fail(`handle() gave ${JSON.stringify(reply)}`);
-  const page = { v: 1, id: 4, kind: "page", tab_id: 1, command: { op: "dance" + big } };
-  const bad = await m.handle(page);
-  if (bad.code !== "bad_message" || !bad.message.includes("dance")) fail(`handle() gave ${JSON.stringify(bad).slice(0, 200)}`);
+  // A `page` message's command comes as the worker's page_command() wrote it.
+  const bad = await m.handle({ v: 1, id: 4, kind: "page", tab_id: 1, wire: "!" + big });
+  if (bad.code !== "bad_message" || !bad.message.includes("base64")) fail(`handle() gave ${JSON.stringify(bad).slice(0, 200)}`);
+  const bare = await m.handle({ v: 1, id: 5, kind: "page", tab_id: 1, command: { op: "cleanup" } });
+  if (bare.code !== "bad_message" || !bare.message.includes("wire")) fail(`handle() gave ${JSON.stringify(bare)}`);
 }
 {
   const m = worker;
@@ -260,6 +262,12 @@ for (const [name, m] of [["wasm", wasm], ["js", js]]) {
   if (!m.envelope(4, undefined, "start_task", JSON.stringify({ task: big })).endsWith('x"}')) {
     fail("a large envelope came back wrong");
   }
+  const page = (command) => JSON.stringify({ v: 1, id: 4, kind: "page", tab_id: 1, command });
+  let why = "";
+  try { m.page_command(page({ op: "dance" + big })); } catch (e) { why = String(e?.message ?? e); }
+  if (!why.includes("dance")) fail(`page_command() of a bad command: ${why.slice(0, 200)}`);
+  const wire = m.page_command(page({ op: "act", action: { fill: { index: 2, text: big } } }));
+  if (typeof wire !== "string" || wire.length < 4_000_000) fail("page_command() wrote a short command");
 }
 JS
 node "$SMOKE/smoke.js"

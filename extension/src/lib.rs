@@ -63,6 +63,7 @@ pub mod sent;
 pub mod text;
 pub mod values;
 pub mod watch;
+pub mod wire;
 
 /// Notes when a step of a command ended (`performance.now()`) in the
 /// loader's `__errandLoadTimes`, for the load benchmark
@@ -202,4 +203,14 @@ pub fn envelope(id: f64, re: Option<f64>, kind: &str, fields: &str) -> Result<St
 #[wasm_bindgen]
 pub fn check(message: &str) -> Result<String, JsError> {
     messages::check_message(message).map_err(|e| JsError::new(&e))
+}
+
+/// A `page` envelope's command as the content script reads it (its JSON
+/// text in, the command's wire text out: `wire::Command` in postcard's
+/// bytes, base64); throws the protocol's sentence for a bad one. The
+/// service worker sends the content script `{v, id, kind: "page", wire}`.
+#[cfg(feature = "worker")]
+#[wasm_bindgen]
+pub fn page_command(message: &str) -> Result<String, JsError> {
+    wire::page_command(message).map_err(|e| JsError::new(&e))
 }

@@ -12,8 +12,8 @@
 use std::cell::Cell;
 
 use errand_protocol::{Body, DecodeError, Envelope, ErrorCode, PageCommand};
-use js_sys::{Object, Reflect};
-use serde::{Deserialize, Serialize};
+use js_sys::Reflect;
+use serde::Serialize;
 use wasm_bindgen::JsValue;
 
 thread_local! {
@@ -96,114 +96,9 @@ pub struct Request {
     pub command: PageCommand,
 }
 
-/// [`PageCommand`] as the content script reads it: the same variants, fields
-/// and defaults, externally tagged (`{"act": {...}}`), which [`read_command`]
-/// makes of the wire's internally tagged `{"op": "act", ...}` (an object
-/// `{[op]: command}` around the command object; the command's own `op` is
-/// a field no variant reads). The protocol's own derive reads the
-/// internally tagged shape through serde's buffered `Content`, a second
-/// copy of the deserialize code of everything a command holds (`Action`
-/// above all); this reads it from the JavaScript object directly, as the
-/// frames' commands are read (see BENCHMARKS.md, "Issue 24 part A").
-/// `reads_every_command_like_the_protocol` checks each variant against the
-/// protocol's serde.
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum WireCommand {
-    Observe {
-        #[serde(default)]
-        marks: bool,
-        #[serde(default)]
-        full: bool,
-        #[serde(default)]
-        since: Option<u64>,
-    },
-    Act {
-        action: errand_protocol::Action,
-        #[serde(default)]
-        only_on: Option<String>,
-        #[serde(default)]
-        secret_field: bool,
-        #[serde(default)]
-        secrets: Vec<String>,
-    },
-    Cleanup {},
-    SetFiles {
-        index: u32,
-        files: Vec<errand_protocol::FilePayload>,
-    },
-    Locate {
-        locator: errand_protocol::Locator,
-    },
-}
-
-impl From<WireCommand> for PageCommand {
-    fn from(c: WireCommand) -> PageCommand {
-        match c {
-            WireCommand::Observe { marks, full, since } => {
-                PageCommand::Observe { marks, full, since }
-            }
-            WireCommand::Act { action, only_on, secret_field, secrets } => {
-                PageCommand::Act { action, only_on, secret_field, secrets }
-            }
-            WireCommand::Cleanup {} => PageCommand::Cleanup {},
-            WireCommand::SetFiles { index, files } => PageCommand::SetFiles { index, files },
-            WireCommand::Locate { locator } => PageCommand::Locate { locator },
-        }
-    }
-}
-
-/// What serde says of a JavaScript value of the wrong type.
-fn unexpected<'a>(v: &JsValue, text: &'a mut String) -> serde::de::Unexpected<'a> {
-    use serde::de::Unexpected;
-    if v.is_null() || v.is_undefined() {
-        Unexpected::Unit
-    } else if let Some(b) = v.as_bool() {
-        Unexpected::Bool(b)
-    } else if let Some(n) = v.as_f64() {
-        if is_whole(n) { Unexpected::Unsigned(n as u64) } else { Unexpected::Float(n) }
-    } else if let Some(s) = v.as_string() {
-        *text = s;
-        let text: &'a String = text;
-        Unexpected::Str(text)
-    } else if js_sys::Array::is_array(v) {
-        Unexpected::Seq
-    } else {
-        Unexpected::Map
-    }
-}
-
 /// A field of a JavaScript object (`undefined` when it has none).
 fn field(obj: &JsValue, name: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
-}
-
-/// Reads the `command` of a `page` envelope (the wire's internally tagged
-/// [`PageCommand`]) through [`WireCommand`]; the errors say what the
-/// protocol's serde says.
-fn read_command(command: &JsValue) -> Result<PageCommand, serde_wasm_bindgen::Error> {
-    use serde::de::Error;
-    if command.is_undefined() {
-        return Err(Error::missing_field("command"));
-    }
-    // (serde's buffering also read an array, the tag then the fields in
-    // order; nothing writes one, and the content script refuses it.)
-    let mut text = String::new();
-    if !command.is_object() || js_sys::Array::is_array(command) {
-        let what = unexpected(command, &mut text);
-        return Err(Error::invalid_type(what, &"internally tagged enum PageCommand"));
-    }
-    let op = field(command, "op");
-    if op.is_undefined() {
-        return Err(Error::missing_field("op"));
-    }
-    if op.as_string().is_none() {
-        let what = unexpected(&op, &mut text);
-        return Err(Error::invalid_type(what, &"variant identifier"));
-    }
-    let tagged = Object::new();
-    let _ = Reflect::set(&tagged, &op, command);
-    serde_wasm_bindgen::from_value::<WireCommand>(tagged.into()).map(PageCommand::from)
 }
 
 /// A JavaScript number that is a whole, non-negative id.
@@ -249,13 +144,15 @@ pub fn read_request(message: &JsValue) -> Result<Request, Box<Envelope>> {
             format!("the content script only takes `page` messages, not `{kind}`"),
         )));
     }
-    match read_command(&field(message, "command")) {
-        Ok(command) => Ok(Request { id, command }),
-        Err(e) => Err(refuse(DecodeError::BadFields {
-            id: Some(id),
-            kind: "page".to_owned(),
-            reason: e.to_string(),
-        })),
+    let command = match field(message, "wire").as_string() {
+        Some(text) => crate::wire::decode::<crate::wire::Command>(&text),
+        None => Err("missing field `wire` (the command as the service worker writes it)".into()),
+    };
+    match command {
+        Ok(command) => Ok(Request { id, command: command.into() }),
+        Err(reason) => {
+            Err(refuse(DecodeError::BadFields { id: Some(id), kind: "page".to_owned(), reason }))
+        }
     }
 }
 
@@ -390,12 +287,14 @@ mod tests {
         assert_eq!(check_message("[]").unwrap_err(), "the message is not a JSON object");
     }
 
-    /// `WireCommand` reads every command as the protocol's serde does: the
-    /// same value, and the same error text for a bad one (here from a
-    /// `serde_json::Value`, as the same derive reads the JavaScript object
-    /// in the browser; the e2e suite sends every command through it).
+    /// The service worker's `page_command` hands the content script every
+    /// command as the protocol reads it from the host's JSON, and refuses a
+    /// bad one with the protocol's own sentence (the e2e suite sends every
+    /// command through it).
+    #[cfg(feature = "worker")]
     #[test]
     fn reads_every_command_like_the_protocol() {
+        use crate::wire::{Command, decode, page_command};
         use errand_protocol::{Action, DialogAnswer, FilePayload, Locator};
         let commands = [
             PageCommand::Observe { marks: false, full: false, since: None },
@@ -441,7 +340,7 @@ mod tests {
             },
         ];
         for command in commands {
-            // A new variant must be added to `WireCommand` (and here).
+            // A new variant must be added to `wire::Command` (and here).
             match &command {
                 PageCommand::Observe { .. }
                 | PageCommand::Act { .. }
@@ -449,12 +348,10 @@ mod tests {
                 | PageCommand::SetFiles { .. }
                 | PageCommand::Locate { .. } => {}
             }
-            let value = serde_json::to_value(&command).unwrap();
-            assert_eq!(serde_json::from_value::<PageCommand>(value.clone()).unwrap(), command);
-            assert_eq!(wire_command(value).unwrap(), command);
+            let message = Envelope::reply(5, 4, Body::Page { tab_id: 1, command: command.clone() });
+            let text = page_command(&message.encode()).unwrap();
+            assert_eq!(PageCommand::from(decode::<Command>(&text).unwrap()), command);
         }
-        // Bad commands with a string `op` (what `read_command` hands to
-        // `WireCommand`; the tag's own errors are its, in JavaScript).
         for bad in [
             r#"{"op":"dance"}"#,
             r#"{"op":"act"}"#,
@@ -464,20 +361,12 @@ mod tests {
             r#"{"op":"set_files","index":-1,"files":[]}"#,
             r#"{"op":"locate"}"#,
         ] {
-            let value: serde_json::Value = serde_json::from_str(bad).unwrap();
-            let theirs =
-                serde_json::from_value::<PageCommand>(value.clone()).map_err(|e| e.to_string());
-            let ours = wire_command(value).map_err(|e| e.to_string());
-            assert_eq!(ours, theirs, "{bad}");
+            let message = format!(r#"{{"v":1,"id":3,"kind":"page","tab_id":1,"command":{bad}}}"#);
+            let theirs = Envelope::decode(&message).unwrap_err().to_string();
+            assert_eq!(page_command(&message).unwrap_err(), theirs, "{bad}");
         }
-    }
-
-    /// What `read_command` does with a JavaScript object, on a JSON value:
-    /// `{[op]: command}` read as a [`WireCommand`].
-    fn wire_command(command: serde_json::Value) -> serde_json::Result<PageCommand> {
-        let op = command["op"].as_str().unwrap().to_owned();
-        let tagged = serde_json::Value::Object([(op, command)].into_iter().collect());
-        serde_json::from_value::<WireCommand>(tagged).map(PageCommand::from)
+        let other = Envelope::reply(5, 4, Body::Ack {}).encode();
+        assert_eq!(page_command(&other).unwrap_err(), "not a `page` message");
     }
 
     #[test]

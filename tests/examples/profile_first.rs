@@ -72,8 +72,9 @@ fn main() -> Result<()> {
             tab.call("Profiler.start", json!({}))?;
             let answer = sw.eval(&format!(
                 "(async () => {{
+                   const msg = await globalThis.errandToTab({{ v: 1, id: 1, kind: 'page', tab_id: {tab_id}, command: {{ op: 'observe', marks: false, full: {full} }} }});
                    const t = performance.now();
-                   const a = await chrome.tabs.sendMessage({tab_id}, {{ v: 1, id: 1, kind: 'page', tab_id: {tab_id}, command: {{ op: 'observe', marks: false, full: {full} }} }}, {{ frameId: 0 }});
+                   const a = await chrome.tabs.sendMessage({tab_id}, msg, {{ frameId: 0 }});
                    return {{ total: performance.now() - t, walk: a.ok?.elapsed_ms, build: a.ok?.build }};
                  }})()"
             ))?;

@@ -9,18 +9,16 @@ use super::*;
 /// back as it is.
 #[wasm_bindgen]
 pub async fn handle_frame(message: JsValue) -> JsValue {
-    // From the object, as `messages::read_request` reads a `page` command:
-    // one copy of the deserialize code of what a command holds.
-    let read = serde_wasm_bindgen::from_value::<Message>(message);
-    let reply = match read {
-        Ok(m) if m.kind == "frame" => answer(m).await,
-        Ok(_) => {
-            Reply::Failed { code: ErrorCode::BadMessage, message: "not a frame message".into() }
-        }
-        Err(e) => Reply::Failed {
-            code: ErrorCode::BadMessage,
-            message: format!("bad frame message: {e}"),
+    // `{"kind": "frame", "wire": …}`: the message in postcard's bytes, as
+    // a `page` command (`crate::wire`).
+    let field = |name: &str| Reflect::get(&message, &name.into()).ok().and_then(|v| v.as_string());
+    let bad = |why: String| Reply::Failed { code: ErrorCode::BadMessage, message: why };
+    let reply = match (field("kind").as_deref(), field("wire")) {
+        (Some("frame"), Some(text)) => match super::wire::decode_message(&text) {
+            Ok(m) => answer(m).await,
+            Err(e) => bad(format!("bad frame message: {e}")),
         },
+        _ => bad("not a frame message".into()),
     };
     // The loader sends it on as `ok`.
     JsValue::from_str(&super::wire::encode(reply))

@@ -97,13 +97,8 @@ pub struct View {
     pub clip: Rect,
 }
 
-/// What one instance asks of another. Externally tagged (`{"act": {...}}`):
-/// read from the message object (`handle_frame`, serde-wasm-bindgen), an
-/// `Action` in it takes the same deserialize code as in a `page` command
-/// (`messages::read_request`); an internally tagged enum would read it
-/// through serde's buffered `Content`, a second copy.
+/// What one instance asks of another.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Command {
     /// Walk your document (and your own cross-origin frames); answer with
     /// your lines. `depth`: how many frames up the top is.
@@ -118,12 +113,10 @@ pub enum Command {
     },
     /// Carry out an action on your element numbers.
     Act {
+        #[serde(with = "crate::wire::ActionDef")]
         action: Action,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         only_on: Option<String>,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         secret_field: bool,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         secrets: Vec<String>,
     },
     SetFiles {
@@ -134,22 +127,29 @@ pub enum Command {
     Cleanup {},
 }
 
-/// A message to one frame's content script.
+/// A message to one frame's content script, sent as its wire text
+/// (`wire.rs`) in a [`Carried`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
-    /// Always `"frame"`: how the loader tells it from a `page` envelope.
-    pub kind: String,
     /// The document token the sender's numbers were observed with; a
     /// frame holding another document refuses. `None`: any document.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<String>,
     pub command: Command,
 }
 
 impl Message {
     fn new(expect: Option<String>, command: Command) -> Message {
-        Message { kind: "frame".into(), expect, command }
+        Message { expect, command }
     }
+}
+
+/// A [`Message`] as the browser carries it to the frame's loader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carried {
+    /// Always `"frame"`: how the loader tells it from a `page` envelope.
+    pub kind: String,
+    /// The message's wire text (`wire::encode_message`).
+    pub wire: String,
 }
 
 /// What a content script sends the service worker: forward `message` to
@@ -162,7 +162,7 @@ pub struct Relay {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     pub to: Place,
-    pub message: Message,
+    pub message: Carried,
 }
 
 /// Where a frame is in its tab.
@@ -415,12 +415,15 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
     let unavailable = |why: &str| (Fail::new(ErrorCode::PageUnavailable, why), false);
     let (runtime, send) =
         crate::net::runtime().ok_or_else(|| unavailable("the extension is not reachable"))?;
+    let wire = wire::encode_message(&message).map_err(|e| unavailable(&e))?;
+    let message = Carried { kind: "frame".into(), wire };
     let relay = Relay { errand_frame: Target { to: to.clone(), message } };
     // As a JavaScript object: `chrome.runtime.sendMessage` sends it as
     // JSON, and the service worker's `frame_route` reads that.
-    let msg = relay
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| unavailable(&e.to_string()))?;
+    let msg = crate::json::to_string(&relay)
+        .ok()
+        .and_then(|text| js_sys::JSON::parse(&text).ok())
+        .ok_or_else(|| unavailable("the frame message cannot be written"))?;
     let sent: Promise = send
         .call1(&runtime, &msg)
         .ok()
@@ -519,8 +522,8 @@ mod tests {
     }
 
     #[test]
-    fn messages_are_plain_json() {
-        let m = Message::new(
+    fn messages_cross_the_wire_unchanged() {
+        let observe = Message::new(
             Some("ab".into()),
             Command::Observe {
                 view: View {
@@ -532,19 +535,48 @@ mod tests {
                 depth: 1,
             },
         );
-        let text = serde_json::to_string(&Relay {
-            errand_frame: Target { to: at(&[0, 2]), message: m.clone() },
-        })
-        .unwrap();
-        assert!(text.starts_with(r#"{"errand_frame":{"to":[0,2],"message":{"kind":"frame","expect":"ab","command":{"observe""#), "{text}");
+        let act = Message::new(
+            None,
+            Command::Act {
+                action: serde_json::from_str(
+                    r#"{"click":{"index":3,"modifiers":["Shift"],"dialog":"accept"}}"#,
+                )
+                .unwrap(),
+                only_on: Some("https://a.example".into()),
+                secret_field: true,
+                secrets: vec!["s".into()],
+            },
+        );
+        let files = Message::new(
+            Some("t".into()),
+            Command::SetFiles {
+                index: 2,
+                files: vec![FilePayload {
+                    name: "a.txt".into(),
+                    mime: "text/plain".into(),
+                    base64: "aGk=".into(),
+                }],
+            },
+        );
+        let marks = Message::new(None, Command::Marks { labels: vec![(1, 40), (2, 41)] });
+        for m in [observe, act, files, marks, Message::new(None, Command::Cleanup {})] {
+            let text = wire::encode_message(&m).unwrap();
+            assert_eq!(wire::decode_message(&text), Ok(m));
+        }
+        // The relay the service worker reads: plain JSON around the wire text.
+        let relay = Relay {
+            errand_frame: Target {
+                to: at(&[0, 2]),
+                message: Carried { kind: "frame".into(), wire: "AAE=".into() },
+            },
+        };
+        let text = crate::json::to_string(&relay).unwrap();
+        assert_eq!(
+            text,
+            r#"{"errand_frame":{"to":[0,2],"message":{"kind":"frame","wire":"AAE="}}}"#
+        );
         let back: Relay = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.errand_frame.message, m);
-        let a: Message = serde_json::from_str(
-            r#"{"kind":"frame","command":{"act":{"action":{"click":{"index":3}}}}}"#,
-        )
-        .unwrap();
-        assert_eq!(a.expect, None);
-        assert!(matches!(a.command, Command::Act { only_on: None, .. }));
+        assert_eq!(back, relay);
         let seen = Reply::Seen {
             token: "t".into(),
             origin: "http://a".into(),
