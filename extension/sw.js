@@ -452,7 +452,7 @@ chrome.runtime.onMessage.addListener((message, sender, reply) => {
   }
   crate
     .then(() => net_answer(JSON.stringify(message), sender.tab.id))
-    .then((answer) => reply(answer === undefined ? undefined : JSON.parse(answer)))
+    .then((answer) => reply(answer))
     .catch(() => reply(undefined));
   return true;
 });

@@ -161,15 +161,16 @@ pub fn net_forget(tab_id: f64) {
     TRACKER.with(|t| t.borrow_mut().forget(tab_id as i64));
 }
 
-/// Answers a content script's message when it is a [`Question`] (the JSON
-/// of a [`NetState`]); `None` for any other message.
+/// Answers a content script's message when it is a [`Question`] (the wire
+/// text of a [`NetState`], `crate::wire`, which the service worker sends
+/// back as it is); `None` for any other message.
 #[cfg(feature = "worker")]
 #[wasm_bindgen]
 pub fn net_answer(message: &str, tab_id: f64) -> Option<String> {
     let q: Question = serde_json::from_str(message).ok()?;
     let now = js_sys::Date::now();
     let state = TRACKER.with(|t| t.borrow().state(tab_id as i64, q.errand_net.since, now));
-    serde_json::to_string(&state).ok()
+    crate::wire::encode(&state).ok()
 }
 
 // ---- The content script's side ----
@@ -254,7 +255,7 @@ impl Probe {
         // reads its JSON).
         let question = Question { errand_net: Since { since: self.since } };
         let sent = runtime().and_then(|(runtime, send)| {
-            let msg = serde_wasm_bindgen::to_value(&question).ok()?;
+            let msg = js_sys::JSON::parse(&crate::json::to_string(&question).ok()?).ok()?;
             let promise = send.call1(&runtime, &msg).ok()?;
             promise.dyn_into::<js_sys::Promise>().ok()
         });
@@ -267,8 +268,11 @@ impl Probe {
         let state = self.state.clone();
         wasm_bindgen_futures::spawn_local(async move {
             let reply = wasm_bindgen_futures::JsFuture::from(promise).await;
-            let parsed =
-                reply.ok().and_then(|v| serde_wasm_bindgen::from_value::<NetState>(v).ok());
+            // The answer's wire text (`crate::wire`).
+            let parsed = reply
+                .ok()
+                .and_then(|v| v.as_string())
+                .and_then(|text| crate::wire::decode::<NetState>(&text).ok());
             let mut s = state.borrow_mut();
             s.asking = false;
             match parsed {

@@ -19,8 +19,6 @@
 //! and field against the protocol's type) or mirrors with conversions
 //! ([`mirror!`]).
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use errand_protocol::{
     Action, ClickButton, Dialog, DialogAnswer, DialogChoice, Effect, FilePayload, Locator,
     Modifier, OptionChoice, PageCommand, ScrollDirection,
@@ -30,13 +28,55 @@ use serde::{Deserialize, Serialize};
 
 /// `value` as its wire text: base64 of postcard's bytes.
 pub fn encode<T: Serialize>(value: &T) -> Result<String, String> {
-    postcard::to_allocvec(value).map(|bytes| STANDARD.encode(bytes)).map_err(|e| e.to_string())
+    b64::encode(&postcard::to_allocvec(value).map_err(|e| e.to_string())?)
 }
 
 /// A value read back from [`encode`]'s text.
 pub fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    let bytes = STANDARD.decode(text).map_err(|e| format!("not base64: {e}"))?;
-    postcard::from_bytes(&bytes).map_err(|e| e.to_string())
+    postcard::from_bytes(&b64::decode(text)?).map_err(|e| e.to_string())
+}
+
+/// Base64 by the engine's `btoa`/`atob` (pages and the service worker
+/// alike; no decoder of our own in the module).
+#[cfg(target_arch = "wasm32")]
+mod b64 {
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(catch)]
+        fn btoa(binary: &str) -> Result<String, JsValue>;
+        #[wasm_bindgen(catch)]
+        fn atob(text: &str) -> Result<String, JsValue>;
+    }
+
+    pub fn encode(bytes: &[u8]) -> Result<String, String> {
+        // A "binary string": one character per byte, which `btoa` takes.
+        let binary: String = bytes.iter().map(|&b| char::from(b)).collect();
+        btoa(&binary).map_err(|_| "cannot write base64".to_owned())
+    }
+
+    pub fn decode(text: &str) -> Result<Vec<u8>, String> {
+        let binary = atob(text).map_err(|_| "not base64".to_owned())?;
+        // Every character of `atob`'s binary string is below 256.
+        Ok(binary.chars().map(|c| c as u8).collect())
+    }
+}
+
+/// Natively (the unit tests): the base64 crate, the same alphabet and
+/// padding as the engine's.
+#[cfg(not(target_arch = "wasm32"))]
+mod b64 {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+
+    pub fn encode(bytes: &[u8]) -> Result<String, String> {
+        Ok(STANDARD.encode(bytes))
+    }
+
+    pub fn decode(text: &str) -> Result<Vec<u8>, String> {
+        STANDARD.decode(text).map_err(|e| format!("not base64: {e}"))
+    }
 }
 
 /// A `page` command, as the service worker hands it to the content script.

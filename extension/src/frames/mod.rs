@@ -187,18 +187,33 @@ pub enum Reply {
     Failed { code: ErrorCode, message: String },
 }
 
-/// The service worker's answer to a [`Relay`].
-#[derive(Debug, Deserialize)]
+/// The service worker's answer to a [`Relay`] (`relayToFrame` in
+/// `extension/sw.js`): `{ok}` or `{failed, unreadable}`.
+#[derive(Debug)]
 struct Relayed {
     /// The frame's [`Reply`], as `wire::encode` wrote it.
-    #[serde(default)]
     ok: Option<String>,
-    #[serde(default)]
     failed: Option<String>,
     /// The frame cannot run Errand (`failed` says why): it answers the same
     /// until it loads another document.
-    #[serde(default)]
     unreadable: bool,
+}
+
+impl Relayed {
+    /// Read from the object the service worker answered with (no serde:
+    /// the content script's WebAssembly build links no reader of
+    /// JavaScript objects).
+    fn read(answer: &JsValue) -> Option<Relayed> {
+        if !answer.is_object() {
+            return None;
+        }
+        let get = |name: &str| Reflect::get(answer, &name.into()).ok();
+        Some(Relayed {
+            ok: get("ok").and_then(|v| v.as_string()),
+            failed: get("failed").and_then(|v| v.as_string()),
+            unreadable: get("unreadable").and_then(|v| v.as_bool()).unwrap_or(false),
+        })
+    }
 }
 
 // ---- the service worker's half: which frame ----
@@ -445,11 +460,11 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
             timeout_ms / 1000
         )));
     }
-    match serde_wasm_bindgen::from_value::<Relayed>(answer) {
-        Ok(Relayed { ok: Some(reply), .. }) => {
+    match Relayed::read(&answer) {
+        Some(Relayed { ok: Some(reply), .. }) => {
             wire::decode(&reply).ok_or_else(|| unavailable("the frame's answer cannot be read"))
         }
-        Ok(Relayed { failed: Some(why), unreadable, .. }) => {
+        Some(Relayed { failed: Some(why), unreadable, .. }) => {
             Err((Fail::new(ErrorCode::PageUnavailable, why), unreadable))
         }
         _ => Err(unavailable("the frame's answer cannot be read")),
