@@ -76,7 +76,7 @@ pub fn expired(el: &Element) -> bool {
         }
         clock.gave_up = Some(format!(
             "gave up after {} ms at walking the page: {} elements read, stopped at {}",
-            spent.round(),
+            spent.round() as i64,
             clock.visited,
             describe(el)
         ));

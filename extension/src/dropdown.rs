@@ -658,18 +658,18 @@ fn place() {
     let vh = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let vw = window.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let style = panel.style();
-    let _ = style.set_property_with_priority("min-width", &format!("{}px", r.width()), "important");
+    let _ = style.set_property_with_priority("min-width", &crate::marks::px(r.width()), "important");
     let h = f64::from(proto::scroll_height(&panel)).min(MAX_HEIGHT) + 2.0;
     let below = vh - r.bottom();
     let top = if below < h && r.top() > below { (r.top() - h).max(0.0) } else { r.bottom() };
     let w = f64::from(panel.offset_width());
     let left = r.left().min(vw - w).max(0.0);
-    let _ = style.set_property_with_priority("top", &format!("{top}px"), "important");
-    let _ = style.set_property_with_priority("left", &format!("{left}px"), "important");
+    let _ = style.set_property_with_priority("top", &crate::marks::px(top), "important");
+    let _ = style.set_property_with_priority("left", &crate::marks::px(left), "important");
     let room = if top >= r.bottom() { below } else { r.top() };
     let _ = style.set_property_with_priority(
         "max-height",
-        &format!("{}px", room.clamp(60.0, MAX_HEIGHT)),
+        &crate::marks::px(room.clamp(60.0, MAX_HEIGHT)),
         "important",
     );
 }

@@ -19,7 +19,7 @@
 //! reads as serde_json's; NaN and infinities are `null`, as in serde_json.
 //! Only string map keys (every map the protocol has).
 
-use std::fmt::{self, Write};
+use std::fmt;
 
 use serde::ser::{self, Serialize};
 
@@ -48,6 +48,23 @@ pub fn quote(text: &str) -> String {
     let mut w = Writer { out: String::with_capacity(text.len() + 2) };
     w.string(text);
     w.out
+}
+
+/// A finite float's shortest text that reads back as the same number. In
+/// the browser the engine's (`Number#toString`: `1e+21` past 10^21, which
+/// is also what the host gets of a reply's number whatever the crate
+/// writes, the service worker handing it the reply's object for the
+/// browser's `JSON.stringify`), with no float printer of core's in the
+/// module; natively (the unit tests) `Display`'s.
+pub fn float_text(v: f64) -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        js_sys::Number::from(v).to_string(10).map(String::from).unwrap_or_default()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        v.to_string()
+    }
 }
 
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, Error> {
@@ -128,8 +145,13 @@ impl Writer {
             }
             self.digits(v.abs() as u64);
         } else {
-            let _ = write!(self.out, "{v}");
+            self.shortest(v);
         }
+    }
+
+    /// Any other finite float: [`float_text`].
+    fn shortest(&mut self, v: f64) {
+        self.out.push_str(&float_text(v));
     }
 
     fn signed(&mut self, v: i64) {

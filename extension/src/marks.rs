@@ -418,14 +418,20 @@ fn label_style(x: f64, y: f64, colour: &str) -> String {
 /// build (paired timings could not tell the two apart). A value past ±100
 /// million pixels, or not a number, is written as 0.
 fn push_px(s: &mut String, v: f64) {
-    use std::fmt::Write;
+    s.push_str(&px(v));
+    s.push(';');
+}
+
+/// `v` in CSS pixels to a tenth (`12.5px`), as [`push_px`] writes it; no
+/// float printer of core's in the module.
+pub fn px(v: f64) -> String {
     let tenths = (v * 10.0).round();
     let tenths = if tenths.is_finite() && tenths.abs() < 1e9 { tenths as i32 } else { 0 };
     let (sign, t) = (if tenths < 0 { "-" } else { "" }, tenths.unsigned_abs());
-    let _ = match t % 10 {
-        0 => write!(s, "{sign}{}px;", t / 10),
-        d => write!(s, "{sign}{}.{d}px;", t / 10),
-    };
+    match t % 10 {
+        0 => format!("{sign}{}px", t / 10),
+        d => format!("{sign}{}.{d}px", t / 10),
+    }
 }
 
 /// Moves every box to where its element is now (all reads, then all writes).

@@ -56,7 +56,16 @@ pub(super) fn set_files(index: u32, files: &[errand_protocol::FilePayload]) -> R
         .unwrap_or_default();
     let wanted: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     if names != wanted {
-        return Err(failed(&format!("{who} holds {names:?} after the upload, not {wanted:?}")));
+        let quoted = |names: &[&str]| {
+            let quoted: Vec<String> = names.iter().map(|n| crate::json::quote(n)).collect();
+            format!("[{}]", quoted.join(", "))
+        };
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        return Err(failed(&format!(
+            "{who} holds {} after the upload, not {}",
+            quoted(&names),
+            quoted(&wanted)
+        )));
     }
     Ok(Done {
         summary: format!("put {} into {who}", names.join(", ")),

@@ -91,9 +91,9 @@ pub(super) fn scroll(
     }
     Ok(format!(
         "scrolled {what} {word} by {}px (now at {} of {}px)",
-        moved.abs().round(),
-        now.round(),
-        end.round()
+        moved.abs().round() as i64,
+        now.round() as i64,
+        end.round() as i64
     ))
 }
 

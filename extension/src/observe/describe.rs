@@ -211,7 +211,7 @@ pub(super) fn trim_number(v: String) -> String {
     let t = v.trim();
     match dom::decimal(t) {
         Some(n) if n.is_finite() => {
-            let mut s = format!("{n}");
+            let mut s = crate::json::float_text(n);
             if s.contains('e') {
                 s = t.to_owned();
             }
