@@ -7,7 +7,7 @@
 //! checked: a diff that does not fit the base is refused (the host then
 //! asks for the whole observation), never half applied.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
@@ -72,8 +72,9 @@ fn keyed<T: PartialEq + Clone, K: Hash + Eq>(
     new: &[T],
     key: impl Fn(&T) -> K,
 ) -> Vec<Splice<T>> {
-    let in_new: HashSet<K> = new.iter().map(&key).collect();
-    let old_at: HashMap<K, usize> = old.iter().enumerate().map(|(i, t)| (key(t), i)).collect();
+    // FxHash: the keys are the content script's own element numbers.
+    let in_new: FxHashSet<K> = new.iter().map(&key).collect();
+    let old_at: FxHashMap<K, usize> = old.iter().enumerate().map(|(i, t)| (key(t), i)).collect();
     if in_new.len() != new.len() || old_at.len() != old.len() {
         // Keys repeat: matched by value at the ends only.
         return splice_ends(old, new);

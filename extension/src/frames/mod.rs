@@ -51,7 +51,7 @@
 
 use crate::proto;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use errand_protocol::{Action, Effect, ErrorCode, FilePayload, Rect};
 use js_sys::{Object, Promise, Reflect};
@@ -328,9 +328,9 @@ struct Child {
 struct State {
     token: Option<String>,
     /// This instance's number → the frame element it names.
-    remote: HashMap<u32, Remote>,
+    remote: FxHashMap<u32, Remote>,
     /// (token, the frame's number) → this instance's number.
-    numbers: HashMap<(String, u32), u32>,
+    numbers: FxHashMap<(String, u32), u32>,
     /// The frames of the latest observation.
     children: Vec<Child>,
     /// Frames that were asked to draw marks since the last cleanup.
