@@ -13,11 +13,13 @@
 //!
 //! The text is what serde_json writes for the same value (compact; `"`,
 //! `\` and control characters escaped, `\u001f` in lower case), except
-//! floats: Rust's `Display` text, the shortest that reads back as the same
-//! number (`12` where serde_json writes `12.0`; whole numbers and multiples
-//! of 1/64 written by hand, the same text, faster), which `JSON.parse`
-//! reads as serde_json's; NaN and infinities are `null`, as in serde_json.
-//! Only string map keys (every map the protocol has).
+//! floats: the shortest text that reads back as the same number (`12` where
+//! serde_json writes `12.0`; whole numbers and multiples of 1/64 written by
+//! hand, any other by the engine's `Number#toString`, [`float_text`]),
+//! which `JSON.parse` reads as serde_json's; NaN and infinities are `null`,
+//! as in serde_json. Only string map keys (every map the protocol has).
+//! The frames' relay and the network question (`frames`, `net.rs`) are
+//! written by it too.
 
 use std::fmt;
 
@@ -111,8 +113,9 @@ impl Writer {
 
     /// A float: a multiple of 1/64 under 2^31 (Chromium's layout unit: most
     /// of a page's lengths) or a whole one by [`Writer::digits`], the rest by
-    /// `Display` (core's shortest printer, slower at `opt-level = "z"`: a
-    /// 1k-element observation has 4,000 numbers). A multiple of 1/64 has at
+    /// [`float_text`] (a call into the engine; core's printer was slower at
+    /// `opt-level = "z"`: a 1k-element observation has 4,000 numbers, and
+    /// it is no longer in the module). A multiple of 1/64 has at
     /// most six decimals, and under 2^31 half a unit in the last place is
     /// under 1e-6, so its exact decimals are also its shortest text (what
     /// `Display` writes; `writes_lengths_as_display_does` checks).

@@ -6,8 +6,9 @@
 //! by hand in JavaScript; those two are the worker build's only (feature
 //! `worker`, with serde_json). The content script reads the `page` envelope
 //! the loader hands `handle` as the JavaScript object it is
-//! ([`read_request`], through serde-wasm-bindgen) and answers with an object
-//! ([`encode_reply`]): no JSON text, no serde_json in its builds.
+//! ([`read_request`]: its fields with `Reflect`, its command from the wire
+//! text the service worker wrote, `crate::wire`) and answers with an object
+//! ([`encode_reply`]): no JSON text in, no serde_json in its builds.
 
 use std::cell::Cell;
 
@@ -109,11 +110,13 @@ fn whole_id(v: &JsValue) -> Option<u64> {
 /// Reads what `handle` was given (the message object the loader received):
 /// a `page` envelope, or the error reply.
 ///
-/// Only a `page` envelope is deserialized, never a whole [`Body`]: the
-/// content-script builds carry the serde code of what they receive
-/// ([`PageCommand`]) and send ([`encode_reply`]), not of every message kind
-/// (about half of the module once; see BENCHMARKS.md, "What makes the WASM
-/// module large"). Any other kind, known or not, is not allowed here.
+/// Only a `page` envelope is read, never a whole [`Body`]: the
+/// content-script builds carry the serde code of what they receive (a
+/// [`PageCommand`] as `wire::Command`, which the service worker's
+/// `page_command` wrote from the host's JSON) and send ([`encode_reply`]),
+/// not of every message kind (about half of the module once; see
+/// BENCHMARKS.md, "What makes the WASM module large"). Any other kind,
+/// known or not, is not allowed here.
 pub fn read_request(message: &JsValue) -> Result<Request, Box<Envelope>> {
     let refuse = |e: DecodeError| {
         Box::new(Envelope::error(next_id(), e.request_id(), e.code(), e.to_string()))
