@@ -4,12 +4,14 @@
 // worker's `page` commands to it.
 //
 // The manifest declares it in every frame (`document_idle`, the isolated
-// world), so the crate is usually there before a task's first command: the
-// top frame fetches, compiles and instantiates the WebAssembly build — or
-// imports the plain-JavaScript build when the page's CSP refuses
-// WebAssembly — when the page is idle (loading runs no page logic; nothing
-// is walked until a command asks). Other frames load it only when a command
-// comes. In the top frame of a tab a task drives, the service worker's
+// world), after the WebAssembly build's glue (`errand_page.classic.js`, a
+// classic script that only defines functions), so the crate is usually
+// there before a task's first command: the top frame fetches, compiles and
+// instantiates the WebAssembly build — or imports the plain-JavaScript
+// build when the page's CSP refuses WebAssembly — as soon as this script
+// runs (the fetch and compile are off the page's thread; loading runs no
+// page logic, and nothing is walked until a command asks). Other frames
+// load it only when a command comes. In the top frame of a tab a task drives, the service worker's
 // `prepare` loads it at once, as soon as this script runs in a document the
 // tab is loading (the crate then walks the page once it has loaded and is
 // idle). The service worker still injects this file into a
@@ -53,7 +55,11 @@
       // (should that fail, the glue fetches it again).
       const module = url('wasm/errand_page_bg.wasm');
       const compiled = WebAssembly.compileStreaming(fetch(module)).catch(() => module);
-      const wasm = await import(url('wasm/errand_page.js'));
+      // The glue came with this script (the manifest declares
+      // `errand_page.classic.js`, the same glue as a classic script, before
+      // it): nothing to import, which took 27–33 ms. A document this script
+      // was injected into without it imports the module.
+      const wasm = globalThis.errandWasm ?? await import(url('wasm/errand_page.js'));
       mark('wasm_glue');
       await wasm.default({ module_or_path: await compiled });
       mark('wasm_ready');
@@ -72,11 +78,13 @@
     return js;
   }));
   if (window === window.top) {
-    // The JS build at once: a task's first command at `complete` comes
-    // about 20 ms after `load` (this script runs just before it ends), and
-    // importing the JS build takes about 45.
+    // At once: a task's first command at `complete` comes about 20 ms after
+    // `load` (this script runs just before it ends); fetching, compiling
+    // and instantiating the WebAssembly build takes 20–25 ms, importing the
+    // JS build about 45. (Waiting for an idle period first made the command
+    // wait 13 ms more, BENCHMARKS.md.)
     if (wasmRefused()) load().catch(() => {});
-    else requestIdleCallback(() => { tryWasm(); }, { timeout: 2000 });
+    else tryWasm();
   }
 
   let prepared = false;

@@ -304,9 +304,13 @@ async function tabReady(re, tab) {
   return make('tab_ready', { tab_id: tab.id, url: tab.url ?? '', title: tab.title ?? '' }, re);
 }
 
+// The content script as the manifest declares it: the WASM build's glue (a
+// classic script) and the loader.
+const LOADER_FILES = ['extension/pkg/wasm/errand_page.classic.js', 'extension/loader.js'];
+
 async function inject(tabId) {
   try {
-    await chrome.scripting.executeScript({ target: { tabId }, files: ['extension/loader.js'] });
+    await chrome.scripting.executeScript({ target: { tabId }, files: LOADER_FILES });
   } catch (e) {
     throw withCode(new Error(`Errand cannot run in this tab: ${e?.message ?? e}`), 'tab_unavailable');
   }
@@ -531,7 +535,7 @@ async function relayToFrame(message, sender) {
     }
     // No content script in that frame yet.
     try {
-      await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: ['extension/loader.js'] });
+      await chrome.scripting.executeScript({ target: { tabId, frameIds: [frameId] }, files: LOADER_FILES });
     } catch (why) {
       throw unreadable(`Errand cannot run in the frame: ${why?.message ?? why}`);
     }

@@ -148,6 +148,16 @@ minify "$PKG/wasm/$CRATE.js"
 # exports the glue's own functions wrap keep their names.
 node scripts/minify-wasm-names.mjs "$PKG/wasm/${CRATE}_bg.wasm" "$PKG/wasm/$CRATE.js" \
   memory build handle handle_frame prepare
+# The same glue, its snippet (proto.rs's readers) bundled in, as a classic
+# script the manifest declares with the loader (`errandWasm` in the isolated
+# world): no module to import, and no second one it imports, when the crate
+# loads (an import of an extension file from a content script took 27 ms,
+# BENCHMARKS.md). The loader still imports the ES module where the classic
+# script is missing. The glue's default path (`import.meta.url`) is never
+# used: the loader hands it the compiled module.
+"$ESBUILD" "$PKG/wasm/$CRATE.js" --bundle --minify --format=iife --global-name=errandWasm \
+  --log-level=warning --log-override:empty-import-meta=silent --log-override:duplicate-object-key=silent \
+  --outfile="$PKG/wasm/$CRATE.classic.js"
 
 # ---- JS build ----------------------------------------------------------------
 
@@ -236,6 +246,14 @@ const load = async (name) => {
 };
 const wasm = await load("wasm");
 const worker = await load("worker");
+// The classic-script glue the manifest declares: the same exports, on the
+// global `errandWasm`, its snippet bundled in.
+const classic = (await import("node:vm")).runInThisContext(
+  readFileSync(new URL("wasm/errand_page.classic.js", dir), "utf8") + ";errandWasm");
+classic.initSync({ module: readFileSync(new URL("wasm/errand_page_bg.wasm", dir)) });
+if (classic.build() !== "wasm") throw new Error(`classic glue: build() says ${classic.build()}`);
+const refused = await classic.handle({ v: 1, id: 3, kind: "get_status" });
+if (refused.code !== "not_allowed") throw new Error(`classic glue: handle() gave ${JSON.stringify(refused)}`);
 const js = await import(new URL("js/errand_page.js", dir));
 const big = "x".repeat(3_000_000);
 for (const [name, m] of [["wasm", wasm], ["js", js]]) {

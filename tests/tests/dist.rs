@@ -44,6 +44,7 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         "extension/panel/panel.html",
         "extension/generated/rules.js",
         "extension/pkg/wasm/errand_page_bg.wasm",
+        "extension/pkg/wasm/errand_page.classic.js",
         "extension/pkg/js/errand_page_bg.wasm.js",
         "extension/pkg/worker/errand_page_bg.wasm",
     ] {
