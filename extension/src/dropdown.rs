@@ -658,7 +658,8 @@ fn place() {
     let vh = window.inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let vw = window.inner_width().ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let style = panel.style();
-    let _ = style.set_property_with_priority("min-width", &crate::marks::px(r.width()), "important");
+    let _ =
+        style.set_property_with_priority("min-width", &crate::marks::px(r.width()), "important");
     let h = f64::from(proto::scroll_height(&panel)).min(MAX_HEIGHT) + 2.0;
     let below = vh - r.bottom();
     let top = if below < h && r.top() > below { (r.top() - h).max(0.0) } else { r.bottom() };

@@ -50,8 +50,8 @@
 //! down to a frame) and `answer.rs` (a frame answering its parent).
 
 use crate::proto;
-use std::cell::RefCell;
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 
 use errand_protocol::{Action, Effect, ErrorCode, FilePayload, Rect};
 use js_sys::{Object, Promise, Reflect};
