@@ -61,7 +61,7 @@ pub fn quote(text: &str) -> String {
 pub fn float_text(v: f64) -> String {
     #[cfg(target_arch = "wasm32")]
     {
-        js_sys::Number::from(v).to_string(10).map(String::from).unwrap_or_default()
+        js_sys::Number::from(v).to_string_with_radix(10).map(String::from).unwrap_or_default()
     }
     #[cfg(not(target_arch = "wasm32"))]
     {

@@ -97,8 +97,8 @@ pub struct Request {
     pub command: PageCommand,
 }
 
-/// A field of a JavaScript object (`undefined` when it has none).
-fn field(obj: &JsValue, name: &str) -> JsValue {
+/// A field of a message object (`undefined` when it has none).
+pub fn field(obj: &JsValue, name: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
 }
 

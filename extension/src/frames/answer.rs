@@ -11,7 +11,7 @@ use super::*;
 pub async fn handle_frame(message: JsValue) -> JsValue {
     // `{"kind": "frame", "wire": …}`: the message in postcard's bytes, as
     // a `page` command (`crate::wire`).
-    let field = |name: &str| Reflect::get(&message, &name.into()).ok().and_then(|v| v.as_string());
+    let field = |name: &str| crate::messages::field(&message, name).as_string();
     let bad = |why: String| Reply::Failed { code: ErrorCode::BadMessage, message: why };
     let reply = match (field("kind").as_deref(), field("wire")) {
         (Some("frame"), Some(text)) => match super::wire::decode_message(&text) {

@@ -207,11 +207,11 @@ impl Relayed {
         if !answer.is_object() {
             return None;
         }
-        let get = |name: &str| Reflect::get(answer, &name.into()).ok();
+        let get = |name: &str| crate::messages::field(answer, name);
         Some(Relayed {
-            ok: get("ok").and_then(|v| v.as_string()),
-            failed: get("failed").and_then(|v| v.as_string()),
-            unreadable: get("unreadable").and_then(|v| v.as_bool()).unwrap_or(false),
+            ok: get("ok").as_string(),
+            failed: get("failed").as_string(),
+            unreadable: get("unreadable").as_bool().unwrap_or(false),
         })
     }
 }
