@@ -304,9 +304,12 @@ async function tabReady(re, tab) {
   return make('tab_ready', { tab_id: tab.id, url: tab.url ?? '', title: tab.title ?? '' }, re);
 }
 
-// The content script as the manifest declares it: the WASM build's glue (a
-// classic script) and the loader.
-const LOADER_FILES = ['extension/pkg/wasm/errand_page.classic.js', 'extension/loader.js'];
+// The content script's files as the manifest declares them (the WASM build's
+// glue as a classic script, then the loader): one list, the manifest's.
+const LOADER_FILES = chrome.runtime
+  .getManifest()
+  .content_scripts.find((c) => c.js.includes('extension/loader.js')).js;
+globalThis.errandLoaderFiles = LOADER_FILES; // for the benchmarks (tests/examples/)
 
 async function inject(tabId) {
   try {

@@ -106,7 +106,7 @@ fn errand_first(sw: &Page, url: &str, wait_ms: u32, driven: bool) -> Result<Valu
              answer = await chrome.tabs.sendMessage(tab.id, msg, {{ frameId: 0 }});
            }} catch {{
              // Not there yet: what sw.js does, inject and retry.
-             await chrome.scripting.executeScript({{ target: {{ tabId: tab.id }}, files: ['extension/pkg/wasm/errand_page.classic.js', 'extension/loader.js'] }});
+             await chrome.scripting.executeScript({{ target: {{ tabId: tab.id }}, files: globalThis.errandLoaderFiles }});
              answer = await chrome.tabs.sendMessage(tab.id, msg, {{ frameId: 0 }});
              answer.injected = true;
            }}

@@ -75,6 +75,18 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         .unwrap()
     };
     assert_eq!(status("extension/loader.js"), json!(200));
+    // What the service worker injects into a document without the content
+    // script: the manifest's files (the glue as a classic script, then the
+    // loader), each served.
+    let files = sw.eval("globalThis.errandLoaderFiles").unwrap();
+    assert_eq!(
+        files,
+        json!(["extension/pkg/wasm/errand_page.classic.js", "extension/loader.js"]),
+        "{files}"
+    );
+    for f in files.as_array().unwrap() {
+        assert_eq!(status(f.as_str().unwrap()), json!(200), "{f}");
+    }
     for absent in
         ["Cargo.toml", "extension/src/lib.rs", "extension/Cargo.toml", "target/", "README.md"]
     {
