@@ -7,8 +7,8 @@
 //! script asks, while it waits for the page to settle after an action, with
 //! a [`Probe`]: `chrome.runtime.sendMessage` of a [`Question`] (the time the
 //! action began), answered by [`net_answer`] with a [`NetState`]: how many
-//! requests that started since then are still in flight, and how long ago
-//! the last of them ended. The service worker only relays the events and
+//! requests that started since then are still in flight, and when the last
+//! of them ended. The service worker only relays the events and
 //! the question to this crate (its WASM build runs there too).
 //!
 //! Only requests that started after the action began count, so a page's
@@ -52,13 +52,16 @@ pub struct Since {
     pub since: f64,
 }
 
-/// The answer: requests started since then and still in flight, and how
-/// long ago (ms) the last of those that ended ended (`None`: none ended).
+/// The answer: requests started since then and still in flight, and when
+/// the last of those that ended ended (`Date.now()` time; `None`: none
+/// ended). A time, not an age: the answer can reach a content script long
+/// after it was written (its page's thread busy with a walk), and an age
+/// read on arrival would make that request end later than it did.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NetState {
     pub pending: u32,
     #[serde(default)]
-    pub quiet_ms: Option<f64>,
+    pub last_end: Option<f64>,
 }
 
 /// One tab's requests.
@@ -113,7 +116,7 @@ impl Tracker {
     /// started at or after `since`.
     pub fn state(&self, tab: i64, since: f64, now: f64) -> NetState {
         let Some(entry) = self.tabs.get(&tab) else {
-            return NetState { pending: 0, quiet_ms: None };
+            return NetState { pending: 0, last_end: None };
         };
         let pending = entry
             .pending
@@ -128,7 +131,7 @@ impl Tracker {
             .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
         NetState {
             pending: u32::try_from(pending).unwrap_or(u32::MAX),
-            quiet_ms: last_end.map(|e| (now - e).max(0.0)),
+            last_end: last_end.map(|e| e.min(now)),
         }
     }
 }
@@ -194,9 +197,9 @@ pub enum Verdict {
 struct ProbeState {
     /// A question is on its way.
     asking: bool,
-    /// The last answer: the state, when it was asked and when it came
-    /// (`performance.now()`).
-    answer: Option<(NetState, f64, f64)>,
+    /// The last answer: the state, when it was asked (`performance.now()`)
+    /// and when the last request it counts ended, on that clock.
+    answer: Option<(NetState, f64, Option<f64>)>,
     /// Asking failed: do not ask again.
     unsupported: bool,
     /// When the first answer came (`performance.now()`).
@@ -279,7 +282,12 @@ impl Probe {
                 Some(n) => {
                     let got = perf_now();
                     s.first.get_or_insert(got);
-                    s.answer = Some((n, asked, got));
+                    // The service worker's clock (`Date.now()`) read on
+                    // this page's (`performance.now()`): the two read
+                    // together now.
+                    let offset = got - js_sys::Date::now();
+                    let ended = n.last_end.map(|e| (e + offset).min(got));
+                    s.answer = Some((n, asked, ended));
                 }
                 None => s.unsupported = true,
             }
@@ -299,12 +307,8 @@ impl Probe {
             return Verdict::Unknown;
         }
         match s.answer {
-            Some((n, asked, got)) if asked >= fresh_from => {
-                if n.pending > 0 {
-                    Verdict::Busy
-                } else {
-                    Verdict::Idle(n.quiet_ms.map(|q| got - q))
-                }
+            Some((n, asked, ended)) if asked >= fresh_from => {
+                if n.pending > 0 { Verdict::Busy } else { Verdict::Idle(ended) }
             }
             _ => Verdict::Waiting,
         }
@@ -324,20 +328,20 @@ mod tests {
         t.started(1, "beacon", "ping", 2000.0);
         t.started(2, "other tab", "script", 2000.0);
         t.started(-1, "no tab", "other", 2000.0);
-        assert_eq!(t.state(1, 1500.0, 2100.0), NetState { pending: 1, quiet_ms: None });
+        assert_eq!(t.state(1, 1500.0, 2100.0), NetState { pending: 1, last_end: None });
         // A redirect starts the same id again: still one.
         t.started(1, "a", "xmlhttprequest", 2050.0);
         assert_eq!(t.state(1, 1500.0, 2100.0).pending, 1);
         t.ended(1, "a", 2400.0);
-        assert_eq!(t.state(1, 1500.0, 2450.0), NetState { pending: 0, quiet_ms: Some(50.0) });
+        assert_eq!(t.state(1, 1500.0, 2450.0), NetState { pending: 0, last_end: Some(2400.0) });
         // The old request ending does not count for a question since 1500.
         t.ended(1, "old", 2500.0);
-        assert_eq!(t.state(1, 1500.0, 2600.0), NetState { pending: 0, quiet_ms: Some(200.0) });
-        assert_eq!(t.state(1, 900.0, 2600.0), NetState { pending: 0, quiet_ms: Some(100.0) });
+        assert_eq!(t.state(1, 1500.0, 2600.0), NetState { pending: 0, last_end: Some(2400.0) });
+        assert_eq!(t.state(1, 900.0, 2600.0), NetState { pending: 0, last_end: Some(2500.0) });
         // Unknown ends are ignored; a closed tab is forgotten.
         t.ended(1, "never started", 2600.0);
         t.forget(2);
-        assert_eq!(t.state(2, 0.0, 2600.0), NetState { pending: 0, quiet_ms: None });
+        assert_eq!(t.state(2, 0.0, 2600.0), NetState { pending: 0, last_end: None });
     }
 
     #[test]
@@ -358,7 +362,7 @@ mod tests {
         let q: Question = serde_json::from_str(r#"{"errand_net":{"since":12.5}}"#).unwrap();
         assert_eq!(q.errand_net.since, 12.5);
         assert!(serde_json::from_str::<Question>(r#"{"kind":"page"}"#).is_err());
-        let a = serde_json::to_string(&NetState { pending: 2, quiet_ms: None }).unwrap();
-        assert_eq!(a, r#"{"pending":2,"quiet_ms":null}"#);
+        let a = serde_json::to_string(&NetState { pending: 2, last_end: None }).unwrap();
+        assert_eq!(a, r#"{"pending":2,"last_end":null}"#);
     }
 }

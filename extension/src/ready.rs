@@ -275,6 +275,17 @@ fn first_loaded(document: &Document, began: f64, t: f64) -> bool {
     loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS || t - began >= QUIET_MS)
 }
 
+/// When the page will count as loaded and quiet (see [`settle`]) if
+/// nothing changes meanwhile; `None` while it is loading.
+fn quiet_at(first: bool, document: &Document, began: f64, last: f64) -> Option<f64> {
+    let loaded = match first {
+        true => loaded_at(document).map(|load| (load + FIRST_QUIET_MS).min(began + QUIET_MS))?,
+        false => f64::NEG_INFINITY,
+    };
+    let quiet = if STILL_AT.with(|s| s.get()) >= last { f64::NEG_INFINITY } else { last + QUIET_MS };
+    Some(loaded.max(quiet))
+}
+
 /// The last mutation's time, records delivered first.
 fn last_change() -> f64 {
     STATE.with(|s| {
@@ -358,6 +369,11 @@ async fn settle_from(document: &Document, net: Probe, start: f64, asked: f64) ->
             }
         }
         net.ask(); // (none while one is on its way)
+        // The next look: when the page would be still were nothing to
+        // change meanwhile, when that is only time passing (not sooner:
+        // nothing to see; not later: no wait longer than the page's), or
+        // the poll's period.
+        let mut due = None;
         if still {
             let since = *still_since.get_or_insert(t);
             // An answer asked after the last change (a request started
@@ -365,16 +381,21 @@ async fn settle_from(document: &Document, net: Probe, start: f64, asked: f64) ->
             match net.verdict(last.max(asked)) {
                 Verdict::Unknown => break true,
                 Verdict::Idle(ended) if ended.is_none_or(|e| t - e >= QUIET_MS) => break true,
+                Verdict::Idle(Some(ended)) => due = Some(ended + QUIET_MS),
                 Verdict::Waiting if t - since >= NET_ANSWER_MS => break true,
-                _ => {}
+                _ => due = Some(t + 2.0),
             }
         } else {
             still_since = None;
+            if !(loaded && quiet) {
+                due = quiet_at(first, document, began, last);
+            }
         }
         if t - start >= MAX_MS {
             break false;
         }
-        gloo_timers::future::TimeoutFuture::new(if still { 2 } else { POLL_MS }).await;
+        let pause = due.map_or(f64::from(POLL_MS), |d| (d - t).clamp(1.0, f64::from(POLL_MS)));
+        gloo_timers::future::TimeoutFuture::new(pause.ceil() as u32).await;
     };
     STATE.with(|s| {
         if let Some(s) = s.borrow_mut().as_mut() {

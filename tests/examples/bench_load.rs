@@ -54,6 +54,12 @@ fn page_1k_late_picture() -> String {
         .replace("</body>", "<img src=\"/slow/pic.svg?ms=300\" width=16 height=16 alt=\"\"></body>")
 }
 
+/// Another page of the same size and site, with other names: where a
+/// task's tab goes next.
+fn page_1k_next() -> String {
+    page_1k().replace("Item ", "Entry ").replace(">Buy<", ">Order<").replace("note", "remark")
+}
+
 const PICTURE: &str = "<svg xmlns='http://www.w3.org/2000/svg' width='16' height='16'>\
                        <rect width='16' height='16' fill='teal'/></svg>";
 
@@ -132,6 +138,43 @@ fn errand_first(sw: &Page, url: &str, wait_ms: u32, driven: bool) -> Result<Valu
     ))
 }
 
+/// The first observation of a page a task's tab navigates to (the task's
+/// second page, and every one after): the service worker opens the tab at
+/// `first` as the host does and observes it at `complete`, then navigates
+/// it to `next` the way the host's `navigate` does (which answers once the
+/// browser says `complete`) and times the `observe` sent at once. The new
+/// document has a new content script instance and its own walk to make;
+/// what it shares with the page before is the renderer process (a page of
+/// the same site).
+fn errand_navigated(sw: &Page, first: &str, next: &str) -> Result<Value> {
+    sw.eval(&format!(
+        "(async () => {{
+           const requests = globalThis.errandBrowserRequests;
+           const id = (await requests.open_tab({{ id: 1, url: {first} }})).tab_id;
+           const observe = async () => {{
+             const msg = await globalThis.errandToTab({{ v: 1, id: 1, kind: 'page', tab_id: id, command: {{ op: 'observe', marks: false }} }});
+             const t = performance.now();
+             const answer = await chrome.tabs.sendMessage(id, msg, {{ frameId: 0 }});
+             return {{ answer, observe: performance.now() - t }};
+           }};
+           const before = await observe();
+           const t0 = performance.now();
+           await requests.navigate({{ id: 2, tab_id: id, url: {next} }});
+           const t1 = performance.now();
+           const after = await observe();
+           const [{{ result: marks }}] = await chrome.scripting.executeScript({{ target: {{ tabId: id }}, func: () => {{
+             const out = {{ ...globalThis.__errandLoadTimes }};
+             out.load_end = performance.timing.loadEventEnd - performance.timeOrigin;
+             return out;
+           }} }});
+           await chrome.tabs.remove(id);
+           return {{ first: before.observe, navigate: t1 - t0, observe: after.observe, answer: after.answer, marks }};
+         }})()",
+        first = json!(first),
+        next = json!(next),
+    ))
+}
+
 /// The service worker, once an evaluation there sees the extension APIs
 /// (right after launch it can land in a context without them).
 fn service_worker(browser: &TestBrowser) -> Result<Page> {
@@ -154,6 +197,7 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&pages)?;
     std::fs::write(pages.join("gen-1k.html"), page_1k())?;
     std::fs::write(pages.join("gen-1k-img.html"), page_1k_late_picture())?;
+    std::fs::write(pages.join("gen-1k-next.html"), page_1k_next())?;
     std::fs::write(pages.join("pic.svg"), PICTURE)?;
     let server = FixtureServer::start_in(pages)?;
     let reference = std::fs::read_to_string(root.join(".tools/browser-use-0.5.11/index.js")).ok();
@@ -185,7 +229,9 @@ fn main() -> Result<()> {
             let plain = errand_first(&sw, &url, STILL_MS, false)?;
             let img_url = server.url(&format!("/{}", path.replace("gen-1k", "gen-1k-img")));
             let img = errand_first(&sw, &img_url, 0, true)?;
-            for r in [&r, &still, &plain, &img] {
+            let next_url = server.url(&format!("/{}", path.replace("gen-1k", "gen-1k-next")));
+            let nav = errand_navigated(&sw, &url, &next_url)?;
+            for r in [&r, &still, &plain, &img, &nav] {
                 let ok = &r["answer"]["ok"];
                 if ok.is_null() {
                     bail!("no observation: {r}");
@@ -235,7 +281,9 @@ fn main() -> Result<()> {
                 "encoded",
                 "reply",
             ];
-            for (marks, name) in [(m, "split"), (&img["marks"], "img.split")] {
+            for (marks, name) in
+                [(m, "split"), (&img["marks"], "img.split"), (&nav["marks"], "navigated.split")]
+            {
                 let at = |k: &str| marks[k].as_f64();
                 let mut prev = "load_end";
                 for k in seq.iter().skip(1) {
@@ -287,6 +335,21 @@ fn main() -> Result<()> {
             push(&format!("{build}.warmed_after_load_end"), span("load_end", "warmed"));
             push(&format!("{build}.prepared_after_load_end"), span("load_end", "prepared"));
             push(&format!("{build}.img.open_to_observation"), img["total"].as_f64());
+            // The task's next page, navigated to in its tab, at `complete`.
+            push(&format!("{build}.navigated.complete_to_observation"), nav["observe"].as_f64());
+            push(&format!("{build}.navigated.first_page"), nav["first"].as_f64());
+            push(&format!("{build}.navigated.navigate"), nav["navigate"].as_f64());
+            push(&format!("{build}.navigated.walk"), nav["answer"]["ok"]["elapsed_ms"].as_f64());
+            let nm = &nav["marks"];
+            push(&format!("{build}.navigated.command_after_load_end"), pspan(nm, "load_end", "command"));
+            push(
+                &format!("{build}.navigated.ready_after_load_end"),
+                pspan(nm, "load_end", if build == "wasm" { "wasm_ready" } else { "js_ready" }),
+            );
+            push(
+                &format!("{build}.navigated.cold_walk"),
+                pspan(nm, "observe", "prewalked"),
+            );
             push(&format!("{build}.still_not_driven.observation"), plain["observe"].as_f64());
             push(
                 &format!("{build}.still_not_driven.walk"),
@@ -304,11 +367,27 @@ fn main() -> Result<()> {
                    return performance.now() - t0; })()",
             )?;
             let total = t.elapsed().as_secs_f64() * 1000.0;
+            // The same tab navigated to the next page (the renderer
+            // process kept, as for Errand's task tab above), injected and
+            // run again once `complete`.
+            let next = server.url("/gen-1k-next.html");
+            tab.eval(&format!("location.href = {}; 0", json!(next)))?;
+            tab.wait_for(
+                &format!("location.href === {} && document.readyState === 'complete'", json!(next)),
+                Duration::from_secs(60),
+            )?;
+            let t = Instant::now();
+            tab.eval(&format!("window.__bdt = {src}; 0"))?;
+            tab.eval(
+                "window.__bdt({doHighlightElements: false, focusHighlightIndex: -1, viewportExpansion: -1, debugMode: false}); 0",
+            )?;
+            let navigated = t.elapsed().as_secs_f64() * 1000.0;
             close(&browser, &tab);
             if counted {
                 push("ref.inject", Some(inject));
                 push("ref.walk", run.as_f64());
                 push("ref.total", Some(total));
+                push("ref.navigated.total", Some(navigated));
             }
         }
     }
