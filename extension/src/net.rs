@@ -308,7 +308,11 @@ impl Probe {
         }
         match s.answer {
             Some((n, asked, ended)) if asked >= fresh_from => {
-                if n.pending > 0 { Verdict::Busy } else { Verdict::Idle(ended) }
+                if n.pending > 0 {
+                    Verdict::Busy
+                } else {
+                    Verdict::Idle(ended)
+                }
             }
             _ => Verdict::Waiting,
         }

@@ -256,14 +256,15 @@ export function reader_rect(el, out) {
   out[2] = r.width;
   out[3] = r.height;
 }
-export function reader_style(win, el, names) {
+const utf8 = typeof TextEncoder === "function" ? new TextEncoder() : null;
+export function reader_style(win, el, names, buf) {
   let s;
   try {
     s = win.getComputedStyle(el);
   } catch (_) {
-    return undefined;
+    return -1;
   }
-  if (typeof s !== "object" || s === null) return undefined;
+  if (typeof s !== "object" || s === null) return -1;
   let out = "";
   for (let i = 0; i < names.length; i++) {
     if (i > 0) out += "\x1f";
@@ -274,7 +275,12 @@ export function reader_style(win, el, names) {
       out += s.getPropertyValue(names[i]);
     } catch (_) {}
   }
-  return out;
+  // Written as UTF-8 into `buf` (the module's memory) by the engine,
+  // where a returned string is copied by a loop of the glue's, run cold
+  // on a first walk: how many bytes, or, when they do not fit, minus the
+  // most they can take.
+  const r = utf8.encodeInto(out, buf);
+  return r.read === out.length ? r.written : -3 * out.length;
 }
 "##)]
 extern "C" {
@@ -290,7 +296,7 @@ extern "C" {
     ) -> Option<String>;
     fn reader_present(el: &Element, names: &js_sys::Array) -> u32;
     fn reader_rect(el: &Element, out: &mut [f64]);
-    fn reader_style(window: &Window, el: &Element, names: &js_sys::Array) -> Option<String>;
+    fn reader_style(window: &Window, el: &Element, names: &js_sys::Array, buf: &mut [u8]) -> i32;
 }
 
 /// Sets `prop` through its prototype's setter (ignored when refused).
@@ -776,9 +782,26 @@ pub fn client_rect(el: &Element) -> Rect {
 /// The computed style values of `el` in `window` for `names` (JavaScript
 /// strings), each after the one before and a U+001F (which a computed
 /// value never holds: CSS escapes control characters); `None` when the
-/// window has none for it. One call to the page instead of one per value.
+/// window has none for it. One call to the page instead of one per value,
+/// which writes them into this module's memory.
 pub fn computed_values(window: &Window, el: &Element, names: &js_sys::Array) -> Option<String> {
-    reader_style(window, el, names)
+    thread_local! {
+        /// Where the values are written (grown for long ones: a picture's
+        /// `data:` address).
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 1024]);
+    }
+    /// What the reader answers when the window has no style for `el`.
+    const NO_STYLE: i32 = -1;
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        loop {
+            match reader_style(window, el, names, &mut buf) {
+                n if n >= 0 => return String::from_utf8(buf[..n as usize].to_vec()).ok(),
+                NO_STYLE => return None,
+                need => buf.resize(need.unsigned_abs() as usize, 0),
+            }
+        }
+    })
 }
 /// `scrollIntoView(options)`.
 pub fn scroll_into_view(el: &Element, options: &web_sys::ScrollIntoViewOptions) {

@@ -282,7 +282,8 @@ fn quiet_at(first: bool, document: &Document, began: f64, last: f64) -> Option<f
         true => loaded_at(document).map(|load| (load + FIRST_QUIET_MS).min(began + QUIET_MS))?,
         false => f64::NEG_INFINITY,
     };
-    let quiet = if STILL_AT.with(|s| s.get()) >= last { f64::NEG_INFINITY } else { last + QUIET_MS };
+    let quiet =
+        if STILL_AT.with(|s| s.get()) >= last { f64::NEG_INFINITY } else { last + QUIET_MS };
     Some(loaded.max(quiet))
 }
 

@@ -54,12 +54,6 @@ fn page_1k_late_picture() -> String {
         .replace("</body>", "<img src=\"/slow/pic.svg?ms=300\" width=16 height=16 alt=\"\"></body>")
 }
 
-/// Another page of the same size and site, with other names: where a
-/// task's tab goes next.
-fn page_1k_next() -> String {
-    page_1k().replace("Item ", "Entry ").replace(">Buy<", ">Order<").replace("note", "remark")
-}
-
 const PICTURE: &str = "<svg xmlns='http://www.w3.org/2000/svg' width='16' height='16'>\
                        <rect width='16' height='16' fill='teal'/></svg>";
 
@@ -197,7 +191,7 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&pages)?;
     std::fs::write(pages.join("gen-1k.html"), page_1k())?;
     std::fs::write(pages.join("gen-1k-img.html"), page_1k_late_picture())?;
-    std::fs::write(pages.join("gen-1k-next.html"), page_1k_next())?;
+    std::fs::write(pages.join("gen-1k-next.html"), errand_e2e::fixtures::generated_page_next(100))?;
     std::fs::write(pages.join("pic.svg"), PICTURE)?;
     let server = FixtureServer::start_in(pages)?;
     let reference = std::fs::read_to_string(root.join(".tools/browser-use-0.5.11/index.js")).ok();
@@ -341,15 +335,15 @@ fn main() -> Result<()> {
             push(&format!("{build}.navigated.navigate"), nav["navigate"].as_f64());
             push(&format!("{build}.navigated.walk"), nav["answer"]["ok"]["elapsed_ms"].as_f64());
             let nm = &nav["marks"];
-            push(&format!("{build}.navigated.command_after_load_end"), pspan(nm, "load_end", "command"));
+            push(
+                &format!("{build}.navigated.command_after_load_end"),
+                pspan(nm, "load_end", "command"),
+            );
             push(
                 &format!("{build}.navigated.ready_after_load_end"),
                 pspan(nm, "load_end", if build == "wasm" { "wasm_ready" } else { "js_ready" }),
             );
-            push(
-                &format!("{build}.navigated.cold_walk"),
-                pspan(nm, "observe", "prewalked"),
-            );
+            push(&format!("{build}.navigated.cold_walk"), pspan(nm, "observe", "prewalked"));
             push(&format!("{build}.still_not_driven.observation"), plain["observe"].as_f64());
             push(
                 &format!("{build}.still_not_driven.walk"),

@@ -1,6 +1,8 @@
 //! Where a cold first walk's time goes: V8's sampling profiler on a fresh
 //! tab of the generated 1k-element page (not driven, observed once still),
-//! then the same tab observed again with a full walk (the code warm).
+//! then the same tab observed again with a full walk (the code warm), then
+//! navigated to another page of the same site and observed at `complete`
+//! (a task's next page: a new instance in the same renderer process).
 //! Prints self time by function for each, and writes each profile to
 //! `target/bench/load-pages/profile-ROUND-LABEL.cpuprofile`. `PROFILE_PAGE`
 //! names another page (`csp/gen-1k.html`: the JS build, its import included
@@ -11,10 +13,12 @@
 //! ```
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 use errand_e2e::browser::{LaunchOptions, TestBrowser, repo_root};
+use errand_e2e::cdp::Page;
 use errand_e2e::fixtures::FixtureServer;
 use serde_json::{Value, json};
 
@@ -46,12 +50,50 @@ fn self_times(profile: &Value) -> Vec<(String, f64)> {
     v
 }
 
+/// One observation of the tab under V8's sampling profiler: prints the
+/// answer's times and the self time by function, and writes the profile
+/// (`profile-ROUND-LABEL.cpuprofile`: Chromium DevTools' Performance panel
+/// opens it, as does any `.cpuprofile` reader).
+fn profiled(
+    tab: &Page,
+    sw: &Page,
+    tab_id: &Value,
+    full: bool,
+    pages: &Path,
+    round: usize,
+    label: &str,
+) -> Result<()> {
+    tab.call("Profiler.enable", json!({}))?;
+    tab.call("Profiler.setSamplingInterval", json!({"interval": 100}))?;
+    tab.call("Profiler.start", json!({}))?;
+    let answer = sw.eval(&format!(
+        "(async () => {{
+           const msg = await globalThis.errandToTab({{ v: 1, id: 1, kind: 'page', tab_id: {tab_id}, command: {{ op: 'observe', marks: false, full: {full} }} }});
+           const t = performance.now();
+           const a = await chrome.tabs.sendMessage({tab_id}, msg, {{ frameId: 0 }});
+           return {{ total: performance.now() - t, walk: a.ok?.elapsed_ms, build: a.ok?.build }};
+         }})()"
+    ))?;
+    let profile = tab.call("Profiler.stop", json!({}))?;
+    let name = format!("profile-{round}-{}.cpuprofile", label.replace(' ', "-"));
+    std::fs::write(pages.join(name), profile["profile"].to_string())?;
+    println!("\n== round {round} {label}: {answer}");
+    let times = self_times(&profile["profile"]);
+    let total: f64 = times.iter().map(|t| t.1).sum();
+    println!("   sampled {total:.1} ms");
+    for (name, t) in times.iter().take(45) {
+        println!("   {t:7.2}  {name}");
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let root = repo_root();
     let pages = root.join("target/bench/load-pages");
     std::fs::create_dir_all(&pages)?;
     std::fs::write(pages.join("gen-1k.html"), page_1k())?;
+    std::fs::write(pages.join("gen-1k-next.html"), errand_e2e::fixtures::generated_page_next(100))?;
     let server = FixtureServer::start_in(pages.clone())?;
     let browser =
         TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1").with_bench_env())?;
@@ -67,30 +109,16 @@ fn main() -> Result<()> {
             u = json!(url)
         ))?;
         for (label, full) in [("cold", false), ("warm full", true), ("warm full again", true)] {
-            tab.call("Profiler.enable", json!({}))?;
-            tab.call("Profiler.setSamplingInterval", json!({"interval": 100}))?;
-            tab.call("Profiler.start", json!({}))?;
-            let answer = sw.eval(&format!(
-                "(async () => {{
-                   const msg = await globalThis.errandToTab({{ v: 1, id: 1, kind: 'page', tab_id: {tab_id}, command: {{ op: 'observe', marks: false, full: {full} }} }});
-                   const t = performance.now();
-                   const a = await chrome.tabs.sendMessage({tab_id}, msg, {{ frameId: 0 }});
-                   return {{ total: performance.now() - t, walk: a.ok?.elapsed_ms, build: a.ok?.build }};
-                 }})()"
-            ))?;
-            let profile = tab.call("Profiler.stop", json!({}))?;
-            // The whole profile too, for a closer look (Chromium DevTools'
-            // Performance panel opens it, as does any `.cpuprofile` reader).
-            let name = format!("profile-{round}-{}.cpuprofile", label.replace(' ', "-"));
-            std::fs::write(pages.join(name), profile["profile"].to_string())?;
-            println!("\n== round {round} {label}: {answer}");
-            let times = self_times(&profile["profile"]);
-            let total: f64 = times.iter().map(|t| t.1).sum();
-            println!("   sampled {total:.1} ms");
-            for (name, t) in times.iter().take(45) {
-                println!("   {t:7.2}  {name}");
-            }
+            profiled(&tab, &sw, &tab_id, full, &pages, round, label)?;
         }
+        // The tab navigated to the next page, observed at `complete`.
+        let next = server.url(&format!("/gen-1k-next.html?round={round}"));
+        tab.eval(&format!("location.href = {}; 0", json!(next)))?;
+        tab.wait_for(
+            &format!("location.href === {} && document.readyState === 'complete'", json!(next)),
+            Duration::from_secs(30),
+        )?;
+        profiled(&tab, &sw, &tab_id, false, &pages, round, "navigated")?;
         let _ = browser.cdp().call("Target.closeTarget", json!({"targetId": tab.target_id}), None);
     }
     Ok(())

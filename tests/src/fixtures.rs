@@ -163,3 +163,12 @@ pub fn generated_page(rows: usize) -> String {
     html.push_str("</body></html>\n");
     html
 }
+
+/// Another page of the same size as [`generated_page`], other names: where
+/// a task's tab goes next (`bench_load`, `profile_first`).
+pub fn generated_page_next(rows: usize) -> String {
+    generated_page(rows)
+        .replace("Item ", "Entry ")
+        .replace(">Buy<", ">Order<")
+        .replace("note", "remark")
+}

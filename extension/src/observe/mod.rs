@@ -248,10 +248,17 @@ fn walk_phase(
 /// The walk of a fresh document while its first observation waits for
 /// it to be still (`ready::will_wait`), kept for that observation. A page
 /// with cross-origin frames is not kept (their lines come from asking
-/// them, which the observation does).
+/// them, which the observation does). Its lines are written too: the
+/// observation writes again only those that changed meanwhile (the walk
+/// often ends before the quiet window does).
 fn prewalk(window: &Window, document: &Document) {
     match walk_phase(window, document, true, crate::deadline::WALK_MS) {
-        Ok(w) if w.remote.is_empty() => {}
+        Ok(w) if w.remote.is_empty() => {
+            let _ = incremental::with_lines(|lines, _, rendered| {
+                render(lines, rendered, &w.viewport, None);
+                Ok(())
+            });
+        }
         _ => incremental::forget(),
     }
 }
@@ -350,38 +357,9 @@ fn finish(
     viewport: &Viewport,
     marks_wanted: bool,
 ) -> Result<(Vec<Rc<ElementInfo>>, String), String> {
-    // Mark what the previous observation did not list, and write again the
-    // lines re-walked (or all of them after a full walk) and those whose
-    // new-element mark changed: one pass over the lines, which on a large
-    // page costs more than the re-walk of one change.
-    if rendered.len() != lines.len() {
-        rendered.clear();
-        rendered.resize_with(lines.len(), || None);
-    }
     let mut listed = Numbers::default();
-    PREVIOUS.with(|p| {
-        let mut p = p.borrow_mut();
-        for (line, r) in lines.iter_mut().zip(rendered.iter_mut()) {
-            if let Line::Element(seen) = line {
-                listed.insert(seen.index);
-                if let Some(prev) = p.as_ref() {
-                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
-                }
-            }
-            let is_new = matches!(line, Line::Element(seen) if seen.is_new);
-            if r.as_ref().is_none_or(|r| r.is_new != is_new) {
-                *r = Some(Rendered {
-                    is_new,
-                    written: text::write_line(line, viewport),
-                    info: match line {
-                        Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
-                        _ => None,
-                    },
-                });
-            }
-        }
-        *p = Some(listed);
-    });
+    render(lines, rendered, viewport, Some(&mut listed));
+    PREVIOUS.with(|p| *p.borrow_mut() = Some(listed));
     let mut written: Vec<&text::Written> = Vec::with_capacity(rendered.len());
     let mut elements: Vec<Rc<ElementInfo>> = Vec::new();
     let mut marked: Vec<(u32, Element)> = Vec::new();
@@ -408,6 +386,57 @@ fn finish(
             .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
     }
     Ok((elements, text))
+}
+
+/// Marks what the previous observation did not list, and writes again the
+/// lines re-walked (or all of them after a full walk) and those whose
+/// new-element mark changed: one pass over the lines, which on a large
+/// page costs more than the re-walk of one change. Notes the numbers
+/// listed in `listed`.
+fn render(
+    lines: &mut [Line],
+    rendered: &mut Vec<Option<Rendered>>,
+    viewport: &Viewport,
+    mut listed: Option<&mut Numbers>,
+) {
+    if rendered.len() != lines.len() {
+        rendered.clear();
+        rendered.resize_with(lines.len(), || None);
+    }
+    PREVIOUS.with(|p| {
+        let p = p.borrow();
+        for (line, r) in lines.iter_mut().zip(rendered.iter_mut()) {
+            if let Line::Element(seen) = line {
+                if let Some(listed) = listed.as_deref_mut() {
+                    listed.insert(seen.index);
+                }
+                if let Some(prev) = p.as_ref() {
+                    seen.is_new = seen.index > 0 && !prev.contains(seen.index);
+                }
+            }
+            let is_new = matches!(line, Line::Element(seen) if seen.is_new);
+            if r.as_ref().is_none_or(|r| r.is_new != is_new) {
+                *r = Some(render_line(line, is_new, viewport));
+            }
+        }
+    });
+}
+
+/// One line written. A function of its own, called once per line: V8
+/// compiles a WebAssembly function again, optimized, only for its later
+/// calls, so a loop's body inlined into a function called once (the
+/// observation's) would run unoptimized on every line of a first
+/// observation.
+#[inline(never)]
+fn render_line(line: &Line, is_new: bool, viewport: &Viewport) -> Rendered {
+    Rendered {
+        is_new,
+        written: text::write_line(line, viewport),
+        info: match line {
+            Line::Element(seen) if seen.index > 0 => Some(Rc::new(text::info(seen))),
+            _ => None,
+        },
+    }
 }
 
 /// One walk over a document from its root element.

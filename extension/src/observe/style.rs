@@ -31,39 +31,41 @@ pub struct StyleBits {
     pub grab: bool,
 }
 
-/// The computed style properties [`read_style`] reads, in this order.
-const WALK_PROPERTIES: [&str; 10] = [
-    "display",
-    "opacity",
-    "visibility",
-    "cursor",
-    "flex-direction",
-    "flex-wrap",
-    "overflow-y",
-    "content",
-    "background-image",
-    "background-position",
-];
+/// The computed style properties [`read_style`] reads of every element,
+/// in this order.
+const WALK_PROPERTIES: [&str; 7] =
+    ["display", "opacity", "visibility", "cursor", "overflow-y", "content", "background-image"];
+/// Those it reads of a flex box only.
+const FLEX_PROPERTIES: [&str; 2] = ["flex-direction", "flex-wrap"];
+/// That it reads of a box with a background picture only.
+const PICTURE_PROPERTIES: [&str; 1] = ["background-position"];
 
 thread_local! {
-    /// [`WALK_PROPERTIES`] as JavaScript strings, made once.
-    static WALK_NAMES: js_sys::Array =
-        WALK_PROPERTIES.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect();
+    /// [`WALK_PROPERTIES`], [`FLEX_PROPERTIES`] and [`PICTURE_PROPERTIES`]
+    /// as JavaScript strings, made once.
+    static WALK_NAMES: [js_sys::Array; 3] = [
+        &WALK_PROPERTIES[..],
+        &FLEX_PROPERTIES[..],
+        &PICTURE_PROPERTIES[..],
+    ]
+    .map(|names| names.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect());
 }
 
 pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
-    // All of them in one call to the page (a computed style costs the
-    // walk little to read; each call to the page costs it much while the
-    // walk's code runs cold).
-    let Some(values) = WALK_NAMES.with(|names| proto::computed_values(&frame.window, el, names))
-    else {
+    // The values every element needs in one call to the page (each call
+    // to the page costs the walk much while its code runs cold); those
+    // only some need in another, for those only (each value read costs
+    // the browser about a microsecond: a tenth of a warm walk's time).
+    let read = |set: usize| {
+        WALK_NAMES.with(|names| proto::computed_values(&frame.window, el, &names[set]))
+    };
+    let Some(values) = read(0) else {
         return StyleBits { skip: true, ..StyleBits::default() };
     };
     let mut values = values.split('\u{1f}');
     let mut next = || values.next().unwrap_or("");
     let (display, opacity, visibility, cursor) = (next(), next(), next(), next());
-    let (flex_direction, flex_wrap, overflow_y) = (next(), next(), next());
-    let (content, background_image, background_position) = (next(), next(), next());
+    let (overflow_y, content, background_image) = (next(), next(), next());
     // A transparent file input laid over a "Choose a file" area is the
     // control a person clicks: it stays listed (issue 19). So does a
     // combobox's input made transparent while the box shows its chosen
@@ -87,8 +89,10 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
     let grab = matches!(cursor, "move" | "grab");
     let pointer = grab || cursor == "pointer";
     let row = matches!(display, "flex" | "inline-flex")
-        && flex_direction.starts_with("row")
-        && flex_wrap == "nowrap";
+        && read(1).is_some_and(|flex| {
+            let (direction, wrap) = flex.split_once('\u{1f}').unwrap_or_default();
+            direction.starts_with("row") && wrap == "nowrap"
+        });
     StyleBits {
         skip: false,
         shown: visibility != "hidden" && visibility != "collapse" && !contents,
@@ -99,7 +103,8 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
         boxed: display != "inline",
         image: content.starts_with("url(")
             || (background_image.starts_with("url(")
-                && matches!(background_position, "0% 0%" | "0px 0px")),
+                && read(2)
+                    .is_some_and(|position| matches!(position.as_str(), "0% 0%" | "0px 0px"))),
         // Asked only when the cursor does not say it already (one
         // `matches` per element on pages with such rules).
         hover: !pointer && hover.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
