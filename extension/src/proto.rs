@@ -785,22 +785,27 @@ pub fn client_rect(el: &Element) -> Rect {
 /// window has none for it. One call to the page instead of one per value,
 /// which writes them into this module's memory.
 pub fn computed_values(window: &Window, el: &Element, names: &js_sys::Array) -> Option<String> {
+    /// The buffer's size (grown for a longer value, a picture's `data:`
+    /// address say, and back after it).
+    const SIZE: usize = 1024;
     thread_local! {
-        /// Where the values are written (grown for long ones: a picture's
-        /// `data:` address).
-        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 1024]);
+        /// Where the values are written.
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SIZE]);
     }
     /// What the reader answers when the window has no style for `el`.
     const NO_STYLE: i32 = -1;
     BUF.with(|buf| {
         let mut buf = buf.borrow_mut();
-        loop {
+        let values = loop {
             match reader_style(window, el, names, &mut buf) {
-                n if n >= 0 => return String::from_utf8(buf[..n as usize].to_vec()).ok(),
+                n if n >= 0 => break String::from_utf8(buf[..n as usize].to_vec()).ok(),
                 NO_STYLE => return None,
                 need => buf.resize(need.unsigned_abs() as usize, 0),
             }
-        }
+        };
+        buf.truncate(SIZE);
+        buf.shrink_to(SIZE);
+        values
     })
 }
 /// `scrollIntoView(options)`.

@@ -610,6 +610,8 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
             "Reply",
             "Forward",
             "Deep item",
+            // A hand of the site's own (a cursor drawn from a picture).
+            "Open the map",
             // Fields named by the text of their row; a row with a link in
             // it is no label (its text names the link, not the field:
             // neither "Code Get another" nor "Get another" for the field).
