@@ -120,7 +120,10 @@ wasm_build() {
   # 1 KB of memory is the far end of the stack (rustc puts the 1 MB stack
   # first), never an object's address, so binaryen may fold constant
   # offsets into loads and stores (0.7% smaller).
-  "$WASM_OPT" -Oz --low-memory-unused \
+  # --no-inline: binaryen inlines a function with one caller whatever rustc
+  # was told; the element description stays out of the visit of every
+  # element (see `Walk::describe`).
+  "$WASM_OPT" --no-inline='*Walk>::describe' -Oz --low-memory-unused \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     "$PKG/$out/${CRATE}_bg.wasm" -o "$PKG/$out/${CRATE}_bg.wasm"
