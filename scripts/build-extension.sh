@@ -122,7 +122,13 @@ wasm_build() {
   # offsets into loads and stores (0.7% smaller).
   # --no-inline: binaryen inlines a function with one caller whatever rustc
   # was told; the element description stays out of the visit of every
-  # element (see `Walk::describe`).
+  # element (see `Walk::describe`). A pattern that names no function does
+  # nothing, silently: the function's name is checked first (wasm-bindgen
+  # keeps the name section binaryen matches against).
+  if ! grep -aq 'Walk>::describe' "$PKG/$out/${CRATE}_bg.wasm"; then
+    echo "error: no function Walk::describe in the module: update wasm-opt's --no-inline pattern" >&2
+    exit 1
+  fi
   "$WASM_OPT" --no-inline='*Walk>::describe' -Oz --low-memory-unused \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue \

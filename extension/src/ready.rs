@@ -269,19 +269,18 @@ fn first_look() -> (bool, f64) {
     STATE.with(|s| s.borrow().as_ref().map_or((true, now()), |s| (!s.observed, s.began)))
 }
 
-/// Whether a document observed for the first time counts as loaded and
-/// past the moment after `load` (see [`settle`]).
-fn first_loaded(document: &Document, began: f64, t: f64) -> bool {
-    loaded_at(document).is_some_and(|load| t - load >= FIRST_QUIET_MS || t - began >= QUIET_MS)
+/// From when a document observed for the first time counts as loaded and
+/// past the moment after `load` (see [`settle`]); `None` while it loads.
+fn first_loaded_at(document: &Document, began: f64) -> Option<f64> {
+    loaded_at(document).map(|load| (load + FIRST_QUIET_MS).min(began + QUIET_MS))
 }
 
-/// When the page will count as loaded and quiet (see [`settle`]) if
-/// nothing changes meanwhile; `None` while it is loading.
+/// From when the page counts as loaded and quiet (see [`settle`]) if
+/// nothing changes meanwhile; `None` while it is loading. Quiet: still for
+/// the quiet window since the last change, or found still by an action's
+/// watch since then.
 fn quiet_at(first: bool, document: &Document, began: f64, last: f64) -> Option<f64> {
-    let loaded = match first {
-        true => loaded_at(document).map(|load| (load + FIRST_QUIET_MS).min(began + QUIET_MS))?,
-        false => f64::NEG_INFINITY,
-    };
+    let loaded = if first { first_loaded_at(document, began)? } else { f64::NEG_INFINITY };
     let quiet =
         if STILL_AT.with(|s| s.get()) >= last { f64::NEG_INFINITY } else { last + QUIET_MS };
     Some(loaded.max(quiet))
@@ -332,7 +331,7 @@ impl Settling {
     /// only what changed once the page is still.
     pub fn will_wait(&self, document: &Document) -> bool {
         let (first, began) = first_look();
-        first && !first_loaded(document, began, now())
+        first && first_loaded_at(document, began).is_none_or(|at| now() < at)
     }
 
     /// Sits the wait out (see the module's doc); `false` when it ran out
@@ -348,16 +347,14 @@ async fn settle_from(document: &Document, net: Probe, start: f64, asked: f64) ->
     let mut still_since: Option<f64> = None;
     let settled = loop {
         let t = now();
-        // A document observed for the first time: loaded, and a moment
-        // past `load` or watched without a change for as long as any page
-        // must be still (mutations from before this script came are not
-        // known; they are in the page already).
-        let loaded = !first || first_loaded(document, began, t);
+        // Loaded and quiet (a document observed for the first time: a
+        // moment past `load`, or watched without a change for as long as
+        // any page must be still: mutations from before this script came
+        // are not known; they are in the page already).
         let last = last_change();
-        // Still for the quiet window, or found still by an action's watch
-        // since the last change.
-        let quiet = t - last >= QUIET_MS || STILL_AT.with(|s| s.get()) >= last;
-        let mut still = loaded && quiet && !animating(document) && !timers_pending(document);
+        let quiet_from = quiet_at(first, document, began, last);
+        let quiet = quiet_from.is_some_and(|at| t >= at);
+        let mut still = quiet && !animating(document) && !timers_pending(document);
         if still && animation_unfinished() {
             // The animation's end is the page's news at the next frame.
             let mark = now();
@@ -374,24 +371,21 @@ async fn settle_from(document: &Document, net: Probe, start: f64, asked: f64) ->
         // change meanwhile, when that is only time passing (not sooner:
         // nothing to see; not later: no wait longer than the page's), or
         // the poll's period.
-        let mut due = None;
-        if still {
+        let due = if still {
             let since = *still_since.get_or_insert(t);
             // An answer asked after the last change (a request started
             // with it is known then).
             match net.verdict(last.max(asked)) {
                 Verdict::Unknown => break true,
                 Verdict::Idle(ended) if ended.is_none_or(|e| t - e >= QUIET_MS) => break true,
-                Verdict::Idle(Some(ended)) => due = Some(ended + QUIET_MS),
+                Verdict::Idle(Some(ended)) => Some(ended + QUIET_MS),
                 Verdict::Waiting if t - since >= NET_ANSWER_MS => break true,
-                _ => due = Some(t + 2.0),
+                _ => Some(t + 2.0),
             }
         } else {
             still_since = None;
-            if !(loaded && quiet) {
-                due = quiet_at(first, document, began, last);
-            }
-        }
+            quiet_from.filter(|at| *at > t)
+        };
         if t - start >= MAX_MS {
             break false;
         }

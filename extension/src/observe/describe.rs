@@ -62,7 +62,7 @@ impl Walk {
     /// the visit of every element (`visit_tagged`), by rustc nor by
     /// binaryen (`--no-inline` in `scripts/build-extension.sh`): only listed
     /// elements are described, and V8 optimizes the visit sooner while it
-    /// is small (a first walk 12% shorter, BENCHMARKS.md).
+    /// is small (a first walk 6–12% shorter, BENCHMARKS.md).
     #[inline(never)]
     pub(super) fn describe(&self, el: &Element, tag: &str, rect: Rect, in_viewport: bool) -> Seen {
         let attrs =

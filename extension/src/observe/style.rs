@@ -84,11 +84,11 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
     }
     let contents = display == "contents";
     let block = !display.starts_with("inline") && !contents;
-    // `move` and `grab`: items of drag-and-drop lists (sortables,
-    // boards), which `drag_and_drop` needs the numbers of.
     // A cursor drawn from a picture falls back to a keyword, last
     // (`url(hand.svg) 4 4, pointer`): the kind of cursor it is.
     let cursor = cursor.rsplit(',').next().unwrap_or_default().trim();
+    // `move` and `grab`: items of drag-and-drop lists (sortables,
+    // boards), which `drag_and_drop` needs the numbers of.
     let grab = matches!(cursor, "move" | "grab");
     let pointer = grab || cursor == "pointer";
     let row = matches!(display, "flex" | "inline-flex")
