@@ -6,6 +6,10 @@ set -euo pipefail
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"  # cargo-installed tools
 cd "$(dirname "$0")/.."
 
+# On CI every build is a first build: incremental compilation's caches would
+# only take disk (about 1 GB of target/debug) and time.
+if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
+
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_updated=
