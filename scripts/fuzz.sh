@@ -50,6 +50,13 @@ else
 fi
 
 if [ "${#targets[@]}" -gt 0 ]; then
+  # cargo fuzz has no --locked: a lock file behind the crates it builds
+  # would be rewritten in the working tree by every run.
+  if ! cargo tree --locked --depth 0 --manifest-path fuzz/Cargo.toml >/dev/null; then
+    echo "fuzz/Cargo.lock is behind fuzz/Cargo.toml or the crates it uses:" \
+      "run \`cargo update --workspace --manifest-path fuzz/Cargo.toml\` and commit it" >&2
+    exit 1
+  fi
   echo "== building the fuzz targets"
   nice -n 19 cargo fuzz build "${opts[@]}"
 fi
