@@ -227,19 +227,61 @@ export function reader_bool(get, o) {
     return false;
   }
 }
-export function reader_tag_or_text(n, type, name, value) {
+// The node after `n` by `step` (the `firstChild` or `nextSibling` getter),
+// and what it is written into `buf` (the module's memory): byte 0 its kind
+// (1 an element, 3 a text, 0 anything else), bytes 1-4 how many bytes of
+// UTF-8 follow from byte 5 (its `localName` or its `nodeValue`; 2^32 - 1
+// when they do not fit). One call to the page per node of a walk, where
+// moving on and reading the node were two, and the text is not handed over
+// through the glue's allocation in the module (a call back into it).
+export function reader_step(n, step, type, name, value, buf) {
+  let c;
   try {
-    const t = type.call(n);
+    c = step.call(n);
+  } catch (_) {
+    return undefined;
+  }
+  if (typeof c !== "object" || c === null) return undefined;
+  let kind = 0;
+  let s = "";
+  try {
+    const t = type.call(c);
     if (t === 1) {
-      const v = name.call(n);
-      return typeof v === "string" ? v : "";
+      kind = 1;
+      const v = name.call(c);
+      if (typeof v === "string") s = v;
+    } else if (t === 3) {
+      const v = value.call(c);
+      if (typeof v === "string") {
+        kind = 3;
+        s = v;
+      }
     }
-    if (t === 3) {
-      const v = value.call(n);
-      return typeof v === "string" ? "#" + v : undefined;
-    }
-  } catch (_) {}
-  return undefined;
+  } catch (_) {
+    kind = 0;
+    s = "";
+  }
+  buf[0] = kind;
+  // ASCII byte by byte (a tag, most text: `encodeInto` costs more for a
+  // short string), the rest by the engine.
+  const len = s.length;
+  const room = buf.length - 5;
+  let i = 0;
+  for (; i < len && i < room; i++) {
+    const ch = s.charCodeAt(i);
+    if (ch > 0x7f) break;
+    buf[5 + i] = ch;
+  }
+  let w = i;
+  if (i < len) {
+    const r = utf8.encodeInto(i === 0 ? s : s.slice(i), buf.subarray(5 + i));
+    w = r.read === len - i ? i + r.written : 0xffffffff;
+  }
+  buf[1] = w & 0xff;
+  buf[2] = (w >>> 8) & 0xff;
+  buf[3] = (w >>> 16) & 0xff;
+  buf[4] = w >>> 24;
+  return c;
 }
 const hasAny = typeof Element === "function" ? Element.prototype.hasAttributes : null;
 const hasOne = typeof Element === "function" ? Element.prototype.hasAttribute : null;
@@ -288,12 +330,14 @@ extern "C" {
     fn reader_string(get: &Getter, this: &JsValue) -> Option<String>;
     fn reader_number(get: &Getter, this: &JsValue, fallback: f64) -> f64;
     fn reader_bool(get: &Getter, this: &JsValue) -> bool;
-    fn reader_tag_or_text(
+    fn reader_step(
         n: &Node,
+        step: &Getter,
         node_type: &Getter,
         local_name: &Getter,
         node_value: &Getter,
-    ) -> Option<String>;
+        buf: &mut [u8],
+    ) -> Option<Node>;
     fn reader_present(el: &Element, names: &js_sys::Array) -> u32;
     fn reader_rect(el: &Element, out: &mut [f64]);
     fn reader_style(window: &Window, el: &Element, names: &js_sys::Array, buf: &mut [u8]) -> i32;
@@ -355,24 +399,55 @@ pub enum NodeRead {
     Other,
 }
 
-/// An element's `localName` or a text node's `nodeValue` (see [`NodeRead`]).
-pub fn tag_or_text(n: &Node) -> NodeRead {
-    let read = ACCESSORS.with(|a| {
-        let get = |p: Prop| a[p as usize].get.as_ref();
-        match (get(Prop::NodeType), get(Prop::LocalName), get(Prop::NodeValue)) {
-            (Some(t), Some(l), Some(v)) => reader_tag_or_text(n, t, l, v),
-            _ => None,
-        }
-    });
-    match read {
-        // (A local name never starts with `#`: the reader marks text so.)
-        Some(mut s) if s.starts_with('#') => {
-            s.remove(0);
-            NodeRead::Text(s)
-        }
-        Some(s) => NodeRead::Element(s),
-        None => NodeRead::Other,
+/// `n`'s first child and what it is (see [`NodeRead`]), in one call to the
+/// page.
+pub fn first_child_read(n: &Node) -> Option<(Node, NodeRead)> {
+    step_read(n, Prop::FirstChild)
+}
+/// `n`'s next sibling and what it is (see [`NodeRead`]), in one call to the
+/// page.
+pub fn next_sibling_read(n: &Node) -> Option<(Node, NodeRead)> {
+    step_read(n, Prop::NextSibling)
+}
+
+fn step_read(n: &Node, step: Prop) -> Option<(Node, NodeRead)> {
+    /// Room for a text node of over a thousand characters (a longer one is
+    /// read again on its own).
+    const SIZE: usize = 4096;
+    /// The reader's header: the kind, then the length.
+    const HEAD: usize = 5;
+    thread_local! {
+        /// Where the reader writes.
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SIZE]);
     }
+    let (node, kind, text) = ACCESSORS.with(|a| {
+        let get = |p: Prop| a[p as usize].get.as_ref();
+        let (Some(s), Some(t), Some(l), Some(v)) =
+            (get(step), get(Prop::NodeType), get(Prop::LocalName), get(Prop::NodeValue))
+        else {
+            return None;
+        };
+        BUF.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let node = reader_step(n, s, t, l, v, &mut buf)?;
+            let len = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
+            // (`None` when read again on its own.)
+            let text = buf
+                .get(HEAD..HEAD.saturating_add(len as usize))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(str::to_owned);
+            Some((node, buf[0], text))
+        })
+    })?;
+    let read = match kind {
+        1 => NodeRead::Element(text.unwrap_or_else(|| local_name(node.unchecked_ref()))),
+        3 => match text.or_else(|| node_value(&node)) {
+            Some(t) => NodeRead::Text(t),
+            None => NodeRead::Other,
+        },
+        _ => NodeRead::Other,
+    };
+    Some((node, read))
 }
 
 /// Which of `names` (JavaScript strings, at most 30) `el` has as

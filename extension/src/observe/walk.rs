@@ -202,17 +202,17 @@ impl Walk {
 
     /// Walks the children of an element or shadow root.
     pub(super) fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
-        let mut child = proto::first_child(&parent);
-        while let Some(node) = child {
-            // Its kind and its tag or text in one call to the page.
-            match proto::tag_or_text(&node) {
+        // Each node, its kind and its tag or text in one call to the page.
+        let mut child = proto::first_child_read(parent);
+        while let Some((node, read)) = child {
+            match read {
                 proto::NodeRead::Element(tag) => {
                     self.visit_tagged(node.unchecked_ref::<Element>(), tag, frame, ctx)
                 }
                 proto::NodeRead::Text(t) if !ctx.text_hidden => self.add_text(&t, &node),
                 _ => {}
             }
-            child = proto::next_sibling(&node);
+            child = proto::next_sibling_read(&node);
         }
     }
 
