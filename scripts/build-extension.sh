@@ -236,6 +236,18 @@ if [[ "$views" == 0 || "$views" != "$patched" ]]; then
   exit 1
 fi
 minify "$GLUE_BG"
+# V8's explicit compile hint (Chromium 136 and later): every function of the
+# JS build compiled when the module is imported, where V8 would compile each
+# one lazily at its first call — during the first walk, on the task's
+# critical path. The import took 5 ms more, a fresh tab's first observation
+# 28 ms less (BENCHMARKS.md, issue 24's seventh round). esbuild drops the
+# comment: it goes in after it.
+compile_eagerly() {
+  { printf '//# allFunctionsCalledOnLoad\n'; cat "$1"; } >"$1.tmp"
+  mv "$1.tmp" "$1"
+}
+compile_eagerly "$PKG/js/${CRATE}_bg.wasm.js"
+compile_eagerly "$GLUE_BG"
 
 # ---- Smoke test ------------------------------------------------------------------
 # The three builds must load (in Node) and answer; a large message makes the

@@ -51,6 +51,14 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
         assert!(all.iter().any(|f| f == needed), "{needed} is missing from {all:?}");
     }
 
+    // The JS build's modules ask V8 to compile every function when they are
+    // imported, not at its first call in the first walk (`compile_eagerly` in
+    // scripts/build-extension.sh; a comment esbuild would drop).
+    for js in ["extension/pkg/js/errand_page_bg.wasm.js", "extension/pkg/js/errand_page_bg.js"] {
+        let text = std::fs::read_to_string(loaded.join(js)).unwrap();
+        assert!(text.starts_with("//# allFunctionsCalledOnLoad\n"), "{js}: no compile hint");
+    }
+
     // As the browser sees it: the extension's own origin serves what ships
     // and nothing of the source tree.
     // Right after launch an evaluation can land in a context of the worker
