@@ -438,6 +438,31 @@ fn the_js_build_writes_the_same_text_on_a_large_page() {
     assert_eq!(observe_full(&cs).text, observe_full(&cs2).text);
 }
 
+/// Text nodes longer than the walk reads with a node in one call to the page
+/// (`long-text.html`: ASCII, two- and three-byte characters, each past 4 KB
+/// of UTF-8) are read whole on their own, and the walk goes on to what
+/// follows them, in both builds.
+#[test]
+fn text_nodes_longer_than_one_read_are_read_and_passed() {
+    let rig = Rig::start();
+    let [(_, _, o), (_, _, w)] = both_builds(&rig, "/observe/long-text.html");
+    for start in
+        ["Plain start plain words", "Accented start éèàü", "Wide start 漢字かな", "Mixed start ßß"]
+    {
+        assert!(o.text.contains(start), "{start}: {}", o.text);
+    }
+    assert_eq!(
+        names(&o),
+        set(&[
+            "After the plain text",
+            "After the accented text",
+            "After the wide text",
+            "Right after the mixed text"
+        ])
+    );
+    assert_eq!(o.text, w.text);
+}
+
 /// The content script reads its `page` envelope as the object the service
 /// worker sends and answers with an object (serde-wasm-bindgen, no JSON text
 /// either way): the host must still get, byte for byte, what it got when the
