@@ -239,8 +239,9 @@ minify "$GLUE_BG"
 # V8's explicit compile hint (Chromium 136 and later): every function of the
 # JS build compiled when the module is imported, where V8 would compile each
 # one lazily at its first call — during the first walk, on the task's
-# critical path. The import took 5 ms more, a fresh tab's first observation
-# 28 ms less (BENCHMARKS.md, issue 24's seventh round). esbuild drops the
+# critical path. The import took 3-6 ms more, a fresh tab's first observation
+# 12-52 ms less, 29 at the median of five pairs (BENCHMARKS.md, issue 24's
+# seventh round). esbuild drops the
 # comment: it goes in after it.
 compile_eagerly() {
   { printf '//# allFunctionsCalledOnLoad\n'; cat "$1"; } >"$1.tmp"

@@ -416,6 +416,8 @@ fn step_read(n: &Node, step: Prop) -> Option<(Node, NodeRead)> {
     const SIZE: usize = 4096;
     /// The reader's header: the kind, then the length.
     const HEAD: usize = 5;
+    /// The length the reader writes when the text did not fit.
+    const TOO_LONG: u32 = u32::MAX;
     thread_local! {
         /// Where the reader writes.
         static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SIZE]);
@@ -431,9 +433,10 @@ fn step_read(n: &Node, step: Prop) -> Option<(Node, NodeRead)> {
             let mut buf = buf.borrow_mut();
             let node = reader_step(n, s, t, l, v, &mut buf)?;
             let len = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
-            // (`None` when read again on its own.)
-            let text = buf
-                .get(HEAD..HEAD.saturating_add(len as usize))
+            // (`None`: read again on its own.)
+            let text = (len != TOO_LONG)
+                .then(|| buf.get(HEAD..HEAD + len as usize))
+                .flatten()
                 .and_then(|b| std::str::from_utf8(b).ok())
                 .map(str::to_owned);
             Some((node, buf[0], text))
