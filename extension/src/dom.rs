@@ -142,12 +142,57 @@ pub fn attr(el: &Element, name: &str) -> Option<String> {
 /// Rust's own float parser carries about 14 KB of tables and code into
 /// the module (BENCHMARKS.md, "Issue 24 part A, continued").
 pub fn decimal(text: &str) -> Option<f64> {
+    if let Some(n) = plain_decimal(text) {
+        return Some(n);
+    }
     let decimal = !text.is_empty()
         && text
             .bytes()
             .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
     let n = if decimal { JsValue::from_str(text).unchecked_into_f64() } else { f64::NAN };
     (!n.is_nan()).then_some(n)
+}
+
+/// [`decimal`] of the numbers computed styles and form fields mostly hold
+/// (`1`, `0.5`, `-12.25`: a sign, at most 15 digits, a point), read
+/// without a call to the page (two a number: a walk reads every element's
+/// opacity). Exact: the digits make an integer under 2^53 and the point a
+/// power of ten at most 10^15, both exact in an `f64`, so the one division
+/// rounds correctly, as `Number()` and `str::parse` do (Clinger's fast
+/// path). `None` for anything else (an exponent, more digits, no digit).
+fn plain_decimal(text: &str) -> Option<f64> {
+    let bytes = text.as_bytes();
+    let (negative, body) = match bytes.first()? {
+        b'-' => (true, &bytes[1..]),
+        b'+' => (false, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    let mut mantissa: u64 = 0;
+    let mut digits = 0u32;
+    let mut point: Option<u32> = None;
+    for &b in body {
+        match b {
+            b'0'..=b'9' => {
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(b - b'0');
+            }
+            b'.' if point.is_none() => point = Some(digits),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    // 10^decimals, exactly (each product a whole number under 2^53).
+    let mut scale = 1.0f64;
+    for _ in 0..digits - point.unwrap_or(digits) {
+        scale *= 10.0;
+    }
+    let n = mantissa as f64 / scale;
+    Some(if negative { -n } else { n })
 }
 
 /// The window whose document holds `el` (an iframe's for elements in it).
@@ -448,4 +493,52 @@ pub fn writes_unseen<T>(
         let _ = o.take_records();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_decimal;
+
+    /// The fast path reads what `str::parse` (and `Number()`) read, to
+    /// the bit, and leaves the rest to them.
+    #[test]
+    fn plain_decimals_read_as_the_parsers_read_them() {
+        let mut texts: Vec<String> = [
+            "1", "0", "-0", "+0", "0.5", ".5", "5.", "-.25", "1.0", "0.1", "0.2", "0.3",
+            "0.30000000000000004", "12.75", "-12.25", "007", "0.000001", "123456789012345",
+            "1.23456789012345", "999999999999999", "0.999999999999999", "3.14159",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Every 3-digit decimal at each position of the point, and a spread
+        // of longer ones (an LCG: the same each run).
+        for n in 0..1000u32 {
+            let d = format!("{n:03}");
+            for cut in 0..=3 {
+                texts.push(format!("{}.{}", &d[..cut], &d[cut..]));
+            }
+        }
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let digits = (x >> 60) as usize % 15 + 1;
+            let v = (x >> 8) % 10u64.pow(digits as u32);
+            let s = format!("{v:0digits$}");
+            let cut = (x >> 4) as usize % (digits + 1);
+            texts.push(format!("{}.{}", &s[..cut], &s[cut..]));
+        }
+        for t in &texts {
+            let want: f64 = t.parse().unwrap();
+            let digits = t.bytes().filter(u8::is_ascii_digit).count();
+            match plain_decimal(t) {
+                Some(got) => assert_eq!(got.to_bits(), want.to_bits(), "{t:?}"),
+                // Past 15 digits the parsers read it.
+                None => assert!(digits > 15, "{t:?} not read"),
+            }
+        }
+        for t in ["", "-", "+", ".", "-.", "1e3", "1.2.3", "1234567890123456", " 1", "1 ", "0x10", "1,5"] {
+            assert_eq!(plain_decimal(t), None, "{t:?}");
+        }
+    }
 }

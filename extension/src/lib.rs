@@ -53,6 +53,7 @@ pub mod locator;
 pub mod marks;
 pub mod messages;
 pub mod net;
+pub mod number_map;
 pub mod observe;
 pub mod outcome;
 pub mod proto;

@@ -230,11 +230,14 @@ export function reader_bool(get, o) {
 // The node after `n` by `step` (the `firstChild` or `nextSibling` getter),
 // and what it is written into `buf` (the module's memory): byte 0 its kind
 // (1 an element, 3 a text, 0 anything else), bytes 1-4 how many bytes of
-// UTF-8 follow from byte 5 (its `localName` or its `nodeValue`; 2^32 - 1
-// when they do not fit). One call to the page per node of a walk, where
-// moving on and reading the node were two, and the text is not handed over
-// through the glue's allocation in the module (a call back into it).
-export function reader_step(n, step, type, name, value, buf) {
+// UTF-8 follow from byte 9 (its `localName` or its `nodeValue`; 2^32 - 1
+// when they do not fit); of an element, bytes 5-8 which of `names` it has
+// as attributes (bit i for names[i], bit 30 when it has any attribute; 0
+// when it has none) and bit 31 whether it has an open shadow root. One call
+// to the page per node of a walk, where moving on, reading the node, its
+// attributes and its shadow root were four, and the text is not handed
+// over through the glue's allocation in the module (a call back into it).
+export function reader_step(n, step, type, name, value, shadow, names, buf) {
   let c;
   try {
     c = step.call(n);
@@ -244,12 +247,15 @@ export function reader_step(n, step, type, name, value, buf) {
   if (typeof c !== "object" || c === null) return undefined;
   let kind = 0;
   let s = "";
+  let bits = 0;
   try {
     const t = type.call(c);
     if (t === 1) {
       kind = 1;
       const v = name.call(c);
       if (typeof v === "string") s = v;
+      bits = reader_present(c, names);
+      if (shadow.call(c)) bits |= 1 << 31;
     } else if (t === 3) {
       const v = value.call(c);
       if (typeof v === "string") {
@@ -260,21 +266,26 @@ export function reader_step(n, step, type, name, value, buf) {
   } catch (_) {
     kind = 0;
     s = "";
+    bits = 0;
   }
   buf[0] = kind;
+  buf[5] = bits & 0xff;
+  buf[6] = (bits >>> 8) & 0xff;
+  buf[7] = (bits >>> 16) & 0xff;
+  buf[8] = bits >>> 24;
   // ASCII byte by byte (a tag, most text: `encodeInto` costs more for a
   // short string), the rest by the engine.
   const len = s.length;
-  const room = buf.length - 5;
+  const room = buf.length - 9;
   let i = 0;
   for (; i < len && i < room; i++) {
     const ch = s.charCodeAt(i);
     if (ch > 0x7f) break;
-    buf[5 + i] = ch;
+    buf[9 + i] = ch;
   }
   let w = i;
   if (i < len) {
-    const r = utf8.encodeInto(i === 0 ? s : s.slice(i), buf.subarray(5 + i));
+    const r = utf8.encodeInto(i === 0 ? s : s.slice(i), buf.subarray(9 + i));
     w = r.read === len - i ? i + r.written : 0xffffffff;
   }
   buf[1] = w & 0xff;
@@ -336,6 +347,8 @@ extern "C" {
         node_type: &Getter,
         local_name: &Getter,
         node_value: &Getter,
+        shadow_root: &Getter,
+        names: &js_sys::Array,
         buf: &mut [u8],
     ) -> Option<Node>;
     fn reader_present(el: &Element, names: &js_sys::Array) -> u32;
@@ -392,58 +405,94 @@ pub fn node_type(n: &Node) -> u16 {
     read_number(n, Prop::NodeType, 0.0) as u16
 }
 /// What the walk reads of a child node, in one call to the page: an
-/// element's `localName`, or a text node's `nodeValue`.
+/// element's `localName`, which attributes it has and whether it has an
+/// open shadow root ([`ElementRead`]), or a text node's `nodeValue`.
 pub enum NodeRead {
-    Element(String),
+    Element(ElementRead),
     Text(String),
     Other,
 }
 
-/// `n`'s first child and what it is (see [`NodeRead`]), in one call to the
-/// page.
-pub fn first_child_read(n: &Node) -> Option<(Node, NodeRead)> {
-    step_read(n, Prop::FirstChild)
-}
-/// `n`'s next sibling and what it is (see [`NodeRead`]), in one call to the
-/// page.
-pub fn next_sibling_read(n: &Node) -> Option<(Node, NodeRead)> {
-    step_read(n, Prop::NextSibling)
+/// What the walk reads first of every element.
+pub struct ElementRead {
+    /// `localName`.
+    pub tag: String,
+    /// [`attributes_present`] of the names the walk asked about.
+    pub present: u32,
+    /// Whether [`shadow_root`] has one (an open shadow root).
+    pub shadow: bool,
 }
 
-fn step_read(n: &Node, step: Prop) -> Option<(Node, NodeRead)> {
+impl ElementRead {
+    /// The same, read of `el` on its own (the walk's first element, and
+    /// those a slot shows).
+    pub fn of(el: &Element, names: &js_sys::Array) -> ElementRead {
+        ElementRead {
+            tag: local_name(el),
+            present: attributes_present(el, names),
+            shadow: shadow_root(el).is_some(),
+        }
+    }
+}
+
+/// `n`'s first child and what it is (see [`NodeRead`]; `names`: the
+/// attributes asked about, at most 30), in one call to the page.
+pub fn first_child_read(n: &Node, names: &js_sys::Array) -> Option<(Node, NodeRead)> {
+    step_read(n, Prop::FirstChild, names)
+}
+/// `n`'s next sibling and what it is (see [`first_child_read`]), in one
+/// call to the page.
+pub fn next_sibling_read(n: &Node, names: &js_sys::Array) -> Option<(Node, NodeRead)> {
+    step_read(n, Prop::NextSibling, names)
+}
+
+fn step_read(n: &Node, step: Prop, names: &js_sys::Array) -> Option<(Node, NodeRead)> {
     /// Room for a text node of over a thousand characters (a longer one is
     /// read again on its own).
     const SIZE: usize = 4096;
-    /// The reader's header: the kind, then the length.
-    const HEAD: usize = 5;
+    /// The reader's header: the kind, the length, an element's attribute
+    /// and shadow root bits.
+    const HEAD: usize = 9;
     /// The length the reader writes when the text did not fit.
     const TOO_LONG: u32 = u32::MAX;
+    /// The bit of an element's that says it has an open shadow root.
+    const SHADOW: u32 = 1 << 31;
+    debug_assert!(names.length() <= 30, "at most 30 names");
     thread_local! {
         /// Where the reader writes.
         static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SIZE]);
     }
-    let (node, kind, text) = ACCESSORS.with(|a| {
+    let (node, kind, bits, text) = ACCESSORS.with(|a| {
         let get = |p: Prop| a[p as usize].get.as_ref();
-        let (Some(s), Some(t), Some(l), Some(v)) =
-            (get(step), get(Prop::NodeType), get(Prop::LocalName), get(Prop::NodeValue))
-        else {
+        let (Some(s), Some(t), Some(l), Some(v), Some(r)) = (
+            get(step),
+            get(Prop::NodeType),
+            get(Prop::LocalName),
+            get(Prop::NodeValue),
+            get(Prop::ShadowRoot),
+        ) else {
             return None;
         };
         BUF.with(|buf| {
             let mut buf = buf.borrow_mut();
-            let node = reader_step(n, s, t, l, v, &mut buf)?;
+            let node = reader_step(n, s, t, l, v, r, names, &mut buf)?;
             let len = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
+            let bits = u32::from_le_bytes([buf[5], buf[6], buf[7], buf[8]]);
             // (`None`: read again on its own.)
             let text = (len != TOO_LONG)
                 .then(|| buf.get(HEAD..HEAD + len as usize))
                 .flatten()
                 .and_then(|b| std::str::from_utf8(b).ok())
                 .map(str::to_owned);
-            Some((node, buf[0], text))
+            Some((node, buf[0], bits, text))
         })
     })?;
     let read = match kind {
-        1 => NodeRead::Element(text.unwrap_or_else(|| local_name(node.unchecked_ref()))),
+        1 => NodeRead::Element(ElementRead {
+            tag: text.unwrap_or_else(|| local_name(node.unchecked_ref())),
+            present: bits & !SHADOW,
+            shadow: bits & SHADOW != 0,
+        }),
         3 => match text.or_else(|| node_value(&node)) {
             Some(t) => NodeRead::Text(t),
             None => NodeRead::Other,

@@ -32,19 +32,19 @@ thread_local! {
 pub fn number_of(el: &Element) -> u32 {
     REGISTRY.with(|r| {
         let mut r = r.borrow_mut();
-        if let Some(n) = r.by_element.get(el).as_f64() {
+        if let Some(n) = crate::number_map::get(&r.by_element, el) {
             return n as u32;
         }
         r.slots.push(Some(el.clone()));
         let n = r.slots.len() as u32;
-        r.by_element.set(el, &f64::from(n).into());
+        crate::number_map::set(&r.by_element, el, f64::from(n));
         n
     })
 }
 
 /// The element's number, if it has one (giving none).
 pub fn known(el: &Element) -> Option<u32> {
-    REGISTRY.with(|r| r.borrow().by_element.get(el).as_f64().map(|n| n as u32))
+    REGISTRY.with(|r| crate::number_map::get(&r.borrow().by_element, el).map(|n| n as u32))
 }
 
 // ---- frames.rs: numbers for elements of cross-origin frames ----

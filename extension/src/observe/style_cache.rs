@@ -14,27 +14,6 @@ use web_sys::{Document, Element, MutationObserver, MutationObserverInit, Mutatio
 use super::StyleBits;
 use crate::proto;
 
-// The cache's numbers read and written as numbers: one call to the page
-// each (`Map.get` then `as_f64` was two, `Map.set` of a boxed number two).
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(method, js_class = "Map", js_name = get)]
-    fn get_number(this: &NumberMap, key: &JsValue) -> Option<f64>;
-    #[wasm_bindgen(method, js_class = "Map", js_name = set)]
-    fn set_number(this: &NumberMap, key: &JsValue, value: f64);
-    #[wasm_bindgen(js_name = Map)]
-    type NumberMap;
-}
-
-/// The number `map` holds for `key`, if any.
-fn map_number(map: &js_sys::Map, key: &JsValue) -> Option<f64> {
-    map.unchecked_ref::<NumberMap>().get_number(key)
-}
-
-fn map_set_number(map: &js_sys::Map, key: &JsValue, value: f64) {
-    map.unchecked_ref::<NumberMap>().set_number(key, value)
-}
-
 struct State {
     observer: MutationObserver,
     _callback: Closure<dyn FnMut(js_sys::Array)>,
@@ -220,7 +199,7 @@ pub fn is_dirty(el: &Element) -> bool {
 }
 
 pub fn get(el: &Element) -> Option<StyleBits> {
-    STATE.with(|s| s.borrow().as_ref().and_then(|s| map_number(&s.cache, el)).map(unpack))
+    STATE.with(|s| s.borrow().as_ref().and_then(|s| crate::number_map::get(&s.cache, el)).map(unpack))
 }
 
 /// [`get`] for the walk's visit of `el`: only what an earlier walk kept
@@ -230,14 +209,14 @@ pub fn get_kept(el: &Element) -> Option<StyleBits> {
     STATE.with(|s| {
         let s = s.borrow();
         let s = s.as_ref().filter(|s| s.cache_filled.get())?;
-        map_number(&s.cache, el).map(unpack)
+        crate::number_map::get(&s.cache, el).map(unpack)
     })
 }
 
 pub fn put(el: &Element, bits: StyleBits) {
     STATE.with(|s| {
         if let Some(s) = s.borrow().as_ref() {
-            map_set_number(&s.cache, el, pack(bits));
+            crate::number_map::set(&s.cache, el, pack(bits));
             s.cache_any.set(true);
         }
     });

@@ -203,17 +203,19 @@ impl Walk {
     /// Walks the children of an element or shadow root.
     pub(super) fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
         // Each node, its kind and its tag or text in one call to the page.
-        let mut child = proto::first_child_read(parent);
-        while let Some((node, read)) = child {
-            match read {
-                proto::NodeRead::Element(tag) => {
-                    self.visit_tagged(node.unchecked_ref::<Element>(), tag, frame, ctx)
+        VISIT_ATTRIBUTES.with(|names| {
+            let mut child = proto::first_child_read(parent, names);
+            while let Some((node, read)) = child {
+                match read {
+                    proto::NodeRead::Element(head) => {
+                        self.visit_tagged(node.unchecked_ref::<Element>(), head, frame, ctx)
+                    }
+                    proto::NodeRead::Text(t) if !ctx.text_hidden => self.add_text(&t, &node),
+                    _ => {}
                 }
-                proto::NodeRead::Text(t) if !ctx.text_hidden => self.add_text(&t, &node),
-                _ => {}
+                child = proto::next_sibling_read(&node, names);
             }
-            child = proto::next_sibling_read(&node);
-        }
+        })
     }
 
     /// Gives text to the innermost collecting line, or to the pending
@@ -264,11 +266,20 @@ impl Walk {
 
     /// Visits one element and, unless hidden, its subtree.
     pub(crate) fn visit(&mut self, el: &Element, frame: &Frame, ctx: Ctx) {
-        self.visit_tagged(el, proto::local_name(el), frame, ctx)
+        let head = VISIT_ATTRIBUTES.with(|names| proto::ElementRead::of(el, names));
+        self.visit_tagged(el, head, frame, ctx)
     }
 
-    /// [`Walk::visit`] of an element whose `localName` is `tag`.
-    pub(super) fn visit_tagged(&mut self, el: &Element, tag: String, frame: &Frame, ctx: Ctx) {
+    /// [`Walk::visit`] of an element whose tag, [`VISIT_NAMES`] attributes
+    /// and shadow root were read (`head`).
+    pub(super) fn visit_tagged(
+        &mut self,
+        el: &Element,
+        head: proto::ElementRead,
+        frame: &Frame,
+        ctx: Ctx,
+    ) {
+        let proto::ElementRead { tag, present, shadow: has_shadow } = head;
         if crate::deadline::expired(el) {
             return;
         }
@@ -278,8 +289,8 @@ impl Walk {
         ) {
             return;
         }
-        // Whether it has attributes, `inert` and `aria-hidden`: one call.
-        let present = VISIT_ATTRIBUTES.with(|names| proto::attributes_present(el, names));
+        // Whether it has attributes, `inert` and `aria-hidden` (read with
+        // its tag).
         let has_attrs = present & proto::ANY_ATTRIBUTE != 0;
         let mut aria_hidden = false;
         if has_attrs {
@@ -592,7 +603,7 @@ impl Walk {
                 }
             }
             _ => {
-                if let Some(shadow) = proto::shadow_root(&el) {
+                if let Some(shadow) = has_shadow.then(|| proto::shadow_root(el)).flatten() {
                     // Mutations inside a shadow root are not observed.
                     let outermost = self.host.is_none();
                     if outermost {
@@ -629,7 +640,7 @@ impl Walk {
                 self.listener_only.pop();
                 self.demote_delegate(i, el);
             } else if let Some(i) =
-                closed.filter(|_| self.host.is_some() || proto::shadow_root(el).is_some())
+                closed.filter(|_| self.host.is_some() || has_shadow)
             {
                 // A web component (or a box of its shadow tree) listed for
                 // its pointer cursor or listeners that holds the real
