@@ -503,14 +503,13 @@ mod tests {
     /// the bit, and leaves the rest to them.
     #[test]
     fn plain_decimals_read_as_the_parsers_read_them() {
-        let mut texts: Vec<String> = [
-            "1", "0", "-0", "+0", "0.5", ".5", "5.", "-.25", "1.0", "0.1", "0.2", "0.3",
-            "0.30000000000000004", "12.75", "-12.25", "007", "0.000001", "123456789012345",
-            "1.23456789012345", "999999999999999", "0.999999999999999", "3.14159",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut texts: Vec<String> =
+            "1 0 -0 +0 0.5 .5 5. -.25 1.0 0.1 0.2 0.3 0.30000000000000004 \
+             12.75 -12.25 007 0.000001 123456789012345 1.23456789012345 999999999999999 \
+             0.999999999999999 3.14159"
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
         // Every 3-digit decimal at each position of the point, and a spread
         // of longer ones (an LCG: the same each run).
         for n in 0..1000u32 {
@@ -537,7 +536,9 @@ mod tests {
                 None => assert!(digits > 15, "{t:?} not read"),
             }
         }
-        for t in ["", "-", "+", ".", "-.", "1e3", "1.2.3", "1234567890123456", " 1", "1 ", "0x10", "1,5"] {
+        for t in
+            ["", "-", "+", ".", "-.", "1e3", "1.2.3", "1234567890123456", " 1", "1 ", "0x10", "1,5"]
+        {
             assert_eq!(plain_decimal(t), None, "{t:?}");
         }
     }

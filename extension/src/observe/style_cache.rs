@@ -199,7 +199,9 @@ pub fn is_dirty(el: &Element) -> bool {
 }
 
 pub fn get(el: &Element) -> Option<StyleBits> {
-    STATE.with(|s| s.borrow().as_ref().and_then(|s| crate::number_map::get(&s.cache, el)).map(unpack))
+    STATE.with(|s| {
+        s.borrow().as_ref().and_then(|s| crate::number_map::get(&s.cache, el)).map(unpack)
+    })
 }
 
 /// [`get`] for the walk's visit of `el`: only what an earlier walk kept

@@ -639,9 +639,7 @@ impl Walk {
             if let Some(i) = closed.filter(|i| self.listener_only.last() == Some(i)) {
                 self.listener_only.pop();
                 self.demote_delegate(i, el);
-            } else if let Some(i) =
-                closed.filter(|_| self.host.is_some() || has_shadow)
-            {
+            } else if let Some(i) = closed.filter(|_| self.host.is_some() || has_shadow) {
                 // A web component (or a box of its shadow tree) listed for
                 // its pointer cursor or listeners that holds the real
                 // control (its `<button>`, its combobox `<input>`) and no
