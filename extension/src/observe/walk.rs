@@ -202,7 +202,9 @@ impl Walk {
 
     /// Walks the children of an element or shadow root.
     pub(super) fn children(&mut self, parent: &Node, frame: &Frame, ctx: Ctx) {
-        // Each node, its kind and its tag or text in one call to the page.
+        // Each node, its kind and its tag or text (of an element, its
+        // `VISIT_NAMES` attributes and whether it has a shadow root too) in
+        // one call to the page.
         VISIT_ATTRIBUTES.with(|names| {
             let mut child = proto::first_child_read(parent, names);
             while let Some((node, read)) = child {
