@@ -7,7 +7,9 @@
 //! time must be loaded, and, unless it loaded [`FIRST_QUIET_MS`] ago, watched
 //! that long without a mutation: what changed before the watch began is not
 //! known, and what a script adds a moment after `load` comes from a timer
-//! or a request, each waited for), no request in flight that
+//! or a request, each waited for; in the top frame the watch begins with
+//! the document, before the crate is there, by the note it takes over,
+//! [`take_note`]), no request in flight that
 //! started since the last observation (since the document began, the
 //! first time; counted by the service worker, `net.rs`), and no finite CSS
 //! transition or animation running (`document.getAnimations()`; endless
@@ -227,8 +229,11 @@ pub fn watch(document: &Document) {
     if !fresh {
         return;
     }
-    // Nothing seen yet: as if still since long ago.
-    let last = Rc::new(RefCell::new(f64::NEG_INFINITY));
+    // What changed before: the note kept since the document began, taken
+    // over; without one, watched from now, nothing seen yet: as if still
+    // since long ago.
+    let (began, before) = take_note().unwrap_or_else(|| (now(), f64::NEG_INFINITY));
+    let last = Rc::new(RefCell::new(before));
     let sink = last.clone();
     let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |_: js_sys::Array| {
         *sink.borrow_mut() = now();
@@ -255,12 +260,34 @@ pub fn watch(document: &Document) {
             last,
             since: origin,
             shadows: Vec::new(),
-            began: now(),
+            began,
             observed: false,
         }) {
             old.observer.disconnect();
         }
     });
+}
+
+/// Takes over the note of the changes of this frame's document (the one
+/// the observations see) kept since it began (`extension/changes.js`, the
+/// top frame): when that watch began and when the document last changed
+/// (its observer's records not yet delivered count as a change now); the
+/// observer is disconnected. `None` without a note still watching (another
+/// frame, a document the loader was injected into, one whose note stopped
+/// after `load`).
+fn take_note() -> Option<(f64, f64)> {
+    use crate::messages::field;
+    let note = field(&js_sys::global(), "__errandChanges");
+    let observer = field(&note, "observer");
+    if !observer.is_object() {
+        return None;
+    }
+    let _ = js_sys::Reflect::set(&note, &"observer".into(), &JsValue::NULL);
+    let observer: MutationObserver = observer.unchecked_into();
+    let changed = observer.take_records().length() > 0;
+    observer.disconnect();
+    let last = if changed { now() } else { field(&note, "last").as_f64()? };
+    Some((field(&note, "began").as_f64()?, last))
 }
 
 /// Whether `document` has not settled for an observation yet, and when

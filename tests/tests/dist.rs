@@ -40,6 +40,7 @@ fn the_loaded_extension_folder_holds_only_what_ships() {
     for needed in [
         "manifest.json",
         "extension/loader.js",
+        "extension/changes.js",
         "extension/sw.js",
         "extension/panel/panel.html",
         "extension/generated/rules.js",

@@ -1287,6 +1287,63 @@ fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded()
     assert_eq!(loader_mark(&sw, plain.tab_id, "warmed"), None);
 }
 
+/// What `extension/changes.js` noted in the tab's top frame (its isolated
+/// world): `[began, last, still watching]`.
+fn changes_note(sw: &Page, tab_id: i64) -> serde_json::Value {
+    sw.eval(&format!(
+        "chrome.scripting.executeScript({{ target: {{ tabId: {tab_id} }}, \
+           func: () => {{ const n = globalThis.__errandChanges; \
+                          return n ? [n.began, n.last, n.observer !== null] : null; }} }}) \
+           .then(([r]) => r.result)"
+    ))
+    .unwrap()
+}
+
+/// The top frame's changes are noted from the document's start, before the
+/// crate is there (`extension/changes.js`); the crate's readiness watch
+/// takes the note over (`ready::take_note`). A change made just before the
+/// crate came is waited for as any other; a page still since its parse is
+/// not watched a whole quiet window more from when the crate began
+/// watching; a note never taken over stops a second after `load`.
+#[test]
+fn the_first_look_counts_the_changes_noted_since_the_document_began() {
+    let rig = Rig::start();
+    let sw = service_worker(&rig);
+    let quiet = 60.0; // ready::QUIET_MS
+
+    // Changed in the `load` handler, observed at once: the observation
+    // settles a quiet window after that change, and the note is taken over.
+    let (_tab, cs) = rig.open("/observe/changed-at-load.html");
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("Added at load"), "{}", o.text);
+    let note = changes_note(&sw, cs.tab_id);
+    let (began, last) = (note[0].as_f64().unwrap(), note[1].as_f64().unwrap());
+    assert_eq!(note[2], json!(false), "the crate took the note's observer over: {note}");
+    let loaded = load_end(&sw, cs.tab_id).unwrap();
+    assert!(began < loaded && last >= began, "noted from the start: {note}, load {loaded}");
+    let settled = loader_mark(&sw, cs.tab_id, "settled").unwrap();
+    assert!(settled >= last + quiet, "settled at {settled}, the last change at {last}");
+
+    // Still since its parse, observed a moment after `load` (well within
+    // `ready::FIRST_QUIET_MS`): no quiet window from the crate's watch.
+    let (_tab, cs) = rig.open("/observe/changed-at-load.html?still");
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("Still since parsed"), "{}", o.text);
+    // The crate began watching when it was first told of the tab: told to
+    // prepare (the first command makes the tab one a task drives) or asked.
+    let asked = loader_mark(&sw, cs.tab_id, "observe").unwrap();
+    let told = loader_mark(&sw, cs.tab_id, "prepare").map_or(asked, |t| t.min(asked));
+    let settled = loader_mark(&sw, cs.tab_id, "settled").unwrap();
+    assert!(settled - told < quiet, "told at {told}, settled at {settled}");
+
+    // Never observed: the note stops watching a second after `load`.
+    let (_tab, plain) = rig.open("/observe/changed-at-load.html?still");
+    assert_eq!(changes_note(&sw, plain.tab_id)[2], json!(true));
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    assert_eq!(changes_note(&sw, plain.tab_id)[2], json!(false));
+}
+
 /// On a page whose CSP refuses WebAssembly, the top frame's loader imports
 /// the JS build as soon as it runs, before any command (as it instantiates
 /// the WebAssembly build when idle elsewhere); nothing is walked.
