@@ -124,12 +124,14 @@ wasm_build() {
   # was told; the element description stays out of the visit of every
   # element (see `Walk::describe`). A pattern that names no function does
   # nothing, silently: the function's name is checked first (wasm-bindgen
-  # keeps the name section binaryen matches against).
+  # keeps the name section binaryen matches against). -Oz twice: the second
+  # pipeline finds what the first one's inlining and merging left (0.1%
+  # gzipped, ~7 s).
   if ! grep -aq 'Walk>::describe' "$PKG/$out/${CRATE}_bg.wasm"; then
     echo "error: no function Walk::describe in the module: update wasm-opt's --no-inline pattern" >&2
     exit 1
   fi
-  "$WASM_OPT" --no-inline='*Walk>::describe' -Oz --low-memory-unused \
+  "$WASM_OPT" --no-inline='*Walk>::describe' -Oz -Oz --low-memory-unused \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     "$PKG/$out/${CRATE}_bg.wasm" -o "$PKG/$out/${CRATE}_bg.wasm"

@@ -278,12 +278,10 @@ pub fn watch(document: &Document) {
 fn take_note() -> Option<(f64, f64)> {
     use crate::messages::field;
     let note = field(&js_sys::global(), "__errandChanges");
-    let observer = field(&note, "observer");
-    if !observer.is_object() {
-        return None;
-    }
+    // Checked: where the note is missing, a page's element named after it
+    // answers (a form, whose fields answer for `observer`).
+    let observer: MutationObserver = field(&note, "observer").dyn_into().ok()?;
     let _ = js_sys::Reflect::set(&note, &"observer".into(), &JsValue::NULL);
-    let observer: MutationObserver = observer.unchecked_into();
     let changed = observer.take_records().length() > 0;
     observer.disconnect();
     let last = if changed { now() } else { field(&note, "last").as_f64()? };

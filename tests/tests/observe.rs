@@ -1337,6 +1337,30 @@ fn the_first_look_counts_the_changes_noted_since_the_document_began() {
     let settled = loader_mark(&sw, cs.tab_id, "settled").unwrap();
     assert!(settled - told < quiet, "told at {told}, settled at {settled}");
 
+    // A document without the note (the loader injected into a tab opened
+    // before the extension was installed) whose page names a form after
+    // it: the crate's global then reads as the form, its fields as the
+    // note's; they are not taken for one.
+    let (tab, cs) = rig.open("/observe/changed-at-load.html?still");
+    let isolated = |func: &str| {
+        sw.eval(&format!(
+            "chrome.scripting.executeScript({{ target: {{ tabId: {} }}, func: {func} }}) \
+               .then(([r]) => r.result)",
+            cs.tab_id
+        ))
+        .unwrap()
+    };
+    isolated("() => { delete globalThis.__errandChanges; }");
+    tab.eval(
+        "document.body.insertAdjacentHTML('beforeend', '<form id=\"__errandChanges\">\
+           <input name=\"observer\"><input name=\"began\"><input name=\"last\"></form>')",
+    )
+    .unwrap();
+    let seen = isolated("() => String(globalThis.__errandChanges?.observer)");
+    assert_eq!(seen, json!("[object HTMLInputElement]"));
+    let o = observe(&cs, false);
+    assert!(names(&o).contains("Still since parsed"), "{}", o.text);
+
     // Never observed: the note stops watching a second after `load`.
     let (_tab, plain) = rig.open("/observe/changed-at-load.html?still");
     assert_eq!(changes_note(&sw, plain.tab_id)[2], json!(true));
