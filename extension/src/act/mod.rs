@@ -333,11 +333,11 @@ fn extract(query: Option<&str>) -> String {
     format!("the page's text:\n{}{values}", out.trim_end())
 }
 
-/// A thrown JS value as text.
+/// A thrown JS value as text: a string, or an error's message.
 pub fn js_text(e: &JsValue) -> String {
     e.as_string()
         .or_else(|| Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()))
-        .unwrap_or_else(|| format!("{e:?}"))
+        .unwrap_or_else(|| "unknown error".into())
 }
 
 /// The element, live and enabled.

@@ -452,7 +452,7 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
         wasm_bindgen_futures::JsFuture::from(Promise::race(&js_sys::Array::of2(&sent, &timer)))
             .await
             .map_err(|e| {
-                unavailable(&format!("the frame could not be reached: {}", js_text(&e)))
+                unavailable(&format!("the frame could not be reached: {}", crate::act::js_text(&e)))
             })?;
     if answer.is_undefined() {
         return Err(unavailable(&format!(
@@ -469,12 +469,6 @@ async fn relay(to: &Place, message: Message, timeout_ms: i32) -> Result<Reply, (
         }
         _ => Err(unavailable("the frame's answer cannot be read")),
     }
-}
-
-fn js_text(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()))
-        .unwrap_or_else(|| "unknown error".into())
 }
 
 #[cfg(test)]

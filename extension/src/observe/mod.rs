@@ -383,7 +383,7 @@ fn finish(
     // the page's changes.
     if marks_wanted {
         own_writes(|| marks::draw(document, &marked, Some(&boxes)))
-            .map_err(|e| format!("cannot draw the marks: {e:?}"))?;
+            .map_err(|e| format!("cannot draw the marks: {}", crate::act::js_text(&e)))?;
     }
     Ok((elements, text))
 }
