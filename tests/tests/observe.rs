@@ -1288,12 +1288,13 @@ fn a_tab_a_task_drives_is_prepared_while_it_loads_and_walked_again_once_loaded()
 }
 
 /// What `extension/changes.js` noted in the tab's top frame (its isolated
-/// world): `[began, last, still watching]`.
+/// world): `[began, last, still watching, now]` (`performance.now()`).
 fn changes_note(sw: &Page, tab_id: i64) -> serde_json::Value {
     sw.eval(&format!(
         "chrome.scripting.executeScript({{ target: {{ tabId: {tab_id} }}, \
            func: () => {{ const n = globalThis.__errandChanges; \
-                          return n ? [n.began, n.last, n.observer !== null] : null; }} }}) \
+                          return n ? [n.began, n.last, n.observer !== null, performance.now()] \
+                                   : null; }} }}) \
            .then(([r]) => r.result)"
     ))
     .unwrap()
@@ -1325,17 +1326,28 @@ fn the_first_look_counts_the_changes_noted_since_the_document_began() {
     assert!(settled >= last + quiet, "settled at {settled}, the last change at {last}");
 
     // Still since its parse, observed a moment after `load` (well within
-    // `ready::FIRST_QUIET_MS`): no quiet window from the crate's watch.
-    let (_tab, cs) = rig.open("/observe/changed-at-load.html?still");
-    std::thread::sleep(std::time::Duration::from_millis(150));
-    let o = observe(&cs, false);
-    assert!(names(&o).contains("Still since parsed"), "{}", o.text);
-    // The crate began watching when it was first told of the tab: told to
-    // prepare (the first command makes the tab one a task drives) or asked.
-    let asked = loader_mark(&sw, cs.tab_id, "observe").unwrap();
-    let told = loader_mark(&sw, cs.tab_id, "prepare").map_or(asked, |t| t.min(asked));
-    let settled = loader_mark(&sw, cs.tab_id, "settled").unwrap();
-    assert!(settled - told < quiet, "told at {told}, settled at {settled}");
+    // `ready::FIRST_QUIET_MS`): no quiet window from the crate's watch,
+    // which began when the crate was first told of the tab (told to
+    // prepare: the first command makes it a tab a task drives; or asked).
+    // Counted from there, a watch begun then settles a quiet window later
+    // at the soonest, whatever the machine; this one settles once the page
+    // is walked and the service worker has answered, which a busy machine
+    // can slow too: one of three tabs must show it.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (_tab, cs) = rig.open("/observe/changed-at-load.html?still");
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let o = observe(&cs, false);
+        assert!(names(&o).contains("Still since parsed"), "{}", o.text);
+        let asked = loader_mark(&sw, cs.tab_id, "observe").unwrap();
+        let told = loader_mark(&sw, cs.tab_id, "prepare").map_or(asked, |t| t.min(asked));
+        let settled = loader_mark(&sw, cs.tab_id, "settled").unwrap();
+        seen.push(settled - told);
+        if settled - told < quiet {
+            break;
+        }
+    }
+    assert!(seen.iter().any(|t| *t < quiet), "told → settled, ms: {seen:?}");
 
     // A document without the note (the loader injected into a tab opened
     // before the extension was installed) whose page names a form after
@@ -1363,7 +1375,10 @@ fn the_first_look_counts_the_changes_noted_since_the_document_began() {
 
     // Never observed: the note stops watching a second after `load`.
     let (_tab, plain) = rig.open("/observe/changed-at-load.html?still");
-    assert_eq!(changes_note(&sw, plain.tab_id)[2], json!(true));
+    let note = changes_note(&sw, plain.tab_id);
+    let since_load = note[3].as_f64().unwrap() - load_end(&sw, plain.tab_id).unwrap();
+    // (Unless this machine took that second to get here.)
+    assert!(note[2] == json!(true) || since_load >= 990.0, "{note}, {since_load} ms after load");
     std::thread::sleep(std::time::Duration::from_millis(1300));
     assert_eq!(changes_note(&sw, plain.tab_id)[2], json!(false));
 }
