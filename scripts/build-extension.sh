@@ -102,13 +102,20 @@ fi
 # -Zlocation-detail=none leaves out the panics' file/line strings. 6% of the
 # content script gzipped, for one more std compile (see BENCHMARKS.md).
 WASM_TARGET_DIR=target/wasm-std
+# The module's stack: 2 MB (Rust's wasm32 default is 1 MB). The walk
+# recurses once per level of elements, at most `walk::MAX_DEPTH` (512) deep,
+# about 1.5 KB a level: a page nested 700 deep overflowed 1 MB, and the
+# crate was broken for that page (tests/tests/observe.rs,
+# `a_page_nested_deeper_than_a_parser_nests_is_observed`). Untouched stack
+# costs no memory.
+STACK_FLAGS="-Clink-arg=-zstack-size=2097152"
 wasm_build() {
   local features="$1" out="$2"
   # opt-level "z" for these builds only: 12% smaller than "s" (see
   # BENCHMARKS.md); the JS build keeps "s" (its JavaScript is parsed, not
   # compiled ahead).
   # shellcheck disable=SC2086
-  RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zlocation-detail=none" \
+  RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zlocation-detail=none $STACK_FLAGS" \
     CARGO_PROFILE_WASM_OPT_LEVEL=z CARGO_PROFILE_WASM_PANIC=immediate-abort \
     cargo build -Zpanic-immediate-abort -p errand-page --target wasm32-unknown-unknown \
     --profile wasm $features -Zbuild-std=std,panic_abort --target-dir "$WASM_TARGET_DIR"
@@ -178,7 +185,7 @@ log "JS build (MVP wasm with build-std, then wasm2js)"
 # -Zpanic-immediate-abort (the profile's panic strategy "immediate-abort",
 # for std too): a panic traps at once, without formatting its message
 # (nothing would show it: wasm32-unknown-unknown has no stderr).
-RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js -Zlocation-detail=none" \
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=mvp --cfg errand_js -Zlocation-detail=none $STACK_FLAGS" \
   CARGO_PROFILE_WASM_PANIC=immediate-abort \
   cargo build -Zpanic-immediate-abort -p errand-page --target wasm32-unknown-unknown --profile wasm \
   --no-default-features -Zbuild-std=std,panic_abort --target-dir target/js

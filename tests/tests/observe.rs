@@ -1447,3 +1447,40 @@ fn a_tab_a_task_drives_is_walked_once_loaded_and_observed_from_that_walk() {
     let o = observe(&plain, false);
     assert!(names(&o).contains("Late button"), "{}", o.text);
 }
+
+/// A page nested deeper than a browser's HTML parser nests (a script can
+/// nest thousands deep): the walk stops at `walk::MAX_DEPTH` (512), the
+/// observation says so, and the crate answers, and answers again, in both
+/// builds (it overflowed the module's stack at about 700 and was broken
+/// for that page). Under the limit everything is listed, with no note.
+#[test]
+fn a_page_nested_deeper_than_a_parser_nests_is_observed() {
+    let rig = Rig::start();
+    for (prefix, build) in [("", Build::Wasm), ("/csp", Build::Js)] {
+        let (_tab, cs) = rig.open(&format!("{prefix}/observe/deep.html?500"));
+        let o = observe(&cs, false);
+        assert_eq!(o.build, Some(build));
+        assert_eq!(names(&o), set(&["Beside the nest", "At the bottom"]), "{}", o.text);
+        assert!(!o.text.contains("nested more than"), "{}", o.text);
+
+        let (_tab, cs) = rig.open(&format!("{prefix}/observe/deep.html?2000"));
+        for _ in 0..2 {
+            let o = observe(&cs, false);
+            assert_eq!(o.build, Some(build));
+            assert_eq!(names(&o), set(&["Beside the nest"]), "{}", o.text);
+            assert!(
+                o.text.starts_with("(Part of the page is nested more than 512 elements deep"),
+                "{}",
+                o.text
+            );
+        }
+        let beside = o_index(&cs, "Beside the nest");
+        let r = cs.act(json!({"click": {"index": beside}})).unwrap();
+        assert_eq!(r["kind"], json!("action_done"), "{r}");
+    }
+}
+
+fn o_index(cs: &ContentScript, name: &str) -> u32 {
+    let o = observe(cs, false);
+    o.elements.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("{}", o.text)).index
+}

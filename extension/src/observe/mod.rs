@@ -50,6 +50,11 @@ use {cover::*, describe::*, iframes::*, listing::*, naming::*, style::*, walk::*
 pub const STILL_CHANGING: &str =
     "(The page was still changing after 3 s: this is how it looked then.)\n";
 
+/// The first line of an observation of a page nested deeper than a walk
+/// goes (`walk::MAX_DEPTH`).
+pub const TOO_DEEP: &str =
+    "(Part of the page is nested more than 512 elements deep: what is inside it is not listed.)\n";
+
 /// Text collected per element before it is cut (in bytes of raw text).
 const TEXT_COLLECT_MAX: usize = 400;
 /// Context text collected per block before it is cut (in bytes).
@@ -136,6 +141,9 @@ pub async fn observe(
     let (elements, mut text) = incremental::with_lines(|lines, nodes, rendered| {
         finish(lines, nodes, rendered, &document, &viewport, marks_wanted)
     })?;
+    if walk::was_cut() {
+        text.insert_str(0, TOO_DEEP);
+    }
     if !settled {
         text.insert_str(0, STILL_CHANGING);
     }
@@ -176,6 +184,9 @@ fn walk_phase(
     full: bool,
     limit_ms: f64,
 ) -> Result<Walked, String> {
+    // What the last walk kept is not the whole page when it left out what
+    // nests too deep: walked again, whole (and the observation says so).
+    let full = walk::take_cut() || full;
     let vw = num(window.inner_width());
     let vh = num(window.inner_height());
     let location = document.location();
@@ -568,6 +579,11 @@ pub(crate) struct Ctx {
 #[cfg(test)]
 mod tests {
     use super::Numbers;
+
+    #[test]
+    fn the_depth_note_says_the_walks_depth() {
+        assert!(super::TOO_DEEP.contains(&format!(" {} ", super::walk::MAX_DEPTH)));
+    }
 
     #[test]
     fn numbers_hold_what_was_put_in() {

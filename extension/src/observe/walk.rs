@@ -20,6 +20,30 @@ const ARIA_HIDDEN: u32 = 2;
 thread_local! {
     static VISIT_ATTRIBUTES: js_sys::Array =
         VISIT_NAMES.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect();
+    /// A walk left out what nests deeper than [`MAX_DEPTH`] since the last
+    /// [`take_cut`].
+    static CUT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// How deep a walk goes (elements in elements, shadow roots and frames
+/// counted from where it starts): as deep as a browser's HTML parser nests
+/// what it parses (Chromium's limit). A script can nest deeper; what is
+/// inside is left out, and the observation says so ([`was_cut`]). Each
+/// level is a frame of the walk's recursion on the module's stack (1.5 KB
+/// or so; the stack is 2 MB, `scripts/build-extension.sh`): a page nested
+/// thousands deep made it overflow, and the crate was broken for that page.
+pub(crate) const MAX_DEPTH: u32 = 512;
+
+/// Whether a walk left something out for its depth since the last
+/// [`take_cut`], which says so and forgets it.
+pub(crate) fn take_cut() -> bool {
+    CUT.with(|c| c.replace(false))
+}
+
+/// Whether a walk left something out for its depth since the last
+/// [`take_cut`].
+pub(crate) fn was_cut() -> bool {
+    CUT.with(|c| c.get())
 }
 
 /// The state of one walk.
@@ -100,6 +124,8 @@ pub(crate) struct Walk {
     pub(crate) remote: Vec<crate::frames::Pending>,
     /// The fields' labels, found once per document or shadow root.
     pub(super) labels: std::cell::RefCell<crate::labels::Labels>,
+    /// How many elements deep the walk is (see [`MAX_DEPTH`]).
+    depth: u32,
 }
 
 impl Walk {
@@ -139,6 +165,7 @@ impl Walk {
                 .and_then(|d| crate::hover::pointer_selector(&d)),
             remote: Vec::new(),
             labels: Default::default(),
+            depth: 0,
         }
     }
 
@@ -273,7 +300,7 @@ impl Walk {
     }
 
     /// [`Walk::visit`] of an element whose tag, [`VISIT_NAMES`] attributes
-    /// and shadow root were read (`head`).
+    /// and shadow root were read (`head`); not deeper than [`MAX_DEPTH`].
     pub(super) fn visit_tagged(
         &mut self,
         el: &Element,
@@ -281,6 +308,16 @@ impl Walk {
         frame: &Frame,
         ctx: Ctx,
     ) {
+        if self.depth >= MAX_DEPTH {
+            CUT.with(|c| c.set(true));
+            return;
+        }
+        self.depth += 1;
+        self.visit_element(el, head, frame, ctx);
+        self.depth -= 1;
+    }
+
+    fn visit_element(&mut self, el: &Element, head: proto::ElementRead, frame: &Frame, ctx: Ctx) {
         let proto::ElementRead { tag, present, shadow: has_shadow } = head;
         if crate::deadline::expired(el) {
             return;
