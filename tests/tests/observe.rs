@@ -1457,11 +1457,27 @@ fn a_tab_a_task_drives_is_walked_once_loaded_and_observed_from_that_walk() {
 fn a_page_nested_deeper_than_a_parser_nests_is_observed() {
     let rig = Rig::start();
     for (prefix, build) in [("", Build::Wasm), ("/csp", Build::Js)] {
-        let (_tab, cs) = rig.open(&format!("{prefix}/observe/deep.html?500"));
-        let o = observe(&cs, false);
+        let (tab, cs) = rig.open(&format!("{prefix}/observe/deep.html?500"));
+        let o = observe(&cs, true);
         assert_eq!(o.build, Some(build));
         assert_eq!(names(&o), set(&["Beside the nest", "At the bottom"]), "{}", o.text);
         assert!(!o.text.contains("nested more than"), "{}", o.text);
+        // Acted on at the bottom, and a change there re-read.
+        let bottom = o_index(&cs, "At the bottom");
+        let r = cs.act(json!({"click": {"index": bottom}})).unwrap();
+        assert_eq!(r["kind"], json!("action_done"), "{r}");
+        tab.eval(
+            "{ const added = document.createElement('button'); added.textContent = 'Added deep'; \
+             document.querySelector('#nest').querySelector('button').after(added); }",
+        )
+        .unwrap();
+        let o = observe(&cs, true);
+        assert_eq!(
+            names(&o),
+            set(&["Beside the nest", "At the bottom", "Added deep"]),
+            "{}",
+            o.text
+        );
 
         let (_tab, cs) = rig.open(&format!("{prefix}/observe/deep.html?2000"));
         for _ in 0..2 {
