@@ -3,8 +3,43 @@
 //! origin entries of the site lists (`config/entries.rs`, `sites.rs`) and
 //! the agent's scrubbing guard (`agent/record.rs`). The host of a URL for
 //! recall by site (`memory/store.rs`, `site_of`) is not an origin.
+//!
+//! The site lists compare hosts one step further ([`site_host`]): every
+//! way of writing the same host is one — case, a trailing dot
+//! (`localhost.`), an international name and its punycode, the numeric
+//! forms of an IPv4 address (`2130706433`, `0x7f.1`, `127.1`,
+//! `0177.0.0.1`), IPv6 spellings (`[0:0:0:0:0:0:0:1]` is `[::1]`) and an
+//! IPv4-mapped IPv6 address (`[::ffff:127.0.0.1]` is `127.0.0.1`). The
+//! parsing is the WHATWG URL parser's (the `url` crate), as the browser's.
+//! An [`Origin`] stays what `location.origin` reads (a trailing dot is a
+//! different origin to the browser, and a secret is filled on its own).
 
-use url::Url;
+use url::{Host, Url};
+
+/// A host as the site lists compare it: lower case, ASCII (punycode), no
+/// trailing dot, an IPv4 address dotted, an IPv6 one compressed in
+/// brackets, an IPv4-mapped IPv6 one as its IPv4 address.
+pub fn site_host<S: AsRef<str>>(host: &Host<S>) -> String {
+    match host {
+        Host::Domain(d) => d.as_ref().trim_end_matches('.').to_ascii_lowercase(),
+        Host::Ipv4(ip) => ip.to_string(),
+        Host::Ipv6(ip) => match ip.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => format!("[{ip}]"),
+        },
+    }
+}
+
+/// The host of `url` as the site lists compare it ([`site_host`]).
+pub fn site_host_of(url: &Url) -> Option<String> {
+    url.host().map(|h| site_host(&h))
+}
+
+/// A host the user wrote (a site-list entry without a scheme), read as the
+/// browser reads the host of an http address.
+pub fn parse_site_host(text: &str) -> Option<Host<String>> {
+    Host::parse(text).ok()
+}
 
 /// A web origin as the page's `location.origin` reads it:
 /// `scheme://host[:port]`, lower case, an international host in its ASCII
@@ -95,6 +130,34 @@ mod tests {
         for none in ["nonsense", "about:blank", "data:text/html,x", "file:///etc/passwd", ""] {
             assert_eq!(of(none), None, "{none}");
         }
+    }
+
+    #[test]
+    fn every_spelling_of_a_host_is_one_for_the_site_lists() {
+        let host = |u: &str| site_host_of(&Url::parse(u).unwrap()).unwrap();
+        for (url, want) in [
+            ("http://LocalHost./", "localhost"),
+            ("http://localhost:8080/", "localhost"),
+            ("http://%6cocalhost/", "localhost"),
+            ("http://ｌｏｃａｌｈｏｓｔ/", "localhost"),
+            ("http://2130706433/", "127.0.0.1"),
+            ("http://0x7f.1/", "127.0.0.1"),
+            ("http://127.1/", "127.0.0.1"),
+            ("http://0177.0.0.1/", "127.0.0.1"),
+            ("http://127.0.0.1./", "127.0.0.1"),
+            ("http://[::1]/", "[::1]"),
+            ("http://[0:0:0:0:0:0:0:1]/", "[::1]"),
+            ("http://[::ffff:127.0.0.1]/", "127.0.0.1"),
+            ("http://[::ffff:7f00:1]/", "127.0.0.1"),
+            ("https://BÜCHER.example./", "xn--bcher-kva.example"),
+        ] {
+            assert_eq!(host(url), want, "{url}");
+        }
+        let entry = |e: &str| site_host(&parse_site_host(e).unwrap());
+        assert_eq!(entry("LOCALHOST."), "localhost");
+        assert_eq!(entry("bücher.example"), "xn--bcher-kva.example");
+        assert_eq!(entry("0x7f.1"), "127.0.0.1");
+        assert_eq!(entry("[::ffff:127.0.0.1]"), "127.0.0.1");
     }
 
     #[test]

@@ -11,12 +11,21 @@
 //! subdomains), a wildcard (`*.example.com`: the subdomains only), or an
 //! origin (`https://shop.example:8443`: exactly that scheme, host and
 //! port).
+//!
+//! Hosts are compared normalised, entries and addresses alike
+//! ([`crate::origin::site_host`], the WHATWG parser of the `url` crate):
+//! case, a trailing dot, an international name and its punycode, the
+//! numeric IPv4 forms (`2130706433`, `0x7f.1`, `127.1`, `0177.0.0.1`),
+//! IPv6 spellings and IPv4-mapped IPv6 (`[::ffff:127.0.0.1]`). With
+//! `deny = ["localhost"]`, `http://LOCALHOST.:8080/` is refused; with
+//! `deny = ["127.0.0.1"]`, `http://0x7f.1/` and `http://[::ffff:7f00:1]/`
+//! are. Every address the host checks goes through [`SitePolicy::check`]
+//! (or [`SitePolicy::ask_first`]), and both parse and normalise it here.
 
-use url::Url;
-
-use crate::origin::Origin;
+use url::{Host, Url};
 
 use crate::config::SitesSection;
+use crate::origin::{parse_site_host, site_host, site_host_of};
 
 /// Why Errand will not go somewhere.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,7 +45,7 @@ pub enum SiteRefusal {
     NotForThisTask { host: String, allowed: String },
 }
 
-/// One list entry, read.
+/// One list entry, read; hosts as [`site_host`] writes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Pattern {
     /// The host and its subdomains.
@@ -44,38 +53,51 @@ enum Pattern {
     /// Subdomains only.
     Subdomains(String),
     /// Exactly this origin (scheme, host and port).
-    Origin(Origin),
+    Origin { scheme: String, host: String, port: u16 },
 }
 
 impl Pattern {
     fn parse(entry: &str) -> Option<Pattern> {
-        let e = entry.trim().trim_end_matches('/').to_ascii_lowercase();
+        let e = entry.trim();
         if e.is_empty() {
             return None;
         }
         if e.contains("://") {
-            let url = Url::parse(&e).ok()?;
-            url.port_or_known_default()?;
-            return Some(Pattern::Origin(Origin::of_url(&url)?));
+            let url = Url::parse(e).ok()?;
+            let port = url.port_or_known_default()?;
+            let host = site_host_of(&url).filter(|h| !h.is_empty())?;
+            return Some(Pattern::Origin { scheme: url.scheme().to_owned(), host, port });
         }
-        if let Some(rest) = e.strip_prefix("*.") {
-            return (!rest.is_empty()).then(|| Pattern::Subdomains(rest.to_owned()));
+        let (wild, rest) = match e.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, e),
+        };
+        // A bare host, maybe with a path or a port someone pasted: keep the host.
+        let rest = rest.split(['/', '?', '#', '\\']).next().unwrap_or("");
+        let rest = match rest.strip_prefix('[') {
+            Some(v6) => &rest[..v6.find(']')? + 2],
+            None => rest.split(':').next().unwrap_or(""),
+        };
+        let host = parse_site_host(rest)?;
+        if wild && !matches!(host, Host::Domain(_)) {
+            return None;
         }
-        // A bare host, maybe with a path someone pasted: keep the host.
-        let host = e.split(['/', '?', '#']).next().unwrap_or("");
-        let host = host.split(':').next().unwrap_or("");
-        (!host.is_empty()).then(|| Pattern::Domain(host.to_owned()))
+        let host = site_host(&host);
+        if host.is_empty() {
+            return None;
+        }
+        Some(if wild { Pattern::Subdomains(host) } else { Pattern::Domain(host) })
     }
 
     fn matches(&self, url: &Url) -> bool {
-        let Some(host) = url.host_str().map(str::to_ascii_lowercase) else {
+        let Some(host) = site_host_of(url) else {
             return false;
         };
         match self {
             Pattern::Domain(d) => host == *d || host.ends_with(&format!(".{d}")),
             Pattern::Subdomains(d) => host.ends_with(&format!(".{d}")),
-            Pattern::Origin(o) => {
-                url.port_or_known_default().is_some() && Origin::of_url(url).as_ref() == Some(o)
+            Pattern::Origin { scheme, host: h, port } => {
+                url.scheme() == scheme && host == *h && url.port_or_known_default() == Some(*port)
             }
         }
     }
@@ -121,7 +143,7 @@ impl SitePolicy {
         if parsed.scheme() == "about" {
             return Ok(()); // about:blank, a new tab's first page
         }
-        let host = parsed.host_str().unwrap_or("").to_ascii_lowercase();
+        let host = site_host_of(&parsed).unwrap_or_default();
         if let Some((entry, _)) = self.deny.iter().find(|(_, p)| p.matches(&parsed)) {
             return Err(SiteRefusal::Denied { host, entry: entry.clone() });
         }
@@ -157,7 +179,7 @@ fn never(url: &Url) -> Option<&'static str> {
         "view-source" => return Some("page sources"),
         _ => return Some("addresses that are not web pages"),
     }
-    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let host = site_host_of(url).unwrap_or_default();
     let path = url.path().to_ascii_lowercase();
     // One list with the side panel's (extension/generated/rules.js).
     errand_protocol::rules_js::is_store_page(&host, &path).then_some("the extension stores")
@@ -235,6 +257,98 @@ mod tests {
         assert!(p.check("http://pay.example/").is_err());
         assert_eq!(p.check("http://127.0.0.1:8080/form.html"), Ok(()));
         assert!(p.check("http://127.0.0.1:9090/").is_err());
+    }
+
+    #[test]
+    fn every_spelling_of_a_denied_host_is_refused() {
+        let p = policy(&[], &["localhost", "127.0.0.1", "[::1]", "bücher.example"], &[]);
+        for url in [
+            "http://localhost/",
+            "http://localhost.:8080/",
+            "http://LOCALHOST.:8080/x",
+            "http://LocalHost/",
+            "http://api.localhost./",
+            "http://%6cocalhost/",
+            "http://ｌｏｃａｌｈｏｓｔ/",
+            "http://127.0.0.1:9/",
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://0x7F000001/",
+            "http://127.1/",
+            "http://0177.0.0.1/",
+            "http://127.0.0.1./",
+            "http://[::1]:8080/",
+            "http://[0:0:0:0:0:0:0:1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::ffff:7f00:1]/",
+            "https://bücher.example/",
+            "https://BÜCHER.example./",
+            "https://xn--bcher-kva.example/",
+            "https://www.xn--BCHER-kva.example/",
+        ] {
+            assert!(matches!(p.check(url), Err(SiteRefusal::Denied { .. })), "{url}");
+        }
+        assert_eq!(p.check("http://127.0.0.2/"), Ok(()));
+        assert_eq!(p.check("http://notlocalhost/"), Ok(()));
+        assert_eq!(p.check("https://buecher.example/"), Ok(()));
+    }
+
+    #[test]
+    fn every_spelling_of_an_entry_is_one() {
+        // Entries written any way match every spelling of their host.
+        let p = policy(
+            &[],
+            &[
+                "LOCALHOST.",
+                "*.Example.COM.",
+                "Bücher.Example",
+                "0x7f.1",
+                "[0:0:0:0:0:0:0:1]",
+                "HTTP://Shop.Example.:8080/",
+                "[::ffff:10.0.0.1]",
+            ],
+            &[],
+        );
+        for (url, entry) in [
+            ("http://localhost./", "LOCALHOST."),
+            ("http://www.example.com./", "*.Example.COM."),
+            ("https://xn--bcher-kva.example/", "Bücher.Example"),
+            ("http://127.0.0.1/", "0x7f.1"),
+            ("http://[::1]/", "[0:0:0:0:0:0:0:1]"),
+            ("http://shop.example:8080/", "HTTP://Shop.Example.:8080/"),
+            ("http://SHOP.example.:8080/cart", "HTTP://Shop.Example.:8080/"),
+            ("http://10.0.0.1/", "[::ffff:10.0.0.1]"),
+        ] {
+            assert!(
+                matches!(p.check(url), Err(SiteRefusal::Denied { entry: e, .. }) if e == entry),
+                "{url}: {:?}",
+                p.check(url)
+            );
+        }
+        // A wildcard is still the subdomains only, an origin its own port.
+        assert_eq!(p.check("http://example.com/"), Ok(()));
+        assert_eq!(p.check("http://shop.example:8081/"), Ok(()));
+        // The allow list and a task's own list compare the same way.
+        let p = policy(&["Shop.Example."], &[], &[]).only(&["SHOP.example".into()]);
+        assert_eq!(p.check("https://shop.example./"), Ok(()));
+        assert_eq!(p.check("https://WWW.Shop.Example/"), Ok(()));
+        assert!(matches!(
+            p.check("https://shop.example.evil/"),
+            Err(SiteRefusal::NotAllowed { .. })
+        ));
+        // Ask-first too.
+        let p = policy(&[], &[], &["bank.example"]);
+        assert_eq!(p.ask_first("https://BANK.example./pay"), Some("bank.example"));
+        // Entries that are no host are dropped, not read as something else.
+        for junk in ["*.127.0.0.1", "*.[::1]", "[::1", "", "*."] {
+            assert_eq!(Pattern::parse(junk), None, "{junk}");
+        }
+        // The stores are the stores, however written.
+        let p = SitePolicy::default();
+        assert!(matches!(
+            p.check("https://ChromeWebStore.Google.Com./detail/x"),
+            Err(SiteRefusal::Never { .. })
+        ));
     }
 
     #[test]

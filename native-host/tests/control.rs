@@ -201,6 +201,54 @@ fn denied_sites_are_never_opened() {
 }
 
 #[test]
+fn a_denied_host_is_refused_however_its_address_is_written() {
+    // Issue 37: `localhost.` (a trailing dot) opened with deny = ["localhost"].
+    let urls = [
+        "http://localhost.:8080/",
+        "http://LOCALHOST.:8080/admin",
+        "http://0x7f.1:8080/",
+        "http://2130706433/",
+        "http://[::ffff:127.0.0.1]:8080/",
+        "http://xn--bcher-kva.example./",
+    ];
+    // Each refused goto is a failed step: a wait between them keeps the
+    // task below the failures in a row that end it.
+    let mut script: Vec<Reply> = Vec::new();
+    for u in urls {
+        script.push(Reply::content(format!(r#"{{"actions": [{{"goto": {{"url": "{u}"}}}}]}}"#)));
+        script.push(Reply::content(r#"{"actions": [{"wait": {"ms": 1}}]}"#));
+    }
+    script.push(Reply::content(DONE));
+    let server = ModelServer::start(script);
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[sites]\ndeny = [\"localhost\", \"127.0.0.1\", \"bücher.example\"]\n";
+    let mut host = host_with(&server, dir.path(), config);
+    host.start("Go somewhere");
+    let bodies = host.serve_until(finished);
+    assert!(!bodies.iter().any(|b| matches!(b, Body::Navigate { .. })), "{bodies:?}");
+    let seen = server.seen();
+    for (i, url) in urls.iter().enumerate() {
+        let prompt = seen[2 * i + 1].body["messages"][1]["content"].as_str().unwrap();
+        assert!(
+            prompt.contains("not opened") && prompt.contains("must not use"),
+            "{url}: {prompt}"
+        );
+    }
+    // Nor may a task start there.
+    let id = host.send(Body::StartTask {
+        task: "x".into(),
+        tab_id: None,
+        url: Some("http://localhost.:8080/".into()),
+        allow_sites: vec![],
+    });
+    assert_eq!(host.recv().re, Some(id));
+    let bodies = host.serve_until(finished);
+    assert!(!bodies.iter().any(|b| matches!(b, Body::OpenTab { .. })), "{bodies:?}");
+    let Outcome::Failed { error } = outcome(&events(bodies)) else { panic!("not refused") };
+    assert!(error.contains("will not open"), "{error}");
+}
+
+#[test]
 fn a_page_reached_on_a_site_outside_the_allow_list_is_left() {
     let server = ModelServer::start(vec![Reply::content(DONE)]);
     let dir = tempfile::tempdir().unwrap();

@@ -777,6 +777,15 @@ deny = ["ads.example", "*.track.example"]  # never
             ("https://x.example:443", "https://x.example"),
             ("http://localhost:8080", "http://localhost:8080"),
             ("http://[::1]:8080", "http://[::1]:8080"),
+            // Every spelling of a host is one (issue 37).
+            ("LOCALHOST.", "localhost"),
+            ("*.Example.COM.", "*.example.com"),
+            ("Bücher.Example.", "xn--bcher-kva.example"),
+            ("127.0.0.1.", "127.0.0.1"),
+            ("[0:0:0:0:0:0:0:1]", "[::1]"),
+            ("[::ffff:127.0.0.1]", "127.0.0.1"),
+            ("https://LOCALHOST.:8443/", "https://localhost:8443"),
+            ("http://[::ffff:7f00:1]:8080", "http://127.0.0.1:8080"),
         ] {
             assert_eq!(normalize_site(entry).as_deref(), Ok(want), "{entry}");
         }
@@ -792,6 +801,8 @@ deny = ["ads.example", "*.track.example"]  # never
             ("example.com/path", "without a path"),
             ("localhost:8080", "no port"),
             ("*.127.0.0.1", "not an IP address"),
+            ("*.[::1]", "not an IP address"),
+            ("[::1]:8080", "no port"),
             ("123", "not a host name"),
             ("ftp://files.example", "only http and https"),
             ("https://x.example/admin", "without a path"),
