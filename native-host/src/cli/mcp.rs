@@ -9,10 +9,18 @@
 //! - with `--launch`, in this process, on a headless Chromium of its own
 //!   (as `errand run` starts one).
 //!
+//! Before it sends anything to the host's socket, this process checks that
+//! the socket's folder and the socket are the user's alone and that the
+//! process listening runs as the user (`crate::host::mcp::connect_checked`):
+//! without `XDG_RUNTIME_DIR` the socket is in the shared temporary folder,
+//! where another local user could have made `errand-<uid>/` first.
+//!
 //! Over HTTP every request needs `Authorization: Bearer <token>` (a random
-//! per-install token in `mcp-token` in the data folder, 0600), and any
-//! request carrying an `Origin` header (a browser page) is refused with 403;
-//! no CORS headers are sent.
+//! per-install token in `mcp-token` in the data folder, 0600; a token file
+//! other users may read or write, another user's, or a link is not used: a
+//! new one replaces it, written to a 0600 file beside it and renamed over
+//! it, and stderr and the log say so), and any request carrying an `Origin`
+//! header (a browser page) is refused with 403; no CORS headers are sent.
 //!
 //! `errand mcp install --client …` writes the client's config entry.
 
@@ -35,7 +43,7 @@ use crate::cli::commands::{Connected, connect};
 use crate::cli::term;
 use crate::config::{Overrides, Settings};
 use crate::host::Host;
-use crate::host::mcp::{socket_path, write_frame};
+use crate::host::mcp::{connect_checked, my_uid, socket_path, write_frame};
 use crate::host::transport;
 use crate::tools::{Reply, Session, tool_list};
 
@@ -177,26 +185,25 @@ pub fn doctor_checks(data_dir: Option<&Path>) -> Vec<crate::setup::doctor::Check
         });
     }
     if let Some(dir) = data_dir {
-        use std::os::unix::fs::PermissionsExt;
         let path = token_path(dir);
-        out.push(match std::fs::metadata(&path) {
-            Ok(m) if m.permissions().mode() & 0o077 == 0 => {
+        out.push(match token_file(&path) {
+            Ok(TokenFile::Private) => {
                 line(Level::Ok, "mcp: http token", format!("{} (owner only)", path.display()))
             }
-            Ok(m) => line(
+            Ok(TokenFile::Unsafe(why)) => line(
                 Level::Problem,
                 "mcp: http token",
                 format!(
-                    "{} is readable by others (mode {:o}): chmod 600 it",
-                    path.display(),
-                    m.permissions().mode() & 0o777
+                    "{} {why}: errand mcp --http will replace it with a new token (or remove it)",
+                    path.display()
                 ),
             ),
-            Err(_) => line(
+            Ok(TokenFile::Missing) => line(
                 Level::Info,
                 "mcp: http token",
                 "none yet (made by the first errand mcp --http)".to_owned(),
             ),
+            Err(e) => line(Level::Problem, "mcp: http token", format!("{}: {e}", path.display())),
         });
     }
     out
@@ -207,31 +214,89 @@ pub fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join("mcp-token")
 }
 
-/// The per-install HTTP token, made on first use (0600).
+/// What the token file is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenFile {
+    Missing,
+    /// A plain file of ours nobody else may read or write.
+    Private,
+    /// Not to be used, and why: a token others may read (or write) is no
+    /// secret, and a link or another user's file was not made by us.
+    Unsafe(String),
+}
+
+/// Checks the token file at `path` (without following a link).
+pub fn token_file(path: &Path) -> std::io::Result<TokenFile> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TokenFile::Missing),
+        Err(e) => return Err(e),
+    };
+    let mode = m.permissions().mode() & 0o777;
+    Ok(TokenFile::Unsafe(if m.file_type().is_symlink() {
+        "is a symbolic link".to_owned()
+    } else if !m.is_file() {
+        "is not a plain file".to_owned()
+    } else if m.uid() != my_uid() {
+        format!("belongs to uid {}, not to you (uid {})", m.uid(), my_uid())
+    } else if mode & 0o077 != 0 {
+        format!("is open to other users (mode {mode:03o})")
+    } else {
+        return Ok(TokenFile::Private);
+    }))
+}
+
+/// The per-install HTTP token, made on first use (0600). A token file
+/// others could read or write, another user's or a link is not used: a
+/// new token replaces it (a 0600 file written beside it, then renamed over
+/// it), and stderr and the log say so.
 fn token(data_dir: &Path) -> std::io::Result<String> {
+    let (token, note) = token_noting(data_dir)?;
+    if let Some(msg) = note {
+        term::note(format!("errand mcp: {msg}"));
+        tracing::warn!("{msg}");
+    }
+    Ok(token)
+}
+
+/// [`token`], and what to tell the user when an unsafe file was replaced.
+fn token_noting(data_dir: &Path) -> std::io::Result<(String, Option<String>)> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::MetadataExt;
     let path = token_path(data_dir);
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        if t.trim().len() >= 32 {
-            return Ok(t.trim().to_owned());
+    let mut note = None;
+    match token_file(&path)? {
+        TokenFile::Missing => {}
+        TokenFile::Private => {
+            // Read what was checked: the same file, not one put there since.
+            let checked = std::fs::symlink_metadata(&path);
+            if let (Ok(mut f), Ok(checked)) = (std::fs::File::open(&path), checked) {
+                let same = f
+                    .metadata()
+                    .is_ok_and(|m| m.ino() == checked.ino() && m.dev() == checked.dev());
+                let mut t = String::new();
+                if same && f.read_to_string(&mut t).is_ok() && t.trim().len() >= 32 {
+                    return Ok((t.trim().to_owned(), None));
+                }
+            }
+        }
+        TokenFile::Unsafe(why) => {
+            note = Some(format!(
+                "{} {why}: not used; a new token was made (0600), give your MCP clients the new one",
+                path.display()
+            ));
         }
     }
     std::fs::create_dir_all(data_dir)?;
     let t = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    use std::io::Write;
-    opts.open(&path)?.write_all(t.as_bytes())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(t)
+    // A temporary file is made 0600; the rename replaces a link rather
+    // than writing through it.
+    let mut file = tempfile::Builder::new().prefix(".mcp-token.").tempfile_in(data_dir)?;
+    file.write_all(t.as_bytes())?;
+    file.as_file().sync_all()?;
+    file.persist(&path).map_err(|e| e.error)?;
+    Ok((t, note))
 }
 
 /// Where tool calls go.
@@ -415,14 +480,19 @@ pub async fn main(args: McpArgs, command: Option<McpCommand>) -> Result<ExitCode
         }
     } else {
         let path = socket_path();
-        let stream = std::os::unix::net::UnixStream::connect(&path).map_err(|e| {
-            format!(
-                "Errand is not running in your browser ({}: {e}). Open Chrome with the Errand \
-                 extension (the extension starts Errand's host), or use `errand mcp --launch` \
-                 for a headless browser of Errand's own",
-                path.display()
-            )
-        })?;
+        // Another local user may have made the folder or the socket to
+        // receive our calls: refused before anything is sent.
+        let stream = connect_checked(&path)
+            .await
+            .map_err(|e| format!("errand mcp will not use the host's socket: {e}"))?
+            .ok_or_else(|| {
+                format!(
+                    "Errand is not running in your browser (nothing listens on {}). Open Chrome \
+                     with the Errand extension (the extension starts Errand's host), or use \
+                     `errand mcp --launch` for a headless browser of Errand's own",
+                    path.display()
+                )
+            })?;
         Backend::Socket(Mutex::new(Some(stream)))
     };
     let server = Server { backend: Arc::new(backend) };
@@ -583,5 +653,51 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(line(dir.path()).level, Level::Problem);
         assert_eq!(doctor_checks(None).len(), Client::ALL.len());
+    }
+
+    #[test]
+    fn a_token_others_can_read_is_replaced_by_a_new_private_one() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let path = token_path(dir.path());
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+        let old = "0123456789abcdef0123456789abcdef0123456789abcdef";
+        // 0644: anyone on the machine may have read it.
+        std::fs::write(&path, old).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (t, note) = token_noting(dir.path()).unwrap();
+        assert_ne!(t, old);
+        let note = note.expect("the user is told");
+        assert!(note.contains("mode 644") && note.contains("new token"), "{note}");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), t);
+        // Then it is used as it is, silently.
+        assert_eq!(token_noting(dir.path()).unwrap(), (t.clone(), None));
+        // Writable by the group: replaced too.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o620)).unwrap();
+        let (t2, note) = token_noting(dir.path()).unwrap();
+        assert!(t2 != t && note.is_some_and(|n| n.contains("mode 620")));
+        // A link (to a token another user reads) is replaced, not followed;
+        // its target is left as it was.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, old).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let (t3, note) = token_noting(dir.path()).unwrap();
+        assert!(t3 != old && note.is_some_and(|n| n.contains("symbolic link")));
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), old);
+        // Another user's file (root can make one here).
+        if my_uid() == 0 {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+            let (t4, note) = token_noting(dir.path()).unwrap();
+            assert!(t4 != t3 && note.is_some_and(|n| n.contains("uid 65534")));
+            assert_eq!(std::fs::metadata(&path).unwrap().uid(), 0);
+        }
+        // No stray temporary files.
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }

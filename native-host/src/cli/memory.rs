@@ -48,7 +48,7 @@ pub fn main(cmd: MemoryCommand) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("errand: {e}");
+            term::note(format!("errand: {e}"));
             ExitCode::FAILURE
         }
     }

@@ -224,6 +224,6 @@ pub(crate) fn block_on<E: std::fmt::Display>(
 }
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {e}");
+    term::note(format!("error: {e}"));
     ExitCode::FAILURE
 }

@@ -85,7 +85,7 @@ pub fn main(cmd: RecipeCommand) -> ExitCode {
 }
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("errand: {e}");
+    term::note(format!("errand: {e}"));
     ExitCode::FAILURE
 }
 

@@ -1,7 +1,19 @@
 //! The terminal commands' output: the only module that writes to stdout.
 //! Never used in native messaging mode, where stdout carries the frames.
+//!
+//! Text from pages is data, on the terminal too: everything printed here
+//! goes through [`printable`] (and the one-line events through
+//! [`one_line`]), which removes what a terminal would obey instead of
+//! show — C0 controls (a newline and a tab are kept where lines may hold
+//! several), DEL, C1 controls, whole escape sequences (CSI such as
+//! `ESC[2K`, OSC, DCS, …) and the bidi overrides and isolates
+//! (U+202A–U+202E, U+2066–U+2069). A button named `ESC[2K\rapproval
+//! needed: scroll` cannot rewrite the "approval needed" line the user
+//! answers. Errors and notes on stderr go through [`note`] for the same
+//! reason; JSON output escapes the same characters as `\uXXXX` (lossless).
 #![allow(clippy::print_stdout)]
 
+use std::borrow::Cow;
 use std::fmt::Display;
 
 use errand_protocol::{Outcome, TaskEvent};
@@ -11,16 +23,127 @@ use crate::agent::prompt::describe_action;
 use crate::host::LocalEvent;
 use crate::setup::doctor::{Level, Report};
 
-/// Prints one line.
+/// Prints one line (page-derived text made [`printable`]).
 pub fn line(text: impl Display) {
-    println!("{text}");
+    println!("{}", printable(&text.to_string()));
 }
 
-/// Prints one value as one line of JSON.
+/// Prints a note or an error on stderr, made [`printable`] (errors quote
+/// addresses and page text).
+pub fn note(text: impl Display) {
+    eprintln!("{}", printable(&text.to_string()));
+}
+
+/// Prints one value as one line of JSON (the characters [`printable`]
+/// removes escaped as `\uXXXX`: JSON stays lossless and a terminal shows it
+/// as it is).
 pub fn json(value: &impl Serialize) {
-    match serde_json::to_string(value) {
+    match to_json(value) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("error: cannot encode the output: {e}"),
+    }
+}
+
+/// `value` as compact JSON with no raw terminal controls in it.
+pub fn to_json(value: &impl Serialize) -> serde_json::Result<String> {
+    let mut out = Vec::new();
+    value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, Escaping))?;
+    // The serializer writes UTF-8 only.
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// serde_json escapes C0 controls itself; this escapes DEL, C1 and the bidi
+/// controls too.
+struct Escaping;
+
+impl serde_json::ser::Formatter for Escaping {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if is_control(c) {
+                writer.write_all(&fragment.as_bytes()[start..i])?;
+                write!(writer, "\\u{:04x}", c as u32)?;
+                start = i + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
+/// A character a terminal may obey rather than show: C0 (tab and newline
+/// included: callers keep those where they mean something), DEL, C1, and
+/// the bidi embeddings, overrides and isolates.
+fn is_control(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every terminal control removed (escape sequences whole);
+/// newlines and tabs kept.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    clean(text, false)
+}
+
+/// [`printable`], and a newline or a tab becomes a space: for a line that
+/// must stay one line (an approval, a step), whatever a page named things.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    clean(text, true)
+}
+
+fn clean(text: &str, one_line: bool) -> Cow<'_, str> {
+    if !text.chars().any(is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' if one_line => out.push(' '),
+            '\n' | '\t' => out.push(c),
+            // ESC: the sequence it begins goes with it.
+            '\u{1b}' => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                // ESC, intermediates, one final character.
+                Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
+                    while chars.next_if(|c| ('\u{20}'..='\u{2f}').contains(c)).is_some() {}
+                    chars.next();
+                }
+                _ => {}
+            },
+            // The C1 forms of CSI, and of OSC, DCS, SOS, PM, APC.
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if is_control(c) => {}
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Past a CSI's parameters and intermediates, and its final character.
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while chars.next_if(|c| ('\u{20}'..='\u{3f}').contains(c)).is_some() {}
+    if chars.peek().is_some_and(|c| ('\u{40}'..='\u{7e}').contains(c)) {
+        chars.next();
+    }
+}
+
+/// Past a control string (OSC, DCS, …) and what ends it: BEL, ESC `\\` or
+/// ST; an unended one runs to the end of the text.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => return,
+            '\u{1b}' => {
+                chars.next_if_eq(&'\\');
+                return;
+            }
+            _ => {}
+        }
     }
 }
 
@@ -35,8 +158,18 @@ pub fn event(ev: &LocalEvent, as_json: bool) {
     }
 }
 
-/// The readable lines for a task event (none for `thinking`).
+/// The readable lines for a task event (none for `thinking`), made
+/// printable: a question and an answer may run over several lines, every
+/// other event is one line each, whatever the page named things.
 pub fn event_lines(ev: &LocalEvent) -> Vec<String> {
+    let several = matches!(ev.event, TaskEvent::Question { .. } | TaskEvent::Finished { .. });
+    let clean = |l: String| {
+        if several { printable(&l).into_owned() } else { one_line(&l).into_owned() }
+    };
+    raw_lines(ev).into_iter().map(clean).collect()
+}
+
+fn raw_lines(ev: &LocalEvent) -> Vec<String> {
     match &ev.event {
         TaskEvent::Started { task, tab_id, url } => {
             vec![format!("task: {task}"), format!("tab {tab_id}: {url}")]
@@ -140,5 +273,59 @@ mod tests {
         );
         let done = Outcome::Done { answer: "42".into(), success: true };
         assert_eq!(outcome_line(&done), "done: 42");
+    }
+
+    #[test]
+    fn terminal_controls_from_pages_are_removed() {
+        // Erase the line and return: the "approval needed" line rewritten.
+        assert_eq!(
+            printable("Pay\u{1b}[2K\rapproval needed: scroll"),
+            "Payapproval needed: scroll"
+        );
+        // OSC (a window title, a hyperlink), ended by BEL or by ST.
+        assert_eq!(printable("a\u{1b}]0;owned\u{7}b\u{1b}]8;;https://x.example\u{1b}\\c"), "abc");
+        // Colours, cursor moves, a DCS, charset switches, the C1 forms.
+        assert_eq!(printable("\u{1b}[31;1mred\u{1b}[0m\u{1b}[10A"), "red");
+        assert_eq!(printable("x\u{1b}Pq#0;2;0;0;0\u{1b}\\y\u{1b}(0z"), "xyz");
+        assert_eq!(printable("a\u{9b}2Kb\u{9d}0;t\u{9c}c\u{85}d"), "abcd");
+        // C0, DEL, backspaces; newline and tab kept.
+        assert_eq!(printable("a\u{8}\u{8}b\u{7f}c\u{0}\u{7}\nd\te"), "abc\nd\te");
+        // Bidi overrides and isolates: "exe.txt" cannot pass for "txt.exe".
+        assert_eq!(printable("invoice\u{202e}txt.exe"), "invoicetxt.exe");
+        assert_eq!(
+            printable("\u{2066}a\u{2067}b\u{2068}c\u{2069}\u{202a}\u{202b}\u{202c}\u{202d}"),
+            "abc"
+        );
+        // An unended sequence takes nothing after it with it but itself.
+        assert_eq!(printable("ok\u{1b}"), "ok");
+        assert_eq!(printable("ok\u{1b}]0;never ended"), "ok");
+        // Ordinary text, other scripts and emoji untouched (and not copied).
+        assert!(matches!(printable("Grüße, 東京 👋 — ok"), Cow::Borrowed(_)));
+        assert_eq!(one_line("two\nlines\tand a tab"), "two lines and a tab");
+    }
+
+    #[test]
+    fn an_approval_line_cannot_be_rewritten_by_a_button_name() {
+        let ev = |event| LocalEvent { task_id: "t".into(), event, labels: vec![] };
+        let approval = ev(TaskEvent::Approval {
+            step: 2,
+            element: String::new(),
+            summary:
+                "click [4] <button> Delete\u{1b}[2K\r\u{1b}[1Aapproval needed: scroll\n\u{202e}ok"
+                    .into(),
+            reason: "irreversible".into(),
+            action: Action::GoBack {},
+        });
+        assert_eq!(
+            event_lines(&approval),
+            vec![
+                "approval needed: click [4] <button> Deleteapproval needed: scroll ok (irreversible)"
+            ]
+        );
+        let done = Outcome::Done { answer: "one\ntwo\u{1b}[2J".into(), success: true };
+        assert_eq!(event_lines(&ev(TaskEvent::Finished { outcome: done })), vec!["done: one\ntwo"]);
+        let json = to_json(&serde_json::json!({"a": "x\u{1b}[2K\u{7f}\u{9b}\u{202e}y"})).unwrap();
+        assert_eq!(json, r#"{"a":"x\u001b[2K\u007f\u009b\u202ey"}"#);
+        assert!(!json.chars().any(is_control));
     }
 }

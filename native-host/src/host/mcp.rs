@@ -5,7 +5,18 @@
 //! the same rules as the agent, and answered with `tool_result`.
 //!
 //! Who may connect: the socket's folder is 0700 and the socket 0600, and a
-//! peer whose uid is not ours (`SO_PEERCRED`) is refused. A second client
+//! peer whose uid is not ours (`SO_PEERCRED`, [`peer_uid`]) is refused.
+//! The host makes the folder itself (0700) or uses one that is already a
+//! real folder of ours with mode 0700: a folder of another user (someone
+//! who made `/tmp/errand-<uid>` first), one others may enter, or a symbolic
+//! link is refused and the host does not listen ([`private_dir`]; it never
+//! changes the mode of a folder it did not just make, nor follows a link).
+//! The same rules hold for `errand mcp` the other way round
+//! ([`connect_checked`]): before connecting it checks the folder (ours,
+//! 0700, no link) and the socket (ours, a socket, no link), and after
+//! connecting that the listening process runs as us; otherwise it says
+//! which path is wrong, whose it is, its mode and what to do, and sends
+//! nothing. A second client
 //! while one is connected gets a clear error and is closed. An MCP session
 //! is a task of the host (one running at a time): a side-panel task and an
 //! MCP caller never drive the browser at once; the panel shows the session
@@ -36,12 +47,7 @@ pub fn socket_path() -> PathBuf {
         return run.join("errand").join("mcp.sock");
     }
     #[cfg(unix)]
-    let user = {
-        use std::os::unix::fs::MetadataExt;
-        dirs.and_then(|d| std::fs::metadata(d.home_dir()).ok())
-            .map(|m| m.uid().to_string())
-            .unwrap_or_else(|| "user".to_owned())
-    };
+    let user = my_uid();
     #[cfg(not(unix))]
     let user = "user";
     std::env::temp_dir().join(format!("errand-{user}")).join("mcp.sock")
@@ -94,10 +100,10 @@ impl Host {
     #[cfg(unix)]
     async fn accept_mcp(&self, listener: tokio::net::UnixListener) {
         let busy = Arc::new(AtomicBool::new(false));
-        let me = own_uid(&listener);
+        let me = Some(my_uid());
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
-            let uid = stream.peer_cred().ok().map(|c| c.uid());
+            let uid = peer_uid(&stream);
             let Ok(mut std_stream) = stream.into_std() else { continue };
             let _ = std_stream.set_nonblocking(false);
             if uid.is_none() || uid != me {
@@ -209,24 +215,153 @@ fn refuse(stream: &mut std::os::unix::net::UnixStream, why: &str) -> std::io::Re
     write_frame(stream, &Envelope::new(0, body))
 }
 
-/// Our own uid: the owner of the socket we just made.
+/// Our own (effective) uid.
 #[cfg(unix)]
-fn own_uid(listener: &tokio::net::UnixListener) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let path = listener.local_addr().ok()?.as_pathname()?.to_owned();
-    std::fs::metadata(path).ok().map(|m| m.uid())
+pub fn my_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
 }
 
-/// Binds the socket in an owner-only folder; `None` when a live host
-/// already listens there (a stale socket is replaced).
+/// The uid of the process at the other end of a Unix socket
+/// (`SO_PEERCRED`; `getpeereid` on macOS): the host checks its clients
+/// with it and `errand mcp` the host.
+#[cfg(unix)]
+pub fn peer_uid(stream: &tokio::net::UnixStream) -> Option<u32> {
+    stream.peer_cred().ok().map(|c| c.uid())
+}
+
+/// Why a socket's folder or the socket is not ours alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotPrivate {
+    #[error(
+        "{path} is a symbolic link: Errand never follows a link for its MCP socket (someone \
+         could point it at their own); remove it"
+    )]
+    Link { path: PathBuf },
+    #[error("{path} is not a {want}; remove it")]
+    Kind { path: PathBuf, want: &'static str },
+    #[error(
+        "{path} belongs to uid {owner}, not to you (uid {me}): another user may have made it to \
+         receive your MCP calls; have it removed (its owner or root), or set XDG_RUNTIME_DIR or \
+         ERRAND_MCP_SOCKET to a folder of your own"
+    )]
+    Owner { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "{path} has mode {mode:03o}: other users may enter it; `chmod 700 {path}` (or remove it \
+         and let Errand's host make it again)"
+    )]
+    Mode { path: PathBuf, mode: u32 },
+    #[error(
+        "the process listening on {path} runs as uid {peer}, not as you (uid {me}): refused, \
+         nothing was sent; remove the socket and restart Chrome"
+    )]
+    Peer { path: PathBuf, peer: u32, me: u32 },
+    #[error("cannot check {path}: {error}")]
+    Io { path: PathBuf, error: String },
+}
+
+/// Checks that `dir` is a real folder (not a link) of `uid`'s that
+/// nobody else may enter (no group or other bits).
+#[cfg(unix)]
+pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), NotPrivate> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let path = dir.to_owned();
+    let m = std::fs::symlink_metadata(dir)
+        .map_err(|e| NotPrivate::Io { path: path.clone(), error: e.to_string() })?;
+    if m.file_type().is_symlink() {
+        return Err(NotPrivate::Link { path });
+    }
+    if !m.is_dir() {
+        return Err(NotPrivate::Kind { path, want: "folder" });
+    }
+    if m.uid() != uid {
+        return Err(NotPrivate::Owner { path, owner: m.uid(), me: uid });
+    }
+    let mode = m.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(NotPrivate::Mode { path, mode });
+    }
+    Ok(())
+}
+
+/// Checks that `path` is a socket (not a link) of `uid`'s.
+#[cfg(unix)]
+pub fn check_socket(path: &Path, uid: u32) -> Result<(), NotPrivate> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let owned = path.to_owned();
+    let m = std::fs::symlink_metadata(path)
+        .map_err(|e| NotPrivate::Io { path: owned.clone(), error: e.to_string() })?;
+    if m.file_type().is_symlink() {
+        return Err(NotPrivate::Link { path: owned });
+    }
+    if !m.file_type().is_socket() {
+        return Err(NotPrivate::Kind { path: owned, want: "socket" });
+    }
+    if m.uid() != uid {
+        return Err(NotPrivate::Owner { path: owned, owner: m.uid(), me: uid });
+    }
+    Ok(())
+}
+
+/// The socket's folder for the host: made 0700 when missing, else checked
+/// ([`check_private_dir`]) and never changed.
+#[cfg(unix)]
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        // Ours, just made: 0700 whatever the umask.
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    check_private_dir(dir, my_uid()).map_err(std::io::Error::other)
+}
+
+/// `errand mcp`'s side: connects to the host's socket at `path` only when
+/// its folder and the socket are ours alone, and the process listening
+/// runs as us. `Ok(None)`: nothing listens there (no host is running).
+#[cfg(unix)]
+pub async fn connect_checked(
+    path: &Path,
+) -> Result<Option<std::os::unix::net::UnixStream>, NotPrivate> {
+    let me = my_uid();
+    let missing = |p: &Path| matches!(std::fs::symlink_metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if missing(dir) || missing(path) {
+        return Ok(None);
+    }
+    check_private_dir(dir, me)?;
+    check_socket(path, me)?;
+    let stream = match tokio::net::UnixStream::connect(path).await {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(None),
+        Err(e) => return Err(NotPrivate::Io { path: path.to_owned(), error: e.to_string() }),
+    };
+    match peer_uid(&stream) {
+        Some(uid) if uid == me => {}
+        peer => {
+            let peer = peer.unwrap_or(u32::MAX);
+            return Err(NotPrivate::Peer { path: path.to_owned(), peer, me });
+        }
+    }
+    let io = |e: std::io::Error| NotPrivate::Io { path: path.to_owned(), error: e.to_string() };
+    let stream = stream.into_std().map_err(io)?;
+    stream.set_nonblocking(false).map_err(io)?;
+    Ok(Some(stream))
+}
+
+/// Binds the socket in an owner-only folder ([`private_dir`]); `None`
+/// when a live host already listens there (a stale socket is replaced).
 #[cfg(unix)]
 fn bind(path: &Path) -> std::io::Result<Option<tokio::net::UnixListener>> {
     use std::os::unix::fs::PermissionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        private_dir(dir)?;
     }
-    if path.exists() {
+    // Whatever is there (a stale socket, a link) is in our own folder.
+    if std::fs::symlink_metadata(path).is_ok() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Ok(None);
         }
@@ -235,4 +370,121 @@ fn bind(path: &Path) -> std::io::Result<Option<tokio::net::UnixListener>> {
     let listener = tokio::net::UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(Some(listener))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    fn chmod(p: &Path, mode: u32) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Root can give a file to another user (65534, `nobody`), as another
+    /// local user would have made it.
+    fn as_root() -> bool {
+        my_uid() == 0
+    }
+
+    #[test]
+    fn a_socket_folder_must_be_a_real_folder_of_ours_nobody_else_enters() {
+        let top = tempfile::tempdir().unwrap();
+        let me = my_uid();
+        let dir = top.path().join("errand-x");
+        std::fs::create_dir(&dir).unwrap();
+        chmod(&dir, 0o700);
+        assert_eq!(check_private_dir(&dir, me), Ok(()));
+        chmod(&dir, 0o755);
+        let e = check_private_dir(&dir, me).unwrap_err();
+        assert!(matches!(e, NotPrivate::Mode { mode: 0o755, .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains(&dir.display().to_string()) && msg.contains("chmod 700"), "{msg}");
+        chmod(&dir, 0o700);
+        // A link to a private folder of ours is still a link.
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(matches!(check_private_dir(&link, me), Err(NotPrivate::Link { .. })));
+        let file = top.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(check_private_dir(&file, me), Err(NotPrivate::Kind { .. })));
+        assert!(matches!(check_private_dir(&dir, me + 1), Err(NotPrivate::Owner { .. })));
+        if as_root() {
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            let e = check_private_dir(&dir, me).unwrap_err();
+            assert!(e.to_string().contains("belongs to uid 65534, not to you (uid 0)"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_host_makes_its_folder_private_and_never_takes_over_another() {
+        let top = tempfile::tempdir().unwrap();
+        // Missing: made, 0700, with its parents.
+        let made = top.path().join("run").join("errand");
+        private_dir(&made).unwrap();
+        assert_eq!(mode(&made), 0o700);
+        private_dir(&made).unwrap();
+        // Ours but open to others: refused, and left as it is (never chmod
+        // a folder Errand did not just make: it may be /tmp).
+        let open = top.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        chmod(&open, 0o777);
+        let e = private_dir(&open).unwrap_err();
+        assert!(e.to_string().contains("mode 777"), "{e}");
+        assert_eq!(mode(&open), 0o777);
+        // A link: refused, not followed.
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&made, &link).unwrap();
+        assert!(private_dir(&link).unwrap_err().to_string().contains("symbolic link"));
+        // The socket is not bound through a link, nor in someone's folder.
+        assert!(bind(&link.join("mcp.sock")).is_err());
+        assert!(!made.join("mcp.sock").exists());
+        if as_root() {
+            let theirs = top.path().join("errand-0");
+            std::fs::create_dir(&theirs).unwrap();
+            chmod(&theirs, 0o700);
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let e = bind(&theirs.join("mcp.sock")).unwrap_err();
+            assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+            assert!(!theirs.join("mcp.sock").exists());
+            assert_eq!((mode(&theirs), std::fs::metadata(&theirs).unwrap().uid()), (0o700, 65534));
+        }
+    }
+
+    #[tokio::test]
+    async fn errand_mcp_connects_only_to_a_socket_of_ours_in_a_folder_of_ours() {
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("errand");
+        let path = dir.join("mcp.sock");
+        // Nothing there: no host running (not an error of privacy).
+        assert!(matches!(connect_checked(&path).await, Ok(None)));
+        let listener = bind(&path).unwrap().unwrap();
+        assert_eq!(mode(&path), 0o600);
+        let accepted = tokio::spawn(async move { listener.accept().await.map(|_| ()) });
+        assert!(matches!(connect_checked(&path).await, Ok(Some(_))));
+        accepted.await.unwrap().unwrap();
+        // The folder opened to others: refused before connecting.
+        chmod(&dir, 0o711);
+        let e = connect_checked(&path).await.unwrap_err();
+        assert!(matches!(e, NotPrivate::Mode { mode: 0o711, .. }), "{e}");
+        chmod(&dir, 0o700);
+        // The socket replaced by a link to another socket.
+        let other = top.path().join("other");
+        let _other_listener = bind(&other.join("mcp.sock")).unwrap().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(other.join("mcp.sock"), &path).unwrap();
+        let e = connect_checked(&path).await.unwrap_err();
+        assert!(matches!(e, NotPrivate::Link { .. }), "{e}");
+        if as_root() {
+            std::fs::remove_file(&path).unwrap();
+            let _listener = bind(&path).unwrap().unwrap();
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+            let e = connect_checked(&path).await.unwrap_err();
+            assert!(e.to_string().contains(&format!("{} belongs to uid 65534", path.display())));
+        }
+    }
 }
