@@ -141,17 +141,16 @@ fn errand_mcp_sends_nothing_to_a_socket_folder_another_user_made_first() {
 
 /// Not a test of its own: with `ERRAND_TEST_LISTEN` set (the test below
 /// runs this binary so, as another user), listens there and reports on
-/// stdout how many bytes its one caller sent.
+/// stderr how many bytes its one caller sent.
 #[test]
 fn helper_listener_of_another_user() {
     let Some(path) = std::env::var_os("ERRAND_TEST_LISTEN") else { return };
     let l = UnixListener::bind(&path).unwrap();
-    println!("LISTENING");
     let (mut s, _) = l.accept().unwrap();
     s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     let mut got = Vec::new();
     let _ = s.read_to_end(&mut got);
-    println!("RECEIVED={}", got.len());
+    eprintln!("RECEIVED={}", got.len());
 }
 
 #[test]
@@ -171,8 +170,8 @@ fn errand_mcp_refuses_a_listener_run_by_another_user() {
         .env("ERRAND_TEST_LISTEN", &sock)
         .uid(NOBODY)
         .gid(NOBODY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -185,14 +184,13 @@ fn errand_mcp_refuses_a_listener_run_by_another_user() {
     std::os::unix::fs::chown(&sock, Some(0), Some(0)).unwrap();
     let socket = sock.to_string_lossy().to_string();
     let (ok, err) = errand_mcp(&home, &[("ERRAND_MCP_SOCKET", socket.as_str())]);
-    eprintln!("{err}");
     assert!(!ok, "{err}");
     assert!(
         err.contains(&format!("listening on {} runs as uid {NOBODY}", sock.display())),
         "{err}"
     );
     let mut out = String::new();
-    listener.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    listener.stderr.take().unwrap().read_to_string(&mut out).unwrap();
     let _ = listener.wait();
     assert!(out.contains("RECEIVED=0"), "the other user's listener got our bytes: {out}");
 }
