@@ -75,7 +75,9 @@ fn every_reply(out: &Value) -> String {
 #[test]
 fn mcp_over_stdio_drives_the_users_browser_with_its_guardrails() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let socket = dir.path().join("mcp.sock");
+    // In a folder the host makes (0700): it listens only in a folder of
+    // its own, and `errand mcp` connects only to one.
+    let socket = dir.path().join("run").join("mcp.sock");
     let sock = socket.to_string_lossy().to_string();
     let rig = Rig::builder()
         .options(move |o| {
