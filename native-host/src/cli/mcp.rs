@@ -157,8 +157,9 @@ pub fn configured(client: Client) -> Option<bool> {
     Some(v[client.servers_key()]["errand"].is_object())
 }
 
-/// `errand doctor`'s lines about MCP: each client's config, and the HTTP
-/// token file's permissions.
+/// `errand doctor`'s lines about MCP: each client's config, the host's
+/// socket (its folder and the socket yours alone), and the HTTP token
+/// file's permissions.
 pub fn doctor_checks(data_dir: Option<&Path>) -> Vec<crate::setup::doctor::Check> {
     use crate::setup::doctor::{Check, Level};
     let line =
@@ -184,6 +185,7 @@ pub fn doctor_checks(data_dir: Option<&Path>) -> Vec<crate::setup::doctor::Check
             ),
         });
     }
+    out.push(socket_check(&socket_path()));
     if let Some(dir) = data_dir {
         let path = token_path(dir);
         out.push(match token_file(&path) {
@@ -207,6 +209,28 @@ pub fn doctor_checks(data_dir: Option<&Path>) -> Vec<crate::setup::doctor::Check
         });
     }
     out
+}
+
+/// The doctor's line about the host's socket at `path`.
+fn socket_check(path: &Path) -> crate::setup::doctor::Check {
+    use crate::host::mcp::{check_private_dir, check_socket};
+    use crate::setup::doctor::{Check, Level};
+    let line = |level, detail: String| Check { level, subject: "mcp: socket".to_owned(), detail };
+    let missing = |p: &Path| std::fs::symlink_metadata(p).is_err();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if missing(dir) {
+        return line(Level::Info, format!("{}: none yet (Errand's host makes it)", path.display()));
+    }
+    if let Err(e) = check_private_dir(dir, my_uid()) {
+        return line(Level::Problem, e.to_string());
+    }
+    if missing(path) {
+        return line(Level::Info, format!("{}: no host listening", path.display()));
+    }
+    match check_socket(path, my_uid()) {
+        Ok(()) => line(Level::Ok, format!("{} (yours alone)", path.display())),
+        Err(e) => line(Level::Problem, e.to_string()),
+    }
 }
 
 /// The HTTP token's file.
@@ -652,7 +676,30 @@ mod tests {
         let path = token_path(dir.path());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(line(dir.path()).level, Level::Problem);
-        assert_eq!(doctor_checks(None).len(), Client::ALL.len());
+        assert_eq!(doctor_checks(None).len(), Client::ALL.len() + 1);
+    }
+
+    #[test]
+    fn doctor_says_whose_the_socket_folder_is() {
+        use crate::setup::doctor::Level;
+        use std::os::unix::fs::PermissionsExt;
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("errand-0");
+        let sock = dir.join("mcp.sock");
+        assert_eq!(socket_check(&sock).level, Level::Info);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let c = socket_check(&sock);
+        assert!(c.level == Level::Problem && c.detail.contains("mode 755"), "{c:?}");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(socket_check(&sock).level, Level::Info);
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert_eq!(socket_check(&sock).level, Level::Ok);
+        if my_uid() == 0 {
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            let c = socket_check(&sock);
+            assert!(c.level == Level::Problem && c.detail.contains("uid 65534"), "{c:?}");
+        }
     }
 
     #[test]
