@@ -50,7 +50,10 @@ fn open_log(dir: &Path) -> Option<std::fs::File> {
 
 /// A log writer that replaces every secret value the process has loaded
 /// ([`crate::memory::scrub::log_scrubber`]) by its placeholder before a line is
-/// written: lines quote pages, effects and model answers.
+/// written: lines quote pages, effects and model answers. For the same
+/// reason it removes what a terminal showing the log would obey and the
+/// formatter leaves ([`crate::text::for_log`]: a carriage return, bidi
+/// controls; the formatter escapes ESC and C1 in values itself).
 struct Scrubbed<M>(M);
 
 impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Scrubbed<M> {
@@ -68,9 +71,11 @@ impl<W: Write> Write for ScrubbedWriter<W> {
         let scrubber = crate::memory::scrub::log_scrubber();
         match std::str::from_utf8(buf) {
             Ok(text) if scrubber.finds(text) => {
-                self.0.write_all(scrubber.text(text).as_bytes())?;
+                let scrubbed = scrubber.text(text);
+                self.0.write_all(crate::text::for_log(&scrubbed).as_bytes())?;
             }
-            _ => self.0.write_all(buf)?,
+            Ok(text) => self.0.write_all(crate::text::for_log(text).as_bytes())?,
+            Err(_) => self.0.write_all(buf)?,
         }
         Ok(buf.len())
     }
