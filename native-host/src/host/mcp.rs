@@ -357,9 +357,7 @@ pub async fn connect_checked(
 #[cfg(unix)]
 fn bind(path: &Path) -> std::io::Result<Option<tokio::net::UnixListener>> {
     use std::os::unix::fs::PermissionsExt;
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        private_dir(dir)?;
-    }
+    private_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
     // Whatever is there (a stale socket, a link) is in our own folder.
     if std::fs::symlink_metadata(path).is_ok() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
