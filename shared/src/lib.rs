@@ -28,6 +28,7 @@ mod observation;
 mod panel;
 #[cfg(feature = "json")]
 pub mod rules_js;
+pub mod stakes;
 
 pub use action::{
     Action, ClickButton, DialogAnswer, DialogChoice, Modifier, OptionChoice, ScrollDirection,
@@ -39,6 +40,7 @@ pub use panel::{
     CheckLevel, CheckLine, Fact, ProfileView, RecipeSummary, SecretInfo, SettingsUpdate,
     SettingsView, TaskDetail, TaskSummary,
 };
+pub use stakes::{Decision as PolicyDecision, FormStakes, Stakes, Verdict};
 
 /// The version carried in every envelope's `v`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -440,6 +442,8 @@ pub enum Body {
     ActionDone { effect: Effect },
     /// Reply to [`PageCommand::Locate`].
     Located(Located),
+    /// Reply to [`PageCommand::Stakes`].
+    Stakes { stakes: Stakes },
     /// Reply to a command that returns nothing.
     Ack {},
 
@@ -632,6 +636,10 @@ pub enum PageCommand {
     /// the rungs of [`locator::RUNGS`] in order: reply `located`, or
     /// `no_such_element` saying what each rung found.
     Locate { locator: Locator },
+    /// Tell what `action` would set off, without carrying it out: reply
+    /// `stakes` (see [`stakes`]). The host's action policy asks before
+    /// every action that may activate something.
+    Stakes { action: Action },
 }
 
 /// A file for a file input: its name, MIME type and bytes in base64.
@@ -801,6 +809,13 @@ pub enum TaskEvent {
         summary: String,
         /// Why it needs approval.
         reason: String,
+        /// The kind of action (`pay`, `delete`, …): what "approve for this
+        /// task" or "always on this site" covers.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        kind: String,
+        /// The site it happens on.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        site: String,
     },
     /// The task is paused (after `pause_task`); `take_over`: the user acts.
     Paused {
@@ -863,6 +878,9 @@ pub struct ActionRecord {
     /// element's locator (what a recipe replays and checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<Effect>,
+    /// What the host's action policy decided, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
 }
 
 /// How a task ended.
