@@ -245,6 +245,22 @@ pub enum Build {
     Js,
 }
 
+/// What an approval covers (see [`Body::Approve`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    #[default]
+    Once,
+    Task,
+    Site,
+}
+
+impl ApprovalScope {
+    pub fn is_once(&self) -> bool {
+        *self == ApprovalScope::Once
+    }
+}
+
 /// Every kind of message. The JSON field `kind` names the variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -300,6 +316,12 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         task_id: Option<String>,
         approved: bool,
+        /// What an approval covers: this action (`once`, the default),
+        /// every action of its kind on its site for the rest of the task
+        /// (`task`), or from now on (`site`: listed and revocable in
+        /// Settings and `errand approvals`).
+        #[serde(default, skip_serializing_if = "ApprovalScope::is_once")]
+        scope: ApprovalScope,
     },
     /// The user lets the MCP client driving Errand (`errand mcp`) use this
     /// tab too (the side panel's "Let <client> use this tab"). Replied to
@@ -931,7 +953,7 @@ mod tests {
             Body::FollowUp { task_id: s(), task: s() },
             Body::PauseTask { task_id: None, take_over: false },
             Body::ResumeTask { task_id: None },
-            Body::Approve { task_id: None, approved: true },
+            Body::Approve { task_id: None, approved: true, scope: ApprovalScope::Task },
             Body::ListTasks { query: None, limit: None },
             Body::GetTask { task_id: s() },
             Body::GetSettings {},
