@@ -317,24 +317,38 @@ function showApproval(t, event) {
     event.element ? h('p', { class: 'element' }, 'On ', h('code', {}, event.element)) : null,
     event.reason ? h('p', { class: 'reason muted' }, event.reason) : null);
   const approve = h('button', { type: 'button', class: 'primary approve' }, 'Approve');
+  // An approval for the rest of the task, or always on the site, covers
+  // this kind of action there (the host keeps and judges it).
+  const site = event.site || '';
+  const forTask = h('button', { type: 'button', class: 'approve-task' },
+    site ? `Approve for this task on ${site}` : 'Approve for this task');
+  const always = site
+    ? h('button', { type: 'button', class: 'approve-site' }, `Always on ${site}`)
+    : null;
   const reject = h('button', { type: 'button', class: 'danger reject' }, 'Reject');
-  const decide = async (approved) => {
-    approve.disabled = true;
-    reject.disabled = true;
+  const buttons = [approve, forTask, always, reject].filter(Boolean);
+  const said = {
+    once: 'You approved it.',
+    task: `You approved this kind of action on ${site || 'this site'} for this task.`,
+    site: `You approved this kind of action on ${site} from now on (Settings lists it).`,
+  };
+  const decide = async (approved, scope) => {
+    for (const b of buttons) b.disabled = true;
     try {
-      await request('approve', { task_id: s.task, approved });
+      await request('approve', { task_id: s.task, approved, ...(scope !== 'once' ? { scope } : {}) });
       box.classList.add('answered', approved ? 'approved' : 'rejected');
-      box.append(h('p', { class: 'decision' }, approved ? 'You approved it.' : 'You rejected it. Errand will not do it.'));
+      box.append(h('p', { class: 'decision' }, approved ? said[scope] : 'You rejected it. Errand will not do it.'));
       setStatus('running', approved ? 'Approved, going on…' : 'Rejected, going on…');
     } catch (err) {
-      approve.disabled = false;
-      reject.disabled = false;
+      for (const b of buttons) b.disabled = false;
       setStatus('waiting', plainError(err));
     }
   };
-  approve.addEventListener('click', () => decide(true));
-  reject.addEventListener('click', () => decide(false));
-  box.append(h('div', { class: 'buttons' }, approve, reject));
+  approve.addEventListener('click', () => decide(true, 'once'));
+  forTask.addEventListener('click', () => decide(true, 'task'));
+  always?.addEventListener('click', () => decide(true, 'site'));
+  reject.addEventListener('click', () => decide(false, 'once'));
+  box.append(h('div', { class: 'buttons' }, ...buttons));
   t.asks.append(h('li', { class: 'ask-item' }, box));
   setStatus('waiting', 'Errand waits for your approval.');
   scrollToEnd();

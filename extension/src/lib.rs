@@ -149,6 +149,8 @@ async fn answer(message: &JsValue) -> Envelope {
             };
             acted(deadline::within(deadline::ACT_MS, "setting the files", done).await)
         }
+        // What an action would set off, read before the host lets it run.
+        PageCommand::Stakes { action } => Body::Stakes { stakes: act::stakes(&action) },
         PageCommand::Locate { locator } => match locator::locate(&locator) {
             Ok(found) => Body::Located(found),
             Err(Fail { code, message }) => Body::Error { code, message },

@@ -169,6 +169,7 @@ enum Reply<'a> {
     Observation(&'a errand_protocol::Observation),
     ActionDone { effect: &'a errand_protocol::Effect },
     Located(&'a errand_protocol::Located),
+    Stakes { stakes: &'a errand_protocol::Stakes },
     Ack {},
     Error { code: ErrorCode, message: &'a str },
 }
@@ -194,6 +195,7 @@ fn reply_of(envelope: &Envelope) -> ReplyEnvelope<'_> {
         Body::Observation(o) => Reply::Observation(o),
         Body::ActionDone { effect } => Reply::ActionDone { effect },
         Body::Located(found) => Reply::Located(found),
+        Body::Stakes { stakes } => Reply::Stakes { stakes },
         Body::Ack {} => Reply::Ack {},
         Body::Error { code, message } => Reply::Error { code: *code, message },
         _ => Reply::Error {
@@ -341,6 +343,9 @@ mod tests {
                     ..Default::default()
                 },
             },
+            PageCommand::Stakes {
+                action: Action::Type { index: 5, text: "500".into(), enter: true, clear: false },
+            },
         ];
         for command in commands {
             // A new variant must be added to `wire::Command` (and here).
@@ -349,7 +354,8 @@ mod tests {
                 | PageCommand::Act { .. }
                 | PageCommand::Cleanup {}
                 | PageCommand::SetFiles { .. }
-                | PageCommand::Locate { .. } => {}
+                | PageCommand::Locate { .. }
+                | PageCommand::Stakes { .. } => {}
             }
             let message = Envelope::reply(5, 4, Body::Page { tab_id: 1, command: command.clone() });
             let text = page_command(&message.encode()).unwrap();

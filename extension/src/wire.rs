@@ -102,6 +102,10 @@ pub enum Command {
     Locate {
         locator: LocatorWire,
     },
+    Stakes {
+        #[serde(with = "ActionDef")]
+        action: Action,
+    },
 }
 
 impl From<PageCommand> for Command {
@@ -114,6 +118,7 @@ impl From<PageCommand> for Command {
             PageCommand::Cleanup {} => Command::Cleanup,
             PageCommand::SetFiles { index, files } => Command::SetFiles { index, files },
             PageCommand::Locate { locator } => Command::Locate { locator: locator.into() },
+            PageCommand::Stakes { action } => Command::Stakes { action },
         }
     }
 }
@@ -128,6 +133,7 @@ impl From<Command> for PageCommand {
             Command::Cleanup => PageCommand::Cleanup {},
             Command::SetFiles { index, files } => PageCommand::SetFiles { index, files },
             Command::Locate { locator } => PageCommand::Locate { locator: locator.into() },
+            Command::Stakes { action } => PageCommand::Stakes { action },
         }
     }
 }

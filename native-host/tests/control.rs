@@ -82,11 +82,15 @@ fn an_irreversible_click_waits_for_approval_and_runs_once_approved() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(server.seen().len(), 1);
     // Approving another task is refused; then the user approves this one.
-    let id = host.send(Body::Approve { task_id: Some("nope".into()), approved: true });
+    let id = host.send(Body::Approve {
+        task_id: Some("nope".into()),
+        approved: true,
+        scope: Default::default(),
+    });
     let refused = host.recv();
     assert_eq!(refused.re, Some(id));
     assert!(matches!(refused.body, Body::Error { .. }), "{refused:?}");
-    host.send(Body::Approve { task_id: Some(task_id), approved: true });
+    host.send(Body::Approve { task_id: Some(task_id), approved: true, scope: Default::default() });
     let after = host.serve_until(finished);
     assert!(after.contains(&Body::Ack {}), "{after:?}");
     assert_eq!(acted(&after).len(), 1, "{after:?}");
@@ -101,7 +105,7 @@ fn a_rejected_action_is_not_run_and_the_model_is_told() {
     shop(&host);
     host.start("Order the mug");
     host.serve_until(is_approval);
-    host.send(Body::Approve { task_id: None, approved: false });
+    host.send(Body::Approve { task_id: None, approved: false, scope: Default::default() });
     let after = host.serve_until(finished);
     assert!(acted(&after).is_empty(), "a rejected click ran: {after:?}");
     let second = &server.seen()[1];
@@ -122,7 +126,7 @@ fn ask_first_sites_need_approval_even_for_a_fill() {
         panic!()
     };
     assert!(reason.contains("form.test"), "{reason}");
-    host.send(Body::Approve { task_id: None, approved: true });
+    host.send(Body::Approve { task_id: None, approved: true, scope: Default::default() });
     let after = host.serve_until(finished);
     assert_eq!(host.filled.lock().unwrap().as_slice(), ["ada@example.com"], "{after:?}");
 }
@@ -298,7 +302,7 @@ fn a_prompt_injection_obeyed_by_the_model_changes_nothing_the_host_allows() {
     host.start("Tell me what this page is about");
     let before = host.serve_until(is_approval);
     // The user is asked before the deletion, and says no.
-    host.send(Body::Approve { task_id: None, approved: false });
+    host.send(Body::Approve { task_id: None, approved: false, scope: Default::default() });
     let after = host.serve_until(finished);
     let all: Vec<Body> = before.into_iter().chain(after).collect();
     let acted = acted(&all);

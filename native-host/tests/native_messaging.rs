@@ -195,6 +195,14 @@ fn extension_reply(body: &Body) -> Option<Body> {
                 ..Default::default()
             },
         }),
+        // Before a click, what it would set off.
+        Body::Page { tab_id: 42, command: PageCommand::Stakes { .. } } => Some(Body::Stakes {
+            stakes: errand_protocol::Stakes {
+                activates: true,
+                words: vec!["Submit".into()],
+                ..Default::default()
+            },
+        }),
         // A click is watched for a tab it opens.
         Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
         // The end of a task cleans the page up.

@@ -274,6 +274,19 @@ impl Action {
         }
     }
 
+    /// The same action without an answer to accept the dialogs it opens
+    /// (decided in advance, and not approved): a `confirm` it opens is
+    /// declined by default, and reported.
+    pub fn declining_dialogs(&self) -> Action {
+        let mut a = self.clone();
+        if let Action::Click { dialog, .. } | Action::Press { dialog, .. } = &mut a {
+            if dialog.dialog == Some(DialogChoice::Accept) {
+                dialog.dialog = None;
+            }
+        }
+        a
+    }
+
     /// The same action accepting the dialogs it opens, unless it says
     /// otherwise (the user approved it).
     pub fn accepting_dialogs(&self) -> Action {

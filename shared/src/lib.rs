@@ -28,6 +28,7 @@ mod observation;
 mod panel;
 #[cfg(feature = "json")]
 pub mod rules_js;
+pub mod stakes;
 
 pub use action::{
     Action, ClickButton, DialogAnswer, DialogChoice, Modifier, OptionChoice, ScrollDirection,
@@ -39,6 +40,7 @@ pub use panel::{
     CheckLevel, CheckLine, Fact, ProfileView, RecipeSummary, SecretInfo, SettingsUpdate,
     SettingsView, TaskDetail, TaskSummary,
 };
+pub use stakes::{Decision as PolicyDecision, FormStakes, Stakes, Verdict};
 
 /// The version carried in every envelope's `v`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -243,6 +245,22 @@ pub enum Build {
     Js,
 }
 
+/// What an approval covers (see [`Body::Approve`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    #[default]
+    Once,
+    Task,
+    Site,
+}
+
+impl ApprovalScope {
+    pub fn is_once(&self) -> bool {
+        *self == ApprovalScope::Once
+    }
+}
+
 /// Every kind of message. The JSON field `kind` names the variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -298,6 +316,12 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         task_id: Option<String>,
         approved: bool,
+        /// What an approval covers: this action (`once`, the default),
+        /// every action of its kind on its site for the rest of the task
+        /// (`task`), or from now on (`site`: listed and revocable in
+        /// Settings and `errand approvals`).
+        #[serde(default, skip_serializing_if = "ApprovalScope::is_once")]
+        scope: ApprovalScope,
     },
     /// The user lets the MCP client driving Errand (`errand mcp`) use this
     /// tab too (the side panel's "Let <client> use this tab"). Replied to
@@ -440,6 +464,8 @@ pub enum Body {
     ActionDone { effect: Effect },
     /// Reply to [`PageCommand::Locate`].
     Located(Located),
+    /// Reply to [`PageCommand::Stakes`].
+    Stakes { stakes: Stakes },
     /// Reply to a command that returns nothing.
     Ack {},
 
@@ -632,6 +658,10 @@ pub enum PageCommand {
     /// the rungs of [`locator::RUNGS`] in order: reply `located`, or
     /// `no_such_element` saying what each rung found.
     Locate { locator: Locator },
+    /// Tell what `action` would set off, without carrying it out: reply
+    /// `stakes` (see [`stakes`]). The host's action policy asks before
+    /// every action that may activate something.
+    Stakes { action: Action },
 }
 
 /// A file for a file input: its name, MIME type and bytes in base64.
@@ -801,6 +831,13 @@ pub enum TaskEvent {
         summary: String,
         /// Why it needs approval.
         reason: String,
+        /// The kind of action (`pay`, `delete`, …): what "approve for this
+        /// task" or "always on this site" covers.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        kind: String,
+        /// The site it happens on.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        site: String,
     },
     /// The task is paused (after `pause_task`); `take_over`: the user acts.
     Paused {
@@ -863,6 +900,9 @@ pub struct ActionRecord {
     /// element's locator (what a recipe replays and checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<Effect>,
+    /// What the host's action policy decided, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
 }
 
 /// How a task ended.
@@ -913,7 +953,7 @@ mod tests {
             Body::FollowUp { task_id: s(), task: s() },
             Body::PauseTask { task_id: None, take_over: false },
             Body::ResumeTask { task_id: None },
-            Body::Approve { task_id: None, approved: true },
+            Body::Approve { task_id: None, approved: true, scope: ApprovalScope::Task },
             Body::ListTasks { query: None, limit: None },
             Body::GetTask { task_id: s() },
             Body::GetSettings {},

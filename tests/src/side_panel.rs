@@ -224,16 +224,29 @@ impl Panel {
     /// for (the `.approval` box's Approve button, clicked as a user does);
     /// returns [`Panel::view`] and how many approvals were given.
     pub fn finish_approving(&self, timeout: Duration) -> Result<(serde_json::Value, u32)> {
-        const PENDING: &str = ".approval:not(.answered) button.approve:not(:disabled)";
+        let (view, asked) = self.finish_deciding(timeout, |_| "approve")?;
+        Ok((view, u32::try_from(asked.len()).unwrap_or(u32::MAX)))
+    }
+
+    /// Waits until the task ended, answering every approval box with the
+    /// button `decide` names for its text (`approve`, `approve-task`,
+    /// `approve-site` or `reject`), clicked as a user does; returns
+    /// [`Panel::view`] and the text of each box answered, in order.
+    pub fn finish_deciding(
+        &self,
+        timeout: Duration,
+        decide: impl Fn(&str) -> &'static str,
+    ) -> Result<(serde_json::Value, Vec<String>)> {
+        const PENDING: &str = ".approval:not(.answered)";
         let deadline = std::time::Instant::now() + timeout;
-        let mut approvals = 0;
+        let mut asked = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             let settled = self.page.wait_for(
                 &format!(
                     "(() => {{ const s = document.querySelector('#status')?.dataset.state;
                         return {ended}.includes(s) ? 'ended'
-                            : s === 'waiting' && document.querySelector({p}) ? 'approval' : false;
+                            : s === 'waiting' && document.querySelector({p} + ' button.approve:not(:disabled)') ? 'approval' : false;
                     }})()",
                     ended = json!(ENDED),
                     p = json!(PENDING)
@@ -242,13 +255,18 @@ impl Panel {
             );
             let view = self.view()?;
             match settled.with_context(|| format!("the task did not finish; panel: {view:#}"))? {
-                v if v == "ended" => return Ok((view, approvals)),
+                v if v == "ended" => return Ok((view, asked)),
                 _ => {
-                    self.click(PENDING)?;
-                    approvals += 1;
+                    let text = self.text(PENDING)?;
+                    let button = decide(&text);
+                    self.click(&format!("{PENDING} button.{button}"))?;
+                    asked.push(text);
                     // The box is answered once the host took the decision.
                     self.page.wait_for(
-                        &format!("!document.querySelector({})", json!(PENDING)),
+                        &format!(
+                            "!document.querySelector({})",
+                            json!(format!("{PENDING} button.approve:not(:disabled)"))
+                        ),
                         Duration::from_secs(10),
                     )?;
                 }

@@ -34,8 +34,10 @@ mod fields;
 mod files;
 mod pointer;
 mod scroll;
+mod stakes;
 
 pub use files::upload;
+pub use stakes::stakes;
 #[allow(unused_imports)]
 use {fields::*, files::*, pointer::*, scroll::*};
 

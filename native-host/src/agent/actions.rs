@@ -1,11 +1,34 @@
-//! Running the model's actions, in order, each behind its checks: the
-//! element is in the list, the site lists allow where it leads, the user
-//! approved it when it is irreversible, and secrets go only into the
-//! fields and origins they are allowed on.
+//! Running the model's actions, in order, each through the gate
+//! (`gate.rs`: the element is in the list, the site lists allow where it
+//! leads, the user approved what it sets off when that cannot be taken
+//! back, secrets go only into the fields and origins they are allowed on),
+//! and the host's own actions (`done`, `ask_user`, `wait`).
 
+use super::approval::Approval;
+use super::gate::{Asker, Gate, Ran};
 use super::*;
+use crate::memory::secrets::Secrets;
+use errand_protocol::{PolicyDecision, Verdict};
 
 impl<B: Browser, O: Operator> Agent<'_, B, O> {
+    /// The gate every action of this task passes (`gate.rs`), with the
+    /// task's site lists, secrets and approvals.
+    fn gate<'g>(
+        &'g self,
+        sites: &'g SitePolicy,
+        secrets: &'g crate::memory::secrets::Secrets,
+        uploads: &'g std::path::Path,
+    ) -> Gate<'g, B, Self> {
+        Gate {
+            browser: &self.cx.browser,
+            asker: self,
+            sites,
+            secrets,
+            grants: &self.grants,
+            uploads,
+        }
+    }
+
     /// The tab ended up on a page the site lists refuse (a link, a form, a
     /// redirect): nothing is done there; the agent goes back and the model
     /// is told why.
@@ -18,45 +41,12 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     ) -> StepEnd {
         let refused = self.sites().check(&obs.url).err().map(|r| r.to_string()).unwrap_or_default();
         tracing::warn!(task_id = %self.spec.id, step, url = %obs.url, "on a refused page: {refused}");
-        let back = match self.cx.browser.act(tab_id, Action::GoBack {}, Guard::default()).await {
-            Ok(effect) if effect.url_changed => format!("Errand went back to {}", effect.url),
-            Ok(_) | Err(_) => "Errand could not go back".to_owned(),
-        };
+        let (sites, secrets, uploads) =
+            (self.sites(), Secrets::default(), std::path::PathBuf::new());
+        let back = self.gate(&sites, &secrets, &uploads).leave(tab_id).await;
         let error = format!("the tab reached {}: {refused}. {back}", prompt::cut(&obs.url, 120));
         self.record_failed_step(step, Some(obs), &error, history).await;
         StepEnd::Next { ok: false, error: Some(error) }
-    }
-
-    /// Why `action` may not run because it would navigate (a link, a
-    /// form's submission) to a page the site lists refuse, if it would.
-    pub(super) fn leads_off_limits(&self, action: &Action, obs: &Observation) -> Option<String> {
-        approval::leads_off_limits(action, obs, &self.sites())
-    }
-
-    /// Asks the user to approve `action` when the host classes it as
-    /// irreversible (or the site is one to ask first on). `None`: go on;
-    /// `Some(detail)`: the user rejected it, or the task stopped.
-    pub(super) async fn approval(&self, action: &Action, obs: &Observation) -> Option<String> {
-        let needed = approval::check(action, obs, &self.sites())?;
-        tracing::info!(task_id = %self.spec.id, action = action.name(), reason = %needed.reason, "waiting for approval");
-        let decision = self.cx.operator.await_approval(&self.spec.id);
-        let event = TaskEvent::Approval {
-            step: self.step_now(),
-            action: action.clone(),
-            element: needed.element,
-            summary: needed.summary,
-            reason: needed.reason,
-        };
-        self.emit(event, Vec::new()).await;
-        tokio::select! {
-            _ = self.stop.token().cancelled() => Some("stopped".to_owned()),
-            decision = decision => match decision {
-                Ok(Decision::Approved) => None,
-                Ok(Decision::Rejected) => Some(prompt::REJECTED_BY_USER.to_owned()),
-                Ok(Decision::Unasked) => Some(prompt::NOBODY_TO_ASK.to_owned()),
-                Err(_) => Some("no approval came".to_owned()),
-            },
-        }
     }
 
     /// Runs the actions in order; stops after one that failed or changed
@@ -88,35 +78,13 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             self.progress().last_effect = None;
             let label = action.element().and_then(|i| prompt::label_in(obs, i));
             labels.push(label.clone().unwrap_or_default());
-            let (ok, detail, stop_here) = match (action.element(), label) {
-                (Some(index), None) => (
-                    false,
-                    format!(
-                        "there is no element [{index}] in the page's list; use a number from the current list"
-                    ),
-                    true,
-                ),
-                _ => match self.leads_off_limits(action, obs) {
-                    Some(refused) => (false, refused, true),
-                    None => match self.approval(action, obs).await {
-                        Some(refused) => (false, refused, true),
-                        None => {
-                            // The user approved it: a confirm it opens is accepted.
-                            let approved = approval::check(action, obs, &self.sites()).is_some();
-                            let action =
-                                if approved { action.accepting_dialogs() } else { action.clone() };
-                            let document = crate::memory::secrets::document_of(obs, &action);
-                            let started = std::time::Instant::now();
-                            let ran = self.run_action(tab_id, document, &action, &mut finish).await;
-                            if action.runs_in_page() {
-                                let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-                                ms = Some((elapsed * 10.0).round() / 10.0);
-                            }
-                            ran
-                        }
-                    },
-                },
-            };
+            let started = std::time::Instant::now();
+            let (ok, detail, stop_here, verdict) =
+                self.run_action(tab_id, obs, action, &mut finish).await;
+            if action.runs_in_page() && verdict.decision != PolicyDecision::Refuse {
+                let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+                ms = Some((elapsed * 10.0).round() / 10.0);
+            }
             // What the action brought back (page text, an extract, the
             // user's answer, a tab list) is scrubbed as it comes in.
             let detail = self.scrubber().text(&detail);
@@ -134,7 +102,14 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                 })
             });
             let effect = effect.map(|e| self.scrubber().serde(e));
-            records.push(ActionRecord { action: action.clone(), ok, detail, ms, effect });
+            records.push(ActionRecord {
+                action: action.clone(),
+                ok,
+                detail,
+                ms,
+                effect,
+                verdict: Some(Verdict { reason: self.scrubber().text(&verdict.reason), ..verdict }),
+            });
             if stop_here || !ok || finish.is_some() {
                 break;
             }
@@ -143,12 +118,51 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         (records, labels, (skipped, over_limit), finish)
     }
 
-    /// Runs one action: `(ok, detail, stop the sequence)`. `document` is the
-    /// address (or origin) of the document its element is in.
+    /// Runs one action through the gate: `(ok, detail, stop the sequence,
+    /// the gate's verdict)`. The host's own actions (`done`, `ask_user`,
+    /// `wait`, …) the gate lets through are carried out here.
     pub(super) async fn run_action(
         &self,
         tab_id: i64,
-        document: &str,
+        obs: &Observation,
+        action: &Action,
+        finish: &mut Option<Outcome>,
+    ) -> (bool, String, bool, Verdict) {
+        let (sites, secrets) = (self.sites(), self.progress().secrets.clone());
+        let uploads = tabs::uploads_dir(&self.settings().data_dir);
+        let passage = self.gate(&sites, &secrets, &uploads).pass(Some(tab_id), obs, action).await;
+        // From now on their values are scrubbed from whatever comes back.
+        self.filled(&passage.used);
+        let verdict = passage.verdict;
+        let (ok, detail, stop) = match passage.ran {
+            Ran::Not(why) => (false, why, true),
+            Ran::Host => self.run_host_action(action, finish).await,
+            Ran::Opened(Ok(tab)) => (true, format!("opened {}", tab.url), true),
+            Ran::Opened(Err(e)) => (false, format!("could not open: {e}"), true),
+            Ran::Tab(o) => {
+                self.tab.store(o.tab_id, Ordering::SeqCst);
+                (o.ok, o.detail, true)
+            }
+            // Later actions of the answer were planned on the page as it
+            // was: stop when it changed in a way the model could not see.
+            Ran::Page(Ok(effect)) => {
+                let (detail, unforeseen) = (effect.detail(), effect.unforeseen());
+                self.progress().last_effect = Some(effect);
+                (true, detail, unforeseen)
+            }
+            Ran::Page(Err(BrowserError::Refused { message, .. }))
+                if message.contains(NOT_A_SECRET_FIELD) =>
+            {
+                (false, not_a_secret_field(&message, &passage.used), true)
+            }
+            Ran::Page(Err(e)) => (false, e.to_string(), true),
+        };
+        (ok, detail, stop, verdict)
+    }
+
+    /// The host's own actions: `(ok, detail, stop the sequence)`.
+    async fn run_host_action(
+        &self,
         action: &Action,
         finish: &mut Option<Outcome>,
     ) -> (bool, String, bool) {
@@ -164,28 +178,9 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                 *finish = Some(Outcome::Done { answer: text.clone(), success: *success });
                 (true, "finished".to_owned(), true)
             }
-            Action::Goto { url } | Action::NewTab { url: Some(url) }
-                if self.sites().check(url).is_err() =>
-            {
-                let refused = self.sites().check(url).err().map(|r| r.to_string());
-                (false, format!("not opened: {}", refused.unwrap_or_default()), true)
-            }
-            Action::Goto { url } => match self.cx.browser.navigate(tab_id, url).await {
-                Ok(tab) => (true, format!("opened {}", tab.url), true),
-                Err(e) => (false, format!("could not open {url}: {e}"), true),
-            },
             Action::ReportInfeasible { reason } => {
                 *finish = Some(Outcome::Done { answer: reason.clone(), success: false });
                 (true, "reported the task infeasible".to_owned(), true)
-            }
-            Action::NewTab { .. } | Action::SwitchTab { .. } | Action::CloseTab { .. } => {
-                match tabs::run(&self.cx.browser, tab_id, action).await {
-                    Some(o) => {
-                        self.tab.store(o.tab_id, Ordering::SeqCst);
-                        (o.ok, o.detail, true)
-                    }
-                    None => (false, format!("`{}` is not a tab action", action.name()), true),
-                }
             }
             Action::SendMessage { .. } => {
                 (false, format!("`{}` is not available yet", action.name()), true)
@@ -220,46 +215,29 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                     }
                 }
             }
-            page_action => {
-                // Secrets go in only here, only on their origins, only into
-                // secret fields unless allowed in any field; from now on
-                // their values are scrubbed from whatever comes back.
-                let substituted = self.progress().secrets.substitute(page_action, document);
-                let (to_send, used) = match substituted {
-                    Ok(s) => s,
-                    Err(e) => return (false, e.to_string(), true),
-                };
-                self.filled(&used);
-                // A secret goes only into a field of the origin it was
-                // checked against (the frame's, for a field in a
-                // cross-origin frame), even if the page moved on since.
-                let guard = Guard {
-                    only_on: if used.is_empty() {
-                        None
-                    } else {
-                        crate::memory::secrets::origin_of(document)
-                    },
-                    secret_field: used.iter().any(|f| !f.any_field),
-                    secrets: used.iter().map(|f| f.value.clone()).collect(),
-                };
-                let uploads = tabs::uploads_dir(&self.settings().data_dir);
-                match tabs::act(&self.cx.browser, &uploads, tab_id, &to_send, guard).await {
-                    // Later actions of the answer were planned on the page as
-                    // it was: stop when it changed in a way the model could
-                    // not see.
-                    Ok(effect) => {
-                        let (detail, unforeseen) = (effect.detail(), effect.unforeseen());
-                        self.progress().last_effect = Some(effect);
-                        (true, detail, unforeseen)
-                    }
-                    Err(BrowserError::Refused { message, .. })
-                        if message.contains(NOT_A_SECRET_FIELD) =>
-                    {
-                        (false, not_a_secret_field(&message, &used), true)
-                    }
-                    Err(e) => (false, e.to_string(), true),
-                }
-            }
+            other => (false, format!("`{}` is not the host's to carry out", other.name()), true),
+        }
+    }
+}
+
+/// The agent asks the person through its operator (the side panel, or the
+/// terminal in `errand run`); a stop answers for them.
+impl<B: Browser, O: Operator> Asker for Agent<'_, B, O> {
+    async fn ask(&self, what: &Approval, action: &Action) -> Decision {
+        let decision = self.cx.operator.await_approval(&self.spec.id);
+        let event = TaskEvent::Approval {
+            step: self.step_now(),
+            action: action.clone(),
+            element: what.element.clone(),
+            summary: what.summary.clone(),
+            reason: what.reason.clone(),
+            kind: what.kind.clone(),
+            site: what.site.clone(),
+        };
+        self.emit(event, Vec::new()).await;
+        tokio::select! {
+            _ = self.stop.token().cancelled() => Decision::Rejected,
+            decision = decision => decision.unwrap_or(Decision::Unasked),
         }
     }
 }

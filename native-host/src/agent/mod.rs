@@ -32,8 +32,10 @@ use prompt::PastStep;
 
 pub mod approval;
 pub mod budget;
+pub mod gate;
 pub mod loop_detect;
 pub mod planner;
+pub mod policy;
 pub mod ports;
 pub mod prompt;
 pub mod replay;
@@ -47,7 +49,8 @@ mod step;
 mod tests;
 
 pub use ports::{
-    Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Setup, Stopper, TabInfo,
+    Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Permit, Setup, Stopper,
+    TabInfo,
 };
 
 pub use crate::answer::parse::MAX_ACTIONS_PER_STEP;
@@ -107,6 +110,7 @@ async fn run_task<B: Browser, O: Operator>(
         pause,
         progress: std::sync::Mutex::new(Progress::default()),
         tab: AtomicI64::new(0),
+        grants: gate::Grants::new(Some(cx.store.clone())),
     };
     let outcome = tokio::select! {
         biased;
@@ -155,6 +159,8 @@ struct Agent<'a, B, O> {
     progress: std::sync::Mutex<Progress>,
     /// The tab the agent works in (tab actions change it).
     tab: AtomicI64,
+    /// What the user approved for this task, or always on a site.
+    grants: gate::Grants,
 }
 
 /// What the agent tracks across steps besides the history.
@@ -485,12 +491,17 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
     async fn open(&self) -> Result<(i64, String, Option<Observation>), BrowserError> {
         let browser = &self.cx.browser;
         match (&self.spec.url, self.spec.tab_id) {
-            (Some(url), Some(tab_id)) => {
-                let tab = browser.navigate(tab_id, url).await?;
-                Ok((tab.tab_id, tab.url, None))
-            }
-            (Some(url), None) => {
-                let tab = browser.open_tab(url).await?;
+            (Some(url), tab) => {
+                let (sites, secrets) = (self.sites(), crate::memory::secrets::Secrets::default());
+                let gate = gate::Gate {
+                    browser,
+                    asker: self,
+                    sites: &sites,
+                    secrets: &secrets,
+                    grants: &self.grants,
+                    uploads: std::path::Path::new(""),
+                };
+                let tab = gate.start(tab, url).await?;
                 Ok((tab.tab_id, tab.url, None))
             }
             (None, Some(tab_id)) => {

@@ -23,6 +23,7 @@ use errand_protocol::{
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use super::gate::Permit;
 use crate::config::Settings;
 use crate::llm::Provider;
 
@@ -54,12 +55,15 @@ pub struct TabInfo {
 /// What the page must check before an action carrying secrets (see
 /// [`errand_protocol::PageCommand::Act`]): the origin of the field's
 /// document, that the field is a secret field, and the values (kept by the
-/// content script to blank fields showing them in screenshots).
-#[derive(Clone, Default, PartialEq, Eq)]
+/// content script to blank fields showing them in screenshots). It holds
+/// the gate's [`Permit`]: only [`super::gate`] makes one, so no action
+/// reaches the browser around the gate.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Guard {
     pub only_on: Option<String>,
     pub secret_field: bool,
     pub secrets: Vec<String>,
+    pub permit: Permit,
 }
 
 impl std::fmt::Debug for Guard {
@@ -91,12 +95,29 @@ pub trait Browser: Send + Sync {
         guard: Guard,
     ) -> impl Future<Output = Result<Effect, BrowserError>> + Send;
 
+    /// What `action` would set off on the tab's page (see
+    /// [`errand_protocol::Stakes`]), without carrying it out.
+    fn stakes(
+        &self,
+        tab_id: i64,
+        action: Action,
+    ) -> impl Future<Output = Result<errand_protocol::Stakes, BrowserError>> + Send {
+        let _ = (tab_id, action);
+        async {
+            Err(BrowserError::Refused {
+                code: ErrorCode::Internal,
+                message: "this browser cannot tell an action's stakes".to_owned(),
+            })
+        }
+    }
+
     /// Puts files into the file input `index`.
     fn set_files(
         &self,
         tab_id: i64,
         index: u32,
         files: Vec<FilePayload>,
+        permit: &Permit,
     ) -> impl Future<Output = Result<Effect, BrowserError>> + Send;
 
     /// Finds the element `locator` describes among those of the tab's
@@ -120,10 +141,15 @@ pub trait Browser: Send + Sync {
         &self,
         tab_id: i64,
         url: &str,
+        permit: &Permit,
     ) -> impl Future<Output = Result<TabInfo, BrowserError>> + Send;
 
     /// Opens a new tab at `url`, loaded.
-    fn open_tab(&self, url: &str) -> impl Future<Output = Result<TabInfo, BrowserError>> + Send;
+    fn open_tab(
+        &self,
+        url: &str,
+        permit: &Permit,
+    ) -> impl Future<Output = Result<TabInfo, BrowserError>> + Send;
 
     /// The focused window's active tab.
     fn active_tab(&self) -> impl Future<Output = Result<TabInfo, BrowserError>> + Send;
@@ -153,6 +179,12 @@ pub trait Browser: Send + Sync {
 pub enum Decision {
     /// The user approved it.
     Approved,
+    /// The user approved it and every action of its kind on its site for
+    /// the rest of the task.
+    ApprovedForTask,
+    /// The user approved it and every action of its kind on its site from
+    /// now on (listed and revocable in Settings and `errand approvals`).
+    ApprovedOnSite,
     /// The user rejected it.
     Rejected,
     /// Nobody could be asked (`errand run` without a terminal and without

@@ -399,7 +399,14 @@ mod tests {
     fn earlier_results_are_fenced_and_the_users_answers_are_not() {
         let record = |action: Action, detail: &str| {
             (
-                ActionRecord { action, ok: true, detail: detail.into(), ms: None, effect: None },
+                ActionRecord {
+                    action,
+                    ok: true,
+                    detail: detail.into(),
+                    ms: None,
+                    effect: None,
+                    verdict: None,
+                },
                 String::new(),
             )
         };
@@ -470,6 +477,7 @@ mod tests {
                             detail: "filled".into(),
                             ms: None,
                             effect: None,
+                            verdict: None,
                         },
                         "<input type=text> Name".into(),
                     ),
@@ -480,6 +488,7 @@ mod tests {
                             detail: "there is no element [9]".into(),
                             ms: None,
                             effect: None,
+                            verdict: None,
                         },
                         String::new(),
                     ),

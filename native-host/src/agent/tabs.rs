@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use base64::Engine;
 use errand_protocol::{Action, ErrorCode, FilePayload, TabSummary};
 
-use super::ports::{Browser, BrowserError, Guard};
+use super::ports::{Browser, BrowserError, Guard, Permit};
 
 /// What a browser action did.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,12 +31,17 @@ fn describe(tabs: &[TabSummary], current: i64) -> String {
 
 /// Runs a tab action from tab `current`. Other actions are not browser
 /// actions: `None`.
-pub async fn run<B: Browser>(browser: &B, current: i64, action: &Action) -> Option<TabOutcome> {
+pub async fn run<B: Browser>(
+    browser: &B,
+    current: i64,
+    action: &Action,
+    permit: &Permit,
+) -> Option<TabOutcome> {
     let fail = |detail: String| TabOutcome { ok: false, detail, tab_id: current };
     Some(match action {
         Action::NewTab { url } => {
             let url = url.clone().unwrap_or_else(|| "about:blank".to_owned());
-            match browser.open_tab(&url).await {
+            match browser.open_tab(&url, permit).await {
                 Ok(tab) => TabOutcome {
                     ok: true,
                     detail: format!("opened tab {} at {}; working there now", tab.tab_id, tab.url),
@@ -115,7 +120,7 @@ async fn act_inner<B: Browser>(
     guard: Guard,
 ) -> Result<errand_protocol::Effect, BrowserError> {
     if let Action::UploadFile { index, files } = action {
-        return upload(browser, uploads, tab_id, *index, files).await;
+        return upload(browser, uploads, tab_id, *index, files, &guard.permit).await;
     }
     let may_open =
         matches!(action, Action::Click { .. } | Action::DblClick { .. } | Action::Press { .. });
@@ -205,6 +210,7 @@ async fn upload<B: Browser>(
     tab_id: i64,
     index: u32,
     names: &[String],
+    permit: &Permit,
 ) -> Result<errand_protocol::Effect, BrowserError> {
     if names.is_empty() {
         return Err(refused("upload_file needs at least one file name".to_owned()));
@@ -222,7 +228,7 @@ async fn upload<B: Browser>(
         }
         files.push(f);
     }
-    browser.set_files(tab_id, index, files).await
+    browser.set_files(tab_id, index, files, permit).await
 }
 
 #[cfg(test)]

@@ -144,15 +144,21 @@ impl Browser for FakeBrowser {
         _tab_id: i64,
         _index: u32,
         _files: Vec<FilePayload>,
+        _: &Permit,
     ) -> Result<Effect, BrowserError> {
         Ok(Effect::default())
     }
 
-    async fn navigate(&self, _tab_id: i64, _url: &str) -> Result<TabInfo, BrowserError> {
+    async fn navigate(
+        &self,
+        _tab_id: i64,
+        _url: &str,
+        _: &Permit,
+    ) -> Result<TabInfo, BrowserError> {
         Ok(self.tab())
     }
 
-    async fn open_tab(&self, _url: &str) -> Result<TabInfo, BrowserError> {
+    async fn open_tab(&self, _url: &str, _: &Permit) -> Result<TabInfo, BrowserError> {
         Ok(self.tab())
     }
 

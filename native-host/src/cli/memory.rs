@@ -36,6 +36,15 @@ pub enum MemoryCommand {
     Forget { name: String },
     /// Search past tasks and their answers.
     Recall { query: String },
+    /// List the approvals given "always on this site" (per kind of action:
+    /// pay, delete, publish…).
+    Approvals,
+    /// Revoke the approvals given always on a site (all its kinds, or one).
+    Revoke {
+        site: String,
+        #[arg(long)]
+        kind: Option<String>,
+    },
 }
 
 /// Runs `errand memory`.
@@ -110,6 +119,23 @@ pub fn run(cmd: MemoryCommand, stdin: &mut dyn BufRead) -> Result<Vec<String>, a
             for (id, task, answer) in hits {
                 out.push(format!("{id}  {task}  →  {answer}"));
             }
+        }
+        MemoryCommand::Approvals => {
+            let grants = store.grants()?;
+            if grants.is_empty() {
+                out.push("No approvals given always on a site.".into());
+            }
+            for (site, kind, when) in grants {
+                out.push(format!("always  {kind:<10} on {site}  (since {when})"));
+            }
+        }
+        MemoryCommand::Revoke { site, kind } => {
+            let site = crate::memory::store::site_of(site.trim());
+            let n = store.revoke_grant(&site, kind.as_deref())?;
+            out.push(match n {
+                0 => format!("no approval was given always on {site}"),
+                n => format!("revoked {n} approval(s) on {site}"),
+            });
         }
         MemoryCommand::Forget { name } => {
             forget(&store, data_dir, &name)?;

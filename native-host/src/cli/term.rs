@@ -191,6 +191,7 @@ mod tests {
                     detail: "clicked".into(),
                     ms: None,
                     effect: None,
+                    verdict: None,
                 }],
                 ..Default::default()
             }),

@@ -158,8 +158,8 @@ impl Host {
                 let done = self.hand_tab(tab_id);
                 self.ack_or_error(id, done).await;
             }
-            Body::Approve { task_id, approved } => {
-                let done = self.approve(task_id.as_deref(), approved);
+            Body::Approve { task_id, approved, scope } => {
+                let done = self.approve(task_id.as_deref(), approved, scope);
                 self.ack_or_error(id, done).await;
             }
             Body::Ping { pad: _, reply_bytes } => {

@@ -27,8 +27,8 @@ mod tasks;
 pub mod transport;
 
 use crate::agent::{
-    self, Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Setup, Stopper,
-    TabInfo, TaskSpec,
+    self, Browser, BrowserError, DISCONNECTED, Decision, Guard, Operator, Pause, Permit, Setup,
+    Stopper, TabInfo, TaskSpec,
 };
 use crate::config::Settings;
 use crate::llm::{self, Provider};

@@ -649,6 +649,7 @@ mod tests {
             detail: "clicked".into(),
             ms: None,
             effect: None,
+            verdict: None,
         };
         for (n, cost) in [(1, Some(0.25)), (2, None)] {
             store

@@ -102,20 +102,15 @@ impl Host {
         }
     }
 
-    /// `page {act}` → what the action did.
-    pub async fn act(&self, tab_id: i64, action: Action) -> Result<Effect, BrowserError> {
-        self.act_guarded(tab_id, action, Guard::default()).await
-    }
-
-    /// `page {act}` for an action carrying secrets: the page carries it
-    /// out only under `guard`'s conditions (see [`PageCommand::Act`]).
-    pub async fn act_guarded(
+    /// `page {act}`, for an action the gate let through: the page carries
+    /// it out only under `guard`'s conditions (see [`PageCommand::Act`]).
+    async fn act_guarded(
         &self,
         tab_id: i64,
         action: Action,
         guard: Guard,
     ) -> Result<Effect, BrowserError> {
-        let Guard { only_on, secret_field, secrets } = guard;
+        let Guard { only_on, secret_field, secrets, permit: _ } = guard;
         let command = PageCommand::Act { action, only_on, secret_field, secrets };
         let body = Body::Page { tab_id, command };
         match self.request(body).await? {
@@ -149,6 +144,7 @@ fn page_op(command: &PageCommand) -> String {
         PageCommand::Cleanup {} => "cleanup".to_owned(),
         PageCommand::SetFiles { .. } => "set_files".to_owned(),
         PageCommand::Locate { .. } => "locate".to_owned(),
+        PageCommand::Stakes { action } => format!("stakes: {}", action.name()),
     }
 }
 
@@ -185,11 +181,24 @@ impl Browser for Host {
         self.act_guarded(tab_id, action, guard).await
     }
 
+    async fn stakes(
+        &self,
+        tab_id: i64,
+        action: Action,
+    ) -> Result<errand_protocol::Stakes, BrowserError> {
+        let body = Body::Page { tab_id, command: PageCommand::Stakes { action } };
+        match self.request(body).await? {
+            Body::Stakes { stakes } => Ok(stakes),
+            other => Err(unexpected("page stakes", &other)),
+        }
+    }
+
     async fn set_files(
         &self,
         tab_id: i64,
         index: u32,
         files: Vec<FilePayload>,
+        _: &Permit,
     ) -> Result<Effect, BrowserError> {
         let body = Body::Page { tab_id, command: PageCommand::SetFiles { index, files } };
         match self.request(body).await? {
@@ -198,7 +207,7 @@ impl Browser for Host {
         }
     }
 
-    async fn navigate(&self, tab_id: i64, url: &str) -> Result<TabInfo, BrowserError> {
+    async fn navigate(&self, tab_id: i64, url: &str, _: &Permit) -> Result<TabInfo, BrowserError> {
         Host::navigate(self, tab_id, url).await
     }
 
@@ -214,7 +223,7 @@ impl Browser for Host {
         }
     }
 
-    async fn open_tab(&self, url: &str) -> Result<TabInfo, BrowserError> {
+    async fn open_tab(&self, url: &str, _: &Permit) -> Result<TabInfo, BrowserError> {
         Host::open_tab(self, url).await
     }
 

@@ -175,9 +175,22 @@ impl Host {
     }
 
     /// Gives the user's decision to the task waiting for it (the running
-    /// task when `task_id` is `None`).
-    pub fn approve(&self, task_id: Option<&str>, approved: bool) -> Result<String, HostError> {
-        self.decide(task_id, if approved { Decision::Approved } else { Decision::Rejected })
+    /// task when `task_id` is `None`), for this action or, approved, for
+    /// its kind on its site for the task or from now on.
+    pub fn approve(
+        &self,
+        task_id: Option<&str>,
+        approved: bool,
+        scope: errand_protocol::ApprovalScope,
+    ) -> Result<String, HostError> {
+        use errand_protocol::ApprovalScope;
+        let decision = match (approved, scope) {
+            (false, _) => Decision::Rejected,
+            (true, ApprovalScope::Once) => Decision::Approved,
+            (true, ApprovalScope::Task) => Decision::ApprovedForTask,
+            (true, ApprovalScope::Site) => Decision::ApprovedOnSite,
+        };
+        self.decide(task_id, decision)
     }
 
     /// Gives a decision to the task waiting for one: the user's, or that

@@ -147,6 +147,9 @@ impl FakeExtension {
                             next.unwrap_or_else(|| observation("https://form.test/")),
                         ))
                     }
+                    Body::Page { command: PageCommand::Stakes { .. }, .. } => Some(Body::Stakes {
+                        stakes: errand_protocol::Stakes { activates: true, ..Default::default() },
+                    }),
                     Body::Page { command: PageCommand::Act { action, .. }, .. } => {
                         Some(Body::ActionDone {
                             effect: Effect {
@@ -374,9 +377,13 @@ async fn runs_a_task_to_done_and_records_it() {
 
     // Requests, in order.
     let reqs: Vec<String> = ext.requests.try_iter().map(|b| kind_of(&b)).collect();
-    // A click is watched for a tab it opens: the tab list before, and
-    // once after. Then the page is cleaned up.
-    assert_eq!(reqs, ["open_tab", "page", "list_tabs", "page", "list_tabs", "page", "page"]);
+    // A click: its stakes asked first (the gate), then watched for a tab
+    // it opens: the tab list before, and once after. Then the page is
+    // cleaned up.
+    assert_eq!(
+        reqs,
+        ["open_tab", "page", "page", "list_tabs", "page", "list_tabs", "page", "page"]
+    );
 
     // The second prompt recalls the first step.
     let seen = lock(&model.seen);

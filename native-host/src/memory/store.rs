@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub const DB_FILE: &str = "errand.db";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Each migration takes the database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -85,6 +85,15 @@ const MIGRATIONS: &[&str] = &[
     // 3 → 4: past tasks and answers, searchable
     r#"
     CREATE VIRTUAL TABLE task_search USING fts5(task_id UNINDEXED, site, task, answer);
+    "#,
+    // 4 → 5: approvals the user gave always on a site, per kind of action
+    r#"
+    CREATE TABLE grants (
+        site TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (site, kind)
+    );
     "#,
 ];
 
@@ -369,6 +378,48 @@ impl Store {
     /// Forgets a profile fact; whether it existed.
     pub fn forget_fact(&self, name: &str) -> Result<bool, StoreError> {
         Ok(self.conn().execute("DELETE FROM profile_facts WHERE name = ?1", [name])? > 0)
+    }
+
+    /// Keeps an approval given always on `site` for actions of `kind`.
+    pub fn add_grant(&self, site: &str, kind: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR IGNORE INTO grants (site, kind, created_at) VALUES (?1, ?2, ?3)",
+            params![site, kind, now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Whether the user approved actions of `kind` always on `site`.
+    pub fn has_grant(&self, site: &str, kind: &str) -> Result<bool, StoreError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM grants WHERE site = ?1 AND kind = ?2",
+            params![site, kind],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Every lasting approval: (site, kind, when), by site.
+    pub fn grants(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT site, kind, created_at FROM grants ORDER BY site, kind")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Revokes lasting approvals on `site` (of `kind`, or every kind);
+    /// how many there were.
+    pub fn revoke_grant(&self, site: &str, kind: Option<&str>) -> Result<usize, StoreError> {
+        let n = match kind {
+            Some(k) => self
+                .conn()
+                .execute("DELETE FROM grants WHERE site = ?1 AND kind = ?2", params![site, k])?,
+            None => self.conn().execute("DELETE FROM grants WHERE site = ?1", [site])?,
+        };
+        Ok(n)
     }
 
     /// Every profile fact, by name.

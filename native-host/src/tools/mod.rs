@@ -10,16 +10,13 @@
 //!   description come from it ([`tool_list`]; a unit test checks every
 //!   action kind has its tool or is named as the agent's own);
 //! - element numbers only from the latest observation (`observe` first);
-//! - the site lists (`crate::sites`): on `goto`, `tabs open`, before a
-//!   click or Enter whose target leads off-limits
-//!   ([`approval::leads_off_limits`]), and on every page observed (the tab
-//!   goes back);
-//! - approvals for irreversible actions ([`approval::check`]), asked through
-//!   the [`Operator`] (the side panel); a rejection is a tool error saying
-//!   so;
-//! - secrets: `{{secret:NAME}}` filled only on their origins and into
-//!   secret fields ([`Secrets::substitute`], the page checks `only_on`),
-//!   and every reply scrubbed of every value filled or allowed on the page
+//! - every action through the agent's gate (`crate::agent::gate`): the
+//!   site lists on every address and frame it touches, what it would set
+//!   off judged and approvals asked through the [`Operator`] (the side
+//!   panel; a rejection is a tool error saying so), secrets as
+//!   `{{secret:NAME}}` filled only on their origins and into secret fields;
+//!   every page observed is checked too (the tab goes back);
+//! - every reply scrubbed of every value filled or allowed on the page
 //!   ([`crate::memory::secrets::scrubber_for`]);
 //! - tabs: only those the caller opened or the user handed over
 //!   ([`Session::hand_over`], the side panel's "Let <client> use this tab");
@@ -32,14 +29,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use errand_protocol::{Action, ActionRecord, Observation, Outcome, StepReport, TaskEvent};
+use errand_protocol::{Action, ActionRecord, Observation, Outcome, StepReport, TaskEvent, Verdict};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, watch};
 
-use crate::agent::approval;
+use crate::agent::approval::Approval;
+use crate::agent::gate::{Asker, Gate, Grants, Ran};
 use crate::agent::prompt;
 use crate::agent::tabs;
-use crate::agent::{Browser, BrowserError, Decision, Guard, Operator, Setup, Stopper};
+use crate::agent::{Browser, BrowserError, Decision, Operator, Setup, Stopper};
 use crate::config::Settings;
 use crate::memory::scrub::Scrubber;
 use crate::memory::secrets::{self, Secrets};
@@ -200,6 +198,8 @@ pub struct Session<B, O> {
     /// Tabs the user handed over in the side panel (kept apart from the
     /// state: the panel must not wait behind a call waiting for approval).
     handed: std::sync::Mutex<Vec<i64>>,
+    /// What the user approved for this session, or always on a site.
+    grants: Grants,
 }
 
 impl<B: Browser, O: Operator> Session<B, O> {
@@ -226,13 +226,14 @@ impl<B: Browser, O: Operator> Session<B, O> {
             browser,
             operator,
             setup,
-            store,
+            store: store.clone(),
             id,
             client,
             stop,
             state: Mutex::new(state),
             finished: std::sync::atomic::AtomicBool::new(false),
             handed: std::sync::Mutex::new(Vec::new()),
+            grants: Grants::new(Some(store.clone())),
         };
         let started = TaskEvent::Started { task: session.title(), tab_id: 0, url: String::new() };
         session.operator.emit(&session.id, started, Vec::new()).await;
@@ -381,12 +382,24 @@ impl<B: Browser, O: Operator> Session<B, O> {
         Self::enter(state, &obs.url, &frames);
         state.scrubber.observation(&mut obs);
         if let Err(refused) = self.sites().check(&obs.url) {
-            let back = self.browser.act(tab, Action::GoBack {}, Guard::default()).await;
-            state.obs = None;
-            let back = match back {
-                Ok(e) if e.url_changed => format!("Errand went back to {}", e.url),
-                _ => "Errand could not go back".to_owned(),
+            let sites = self.sites();
+            let asker = Asking {
+                operator: &self.operator,
+                id: &self.id,
+                step: 0,
+                scrubber: Scrubber::default(),
             };
+            let (secrets, uploads) = (Secrets::default(), std::path::PathBuf::new());
+            let gate = Gate {
+                browser: &self.browser,
+                asker: &asker,
+                sites: &sites,
+                secrets: &secrets,
+                grants: &self.grants,
+                uploads: &uploads,
+            };
+            let back = gate.leave(tab).await;
+            state.obs = None;
             return Err(format!(
                 "the tab reached {}: {refused}. {back}",
                 prompt::cut(&obs.url, 120)
@@ -522,82 +535,45 @@ impl<B: Browser, O: Operator> Session<B, O> {
     /// Runs one action behind the agent's checks, records it and tells the
     /// side panel.
     async fn action(&self, state: &mut State, action: Action) -> Reply {
-        let (ok, detail) = self.run(state, &action).await;
+        let (ok, detail, verdict) = self.run(state, &action).await;
         let detail = state.scrubber.text(&detail);
-        let record = ActionRecord { action, ok, detail: detail.clone(), ms: None, effect: None };
+        let verdict = verdict.map(|v| Verdict { reason: state.scrubber.text(&v.reason), ..v });
+        let record =
+            ActionRecord { action, ok, detail: detail.clone(), ms: None, effect: None, verdict };
         self.record(state, "", vec![record], None).await;
         if ok { Reply::ok(detail) } else { Reply::error(detail) }
     }
 
-    async fn run(&self, state: &mut State, action: &Action) -> (bool, String) {
-        let sites = self.sites();
-        // Browser actions: goto opens the session's first tab.
-        match action {
-            Action::Goto { url } | Action::NewTab { url: Some(url) } => {
-                if let Err(refused) = sites.check(url) {
-                    return (false, format!("not opened: {refused}"));
-                }
-                let blank = Observation { url: String::new(), ..Observation::default() };
-                if let Some(refused) = self.approve(state, action, &blank).await {
-                    return (false, refused);
-                }
-                if matches!(action, Action::NewTab { .. }) || state.tab.is_none() {
-                    return match self.browser.open_tab(url).await {
-                        Ok(t) => {
-                            state.owned.push(t.tab_id);
-                            state.tab = Some(t.tab_id);
-                            state.obs = None;
-                            (true, format!("opened tab {} at {}", t.tab_id, t.url))
-                        }
-                        Err(e) => (false, format!("could not open {url}: {e}")),
-                    };
-                }
+    async fn run(&self, state: &mut State, action: &Action) -> (bool, String, Option<Verdict>) {
+        // Tab actions reach only the session's own tabs.
+        if let Action::SwitchTab { tab_id } | Action::CloseTab { tab_id: Some(tab_id) } = action {
+            if !state.owned.contains(tab_id) {
+                return (false, not_owned(*tab_id), None);
             }
-            Action::Wait { ms } => {
-                let ms = (*ms).min(crate::agent::MAX_WAIT_MS);
-                tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
-                return (true, format!("waited {ms} ms"));
-            }
-            _ => {}
         }
-        let tab = match Self::tab(state) {
-            Ok(t) => t,
-            Err(r) => return (false, r.text),
-        };
-        if let Action::Goto { url } = action {
-            return match self.browser.navigate(tab, url).await {
-                Ok(t) => {
-                    state.obs = None;
-                    (true, format!("opened {}", t.url))
-                }
-                Err(e) => (false, format!("could not open {url}: {e}")),
-            };
+        if let Action::Wait { ms } = action {
+            let ms = (*ms).min(crate::agent::MAX_WAIT_MS);
+            tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
+            return (true, format!("waited {ms} ms"), None);
         }
-        if matches!(action, Action::SwitchTab { .. } | Action::CloseTab { .. }) {
-            let Some(o) = tabs::run(&self.browser, tab, action).await else {
-                return (false, format!("`{}` is not a tab action", action.name()));
+        let browser_action = matches!(action, Action::Goto { .. } | Action::NewTab { .. });
+        if !browser_action && state.tab.is_none() {
+            return match Self::tab(state) {
+                Ok(_) => (false, "no tab".to_owned(), None),
+                Err(r) => (false, r.text, None),
             };
-            if let Action::CloseTab { tab_id: Some(closed) } = action {
-                state.owned.retain(|t| t != closed);
-            }
-            // Closing the current tab leaves the session in one of its own
-            // tabs, or in none.
-            state.tab = if state.owned.contains(&o.tab_id) {
-                Some(o.tab_id)
-            } else {
-                state.owned.last().copied()
-            };
-            state.obs = None;
-            return (o.ok, o.detail);
         }
         // Page actions: numbers from the latest observation.
-        let obs = if action.elements().is_empty() {
-            match state.obs.clone() {
-                Some(o) => o,
-                None => match self.fresh(state, tab, false).await {
+        let obs = if !action.runs_in_page() {
+            state.obs.clone().unwrap_or_default()
+        } else if action.elements().is_empty() {
+            match (state.obs.clone(), state.tab) {
+                (Some(o), _) => o,
+                (None, Some(tab)) => match self.fresh(state, tab, false).await {
                     Ok(o) => o,
-                    Err(e) => return (false, e),
+                    Err(e) => return (false, e, None),
                 },
+                (None, None) => Observation::default(),
             }
         } else {
             match state.obs.clone() {
@@ -606,92 +582,82 @@ impl<B: Browser, O: Operator> Session<B, O> {
                     return (
                         false,
                         "no observation yet: call `observe` and use its numbers".into(),
+                        None,
                     );
                 }
             }
         };
-        for index in action.elements() {
-            if prompt::label_in(&obs, index).is_none() {
-                return (
-                    false,
-                    format!(
-                        "there is no element [{index}] in the latest observation; observe again \
-                         and use a number from it"
-                    ),
-                );
-            }
-        }
-        if let Some(refused) = approval::leads_off_limits(action, &obs, &sites) {
-            return (false, refused);
-        }
-        let approved = approval::check(action, &obs, &sites).is_some();
-        if let Some(refused) = self.approve(state, action, &obs).await {
-            return (false, refused);
-        }
-        let action = if approved { action.accepting_dialogs() } else { action.clone() };
-        let document = secrets::document_of(&obs, &action).to_owned();
-        let (to_send, used) = match state.secrets.substitute(&action, &document) {
-            Ok(s) => s,
-            Err(e) => return (false, e.to_string()),
+        let sites = self.sites();
+        let uploads = tabs::uploads_dir(&self.settings().data_dir);
+        let asker = Asking {
+            operator: &self.operator,
+            id: &self.id,
+            step: state.step + 1,
+            scrubber: state.scrubber.clone(),
         };
-        if !used.is_empty() {
-            for f in &used {
+        let gate = Gate {
+            browser: &self.browser,
+            asker: &asker,
+            sites: &sites,
+            secrets: &state.secrets,
+            grants: &self.grants,
+            uploads: &uploads,
+        };
+        // A goto with no tab yet opens the session's first one.
+        let tab = if matches!(action, Action::NewTab { .. }) { None } else { state.tab };
+        let passage = gate.pass(tab, &obs, action).await;
+        if !passage.used.is_empty() {
+            for f in &passage.used {
                 state.filled.insert(f.name.clone(), f.value.clone());
             }
             state.scrubber = secrets::scrubber_for(&state.secrets, &state.filled, &state.origins);
         }
-        let guard = Guard {
-            only_on: if used.is_empty() { None } else { secrets::origin_of(&document) },
-            secret_field: used.iter().any(|f| !f.any_field),
-            secrets: used.iter().map(|f| f.value.clone()).collect(),
-        };
-        let uploads = tabs::uploads_dir(&self.settings().data_dir);
-        match tabs::act(&self.browser, &uploads, tab, &to_send, guard).await {
-            Ok(effect) => {
+        let verdict = Some(passage.verdict);
+        let (ok, detail) = match passage.ran {
+            Ran::Not(why) => (false, why),
+            Ran::Host => (false, format!("`{}` is not a tool", action.name())),
+            Ran::Opened(Ok(t)) => {
+                if !state.owned.contains(&t.tab_id) {
+                    state.owned.push(t.tab_id);
+                    state.tab = Some(t.tab_id);
+                    state.obs = None;
+                    (true, format!("opened tab {} at {}", t.tab_id, t.url))
+                } else {
+                    state.obs = None;
+                    (true, format!("opened {}", t.url))
+                }
+            }
+            Ran::Opened(Err(e)) => (false, format!("could not open: {e}")),
+            Ran::Tab(o) => {
+                match action {
+                    Action::CloseTab { tab_id: Some(closed) } => {
+                        state.owned.retain(|t| t != closed)
+                    }
+                    Action::NewTab { .. } if o.ok && !state.owned.contains(&o.tab_id) => {
+                        state.owned.push(o.tab_id)
+                    }
+                    _ => {}
+                }
+                // Closing the current tab leaves the session in one of its own
+                // tabs, or in none.
+                state.tab = if state.owned.contains(&o.tab_id) {
+                    Some(o.tab_id)
+                } else {
+                    state.owned.last().copied()
+                };
+                state.obs = None;
+                (o.ok, o.detail)
+            }
+            Ran::Page(Ok(effect)) => {
                 if effect.url_changed {
                     state.obs = None;
-                    if let Err(refused) = sites.check(&effect.url) {
-                        let _ = self.browser.act(tab, Action::GoBack {}, Guard::default()).await;
-                        return (
-                            false,
-                            format!("the tab reached a refused page: {refused}; Errand went back"),
-                        );
-                    }
                 }
                 (true, effect.detail())
             }
-            Err(BrowserError::Refused { message, .. }) => (false, message),
-            Err(e) => (false, e.to_string()),
-        }
-    }
-
-    /// Asks the user (the side panel) to approve `action` when the agent's
-    /// rules say so. `Some(why)`: not approved.
-    async fn approve(&self, state: &State, action: &Action, obs: &Observation) -> Option<String> {
-        let needed = approval::check(action, obs, &self.sites())?;
-        tracing::info!(task_id = %self.id, action = action.name(), reason = %needed.reason, "the MCP caller waits for approval");
-        let decision = self.operator.await_approval(&self.id);
-        let event = TaskEvent::Approval {
-            step: state.step + 1,
-            action: action.clone(),
-            element: needed.element,
-            summary: needed.summary,
-            reason: needed.reason,
+            Ran::Page(Err(BrowserError::Refused { message, .. })) => (false, message),
+            Ran::Page(Err(e)) => (false, e.to_string()),
         };
-        let event = state.scrubber.serde(event);
-        self.operator.emit(&self.id, event, Vec::new()).await;
-        match decision.await {
-            Ok(Decision::Approved) => None,
-            Ok(Decision::Rejected) => Some(format!(
-                "not done: the user rejected this action in Errand's side panel ({}); do not try \
-                 it again",
-                action.name()
-            )),
-            Ok(Decision::Unasked) | Err(_) => Some(
-                "not done: it needs the user's approval and nobody could be asked (no side panel)"
-                    .to_owned(),
-            ),
-        }
+        (ok, detail, verdict)
     }
 
     /// Records the call as a step and tells the side panel.
@@ -744,6 +710,34 @@ impl<B: Browser, O: Operator> Session<B, O> {
         let event = state.scrubber.serde(TaskEvent::Step(report));
         let labels = labels.iter().map(|l| state.scrubber.text(l)).collect();
         self.operator.emit(&self.id, event, labels).await;
+    }
+}
+
+/// How a session's gate asks the person: the side panel, through the
+/// operator; a rejection is a tool error saying so.
+struct Asking<'a, O> {
+    operator: &'a O,
+    id: &'a str,
+    step: u32,
+    scrubber: Scrubber,
+}
+
+impl<O: Operator> Asker for Asking<'_, O> {
+    async fn ask(&self, what: &Approval, action: &Action) -> Decision {
+        tracing::info!(task_id = %self.id, action = action.name(), reason = %what.reason, "the MCP caller waits for approval");
+        let decision = self.operator.await_approval(self.id);
+        let event = TaskEvent::Approval {
+            step: self.step,
+            action: action.clone(),
+            element: what.element.clone(),
+            summary: what.summary.clone(),
+            reason: what.reason.clone(),
+            kind: what.kind.clone(),
+            site: what.site.clone(),
+        };
+        let event = self.scrubber.serde(event);
+        self.operator.emit(self.id, event, Vec::new()).await;
+        decision.await.unwrap_or(Decision::Unasked)
     }
 }
 

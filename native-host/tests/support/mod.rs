@@ -202,6 +202,19 @@ impl HostProc {
                     },
                 })
             }
+            // Like the content script, what an action would set off: the
+            // element's name as the page shows it.
+            Body::Page { tab_id: 42, command: PageCommand::Stakes { action } } => {
+                let page = self.page.lock().unwrap();
+                let el = action.element().and_then(|i| page.elements.iter().find(|e| e.index == i));
+                Some(Body::Stakes {
+                    stakes: errand_protocol::Stakes {
+                        activates: true,
+                        words: el.map(|e| vec![e.name.clone()]).unwrap_or_default(),
+                        ..Default::default()
+                    },
+                })
+            }
             Body::ListTabs {} => Some(Body::Tabs { tabs: Vec::new() }),
             Body::Page { tab_id: 42, command: PageCommand::Cleanup {} } => Some(Body::Ack {}),
             Body::Ack {} | Body::TaskAccepted { .. } => None,

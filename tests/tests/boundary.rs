@@ -1,0 +1,221 @@
+//! The host is a boundary (issue 37): every action passes one gate that
+//! judges it by what it would set off, whatever way the model takes to it.
+//! One fixture page per class (`tests/fixtures/boundary/`), the real host,
+//! the real extension and side panel, and a scripted model that finds
+//! elements only by the observation's text; the panel's person rejects or
+//! approves as a user does.
+
+use std::time::Duration;
+
+use errand_e2e::model::{Reply, last_user_message};
+use errand_e2e::rig::{Rig, answer, element_by_label as el};
+use serde_json::{Value, json};
+
+fn done(text: &str) -> Reply {
+    answer(json!([{"done": {"text": text, "success": true}}]))
+}
+
+/// The stored action records of the rig's one task.
+fn records(rig: &Rig) -> Vec<Value> {
+    let db = rig.browser.db_path();
+    let tasks = errand_e2e::store::tasks(&db).unwrap();
+    errand_e2e::store::steps(&db, &tasks[0].id)
+        .unwrap()
+        .iter()
+        .flat_map(|s| serde_json::from_str::<Vec<Value>>(&s.actions_json).unwrap())
+        .collect()
+}
+
+fn pay_script(req: &Value, call: usize) -> Reply {
+    let amount = || el(req, "Amount");
+    match call {
+        // Enter in the field, with its number.
+        0 => answer(json!([{"press": {"key": "Enter", "index": amount()}}])),
+        // `type` with Enter.
+        1 => answer(json!([{"type": {"index": amount(), "text": "500", "enter": true}}])),
+        // A step that works (three failed steps in a row end a task).
+        2 => answer(json!([{"fill": {"index": amount(), "text": "500"}}])),
+        // A long press on the button.
+        3 => answer(json!([{"hold": {"index": el(req, "Pay $500"), "ms": 600}}])),
+        // The click.
+        4 => answer(json!([{"click": {"index": el(req, "Pay $500")}}])),
+        5 => done("the user did not want to pay"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Every way to submit a payment form waits for the user: Enter in its
+/// field, `type` with Enter, a hold on its button, a click. Rejected, none
+/// of them pays; each is recorded with the gate's verdict.
+#[test]
+fn every_way_of_submitting_a_payment_waits_for_the_user() {
+    let rig = Rig::start(pay_script);
+    let (tab, panel) = rig.open("/boundary/pay.html").unwrap();
+    panel.start_task("Pay the invoice").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(90), |_| "reject")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(asked.len(), 4, "each way asks: {asked:#?}");
+    for text in &asked {
+        assert!(text.contains("Pay $500"), "the approval says what it pays: {text}");
+    }
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "not paid");
+    let recs = records(&rig);
+    let verdicts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["action"].get("done").is_none() && r["action"].get("fill").is_none())
+        .map(|r| &r["verdict"])
+        .collect();
+    assert_eq!(verdicts.len(), 4, "{recs:#?}");
+    for v in verdicts {
+        assert_eq!(v["decision"], "rejected", "{v}");
+    }
+    rig.done("every_way_of_submitting_a_payment_waits_for_the_user");
+}
+
+fn names_script(req: &Value, call: usize) -> Reply {
+    let click = |i: u32| answer(json!([{"click": {"index": i}}]));
+    match call {
+        // Its accessible name says "Continue"; it shows "Pay $500 now".
+        0 => click(el(req, "Continue")),
+        1 => click(el(req, "Jetzt kaufen")),
+        // A step that works (three failed steps in a row end a task).
+        2 => click(el(req, "Show details")),
+        // The icon-only button: listed between "Jetzt kaufen" and "Check out".
+        3 => click(el(req, "Jetzt kaufen") + 1),
+        4 => click(el(req, "Check out")),
+        5 => done("looked at the details"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A control is judged by everything a person and a screen reader get of
+/// it: the text it shows under another accessible name, a buy button in
+/// German, an icon-only trash button, "Check out"; a harmless one is not.
+#[test]
+fn a_control_is_judged_by_what_it_shows_says_and_draws() {
+    let rig = Rig::start(names_script);
+    let (tab, panel) = rig.open("/boundary/names.html").unwrap();
+    panel.start_task("Look at the details").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(90), |_| "reject")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(asked.len(), 4, "{asked:#?}");
+    assert!(asked[0].contains("Pay $500 now"), "{}", asked[0]);
+    assert!(asked[2].contains("trash") || asked[2].contains("delete"), "{}", asked[2]);
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "nothing done e");
+    rig.done("a_control_is_judged_by_what_it_shows_says_and_draws");
+}
+
+fn dialog_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Yes")}}])),
+        1 => answer(json!([{"click": {"index": el(req, "Cancel")}}])),
+        // The model answers the confirm in advance.
+        2 => answer(json!([{"click": {"index": el(req, "Tidy up"), "dialog": "accept"}}])),
+        3 => answer(json!([
+            {"select_option": {"index": el(req, "Bulk actions"), "options": ["Move to Trash"]}},
+        ])),
+        4 => answer(json!([{"click": {"index": el(req, "Apply")}}])),
+        5 => done("trashed the selection"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// "Yes" under "Delete your account?" asks, "Cancel" does not; a confirm()
+/// the model accepted in advance is declined and asks by its own text; the
+/// bulk action chosen for a neutral "Apply" asks, and approved it runs.
+#[test]
+fn dialogs_confirms_and_bulk_actions_are_judged_by_their_words() {
+    let rig = Rig::start(dialog_script);
+    let (tab, panel) = rig.open("/boundary/dialog.html").unwrap();
+    panel.start_task("Clean up my account").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(90), |text| {
+            if text.contains("Move to Trash") { "approve" } else { "reject" }
+        })
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    assert!(asked[0].contains("Delete your account"), "{}", asked[0]);
+    assert!(asked[1].contains("permanently delete 12 files"), "{}", asked[1]);
+    assert!(asked[2].contains("Move to Trash"), "{}", asked[2]);
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "BULK trash", "the account and the files are kept; the bulk action ran");
+    rig.done("dialogs_confirms_and_bulk_actions_are_judged_by_their_words");
+}
+
+fn grant_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"click": {"index": el(req, "Jetzt kaufen")}}])),
+        // The same kind on the same site: covered by "for this task".
+        1 => answer(json!([{"click": {"index": el(req, "Check out")}}])),
+        2 => answer(json!([{"click": {"index": el(req, "Jetzt kaufen") + 1}}])),
+        3 => done("bought"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// "Approve for this task" covers the kind (a payment) on the site for the
+/// rest of the task, and nothing else: a deletion still asks.
+#[test]
+fn an_approval_for_the_task_covers_its_kind_on_its_site() {
+    let rig = Rig::start(grant_script);
+    let (tab, panel) = rig.open("/boundary/names.html").unwrap();
+    panel.start_task("Buy it").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(90), |text| {
+            if text.contains("kaufen") { "approve-task" } else { "reject" }
+        })
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(asked.len(), 2, "the payment once, the deletion once: {asked:#?}");
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "nothing done b d");
+    let recs = records(&rig);
+    assert!(
+        recs[1]["verdict"]["reason"].as_str().unwrap_or_default().contains("for this task"),
+        "{recs:#?}"
+    );
+    rig.done("an_approval_for_the_task_covers_its_kind_on_its_site");
+}
+
+fn frame_script(req: &Value, call: usize) -> Reply {
+    let text = last_user_message(req).unwrap_or_default();
+    match call {
+        0 if !text.contains("Your e-mail") => answer(json!([{"wait": {"ms": 800}}])),
+        0 | 1 if text.contains("Your e-mail") => {
+            answer(json!([{"fill": {"index": el(req, "Your e-mail"), "text": "ada@example.com"}}]))
+        }
+        1 => answer(json!([{"wait": {"ms": 800}}])),
+        2 | 3 => done("could not subscribe"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// With `deny = ["localhost"]`, a frame of that site inside an allowed page
+/// is not acted in: the fill is refused and the frame's page gets nothing.
+#[test]
+fn a_frame_of_a_denied_site_is_not_acted_in() {
+    let rig = Rig::builder()
+        .script(frame_script)
+        .options(|o| o.config_extra = "[sites]\ndeny = [\"localhost\"]\n".into())
+        .build();
+    let (_tab, panel) = rig.open("/boundary/frame.html").unwrap();
+    panel.start_task("Subscribe me with ada@example.com").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(90), |_| "reject")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert!(asked.is_empty(), "{asked:#?}");
+    let recs = records(&rig);
+    let fill = recs.iter().find(|r| r["action"].get("fill").is_some()).expect("a fill");
+    assert_eq!(fill["ok"], false, "{fill}");
+    assert_eq!(fill["verdict"]["decision"], "refuse", "{fill}");
+    assert!(fill["detail"].as_str().unwrap().contains("frame of http://localhost"), "{fill}");
+    rig.done("a_frame_of_a_denied_site_is_not_acted_in");
+}
