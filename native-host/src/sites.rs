@@ -22,7 +22,6 @@
 //! are. Every address the host checks goes through [`SitePolicy::check`]
 //! (or [`SitePolicy::ask_first`]), and both parse and normalise it here.
 
-use errand_protocol::Observation;
 use url::{Host, Url};
 
 use crate::config::SitesSection;
@@ -156,16 +155,6 @@ impl SitePolicy {
             return Err(SiteRefusal::NotForThisTask { host, allowed: allowed.join(", ") });
         }
         Ok(())
-    }
-
-    /// Whether the document element `index` of `obs` is in may be acted
-    /// on: a cross-origin frame's origin (`ElementInfo.origin`) is checked
-    /// as an address is (the page's own is `obs.url`'s). For the action
-    /// pipeline, beside the check of a link's or form's target.
-    pub fn check_frame_of(&self, obs: &Observation, index: u32) -> Result<(), SiteRefusal> {
-        let origin =
-            obs.elements.iter().find(|e| e.index == index).and_then(|e| e.origin.as_deref());
-        origin.map_or(Ok(()), |o| self.check(o))
     }
 
     /// The ask-first entry `url` falls under, if any.
@@ -360,30 +349,6 @@ mod tests {
             p.check("https://ChromeWebStore.Google.Com./detail/x"),
             Err(SiteRefusal::Never { .. })
         ));
-    }
-
-    #[test]
-    fn a_frame_is_checked_by_its_own_origin() {
-        use errand_protocol::ElementInfo;
-        let p = policy(&[], &["evil.example"], &[]);
-        let el = |index, origin: Option<&str>| ElementInfo {
-            index,
-            origin: origin.map(str::to_owned),
-            ..Default::default()
-        };
-        let obs = Observation {
-            url: "https://shop.example/".into(),
-            elements: vec![
-                el(1, None),
-                el(2, Some("https://EVIL.example.")),
-                el(3, Some("https://ok.example")),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(p.check_frame_of(&obs, 1), Ok(()));
-        assert!(matches!(p.check_frame_of(&obs, 2), Err(SiteRefusal::Denied { .. })));
-        assert_eq!(p.check_frame_of(&obs, 3), Ok(()));
-        assert_eq!(p.check_frame_of(&obs, 9), Ok(()));
     }
 
     #[test]

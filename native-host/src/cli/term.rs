@@ -216,6 +216,8 @@ mod tests {
                     .into(),
             reason: "irreversible".into(),
             action: Action::GoBack {},
+            kind: String::new(),
+            site: String::new(),
         });
         assert_eq!(
             event_lines(&approval),
