@@ -358,3 +358,28 @@ fn fill_and_type_respect_maxlength_and_say_the_value_was_cut() {
     }
     rig.done("keys-maxlength");
 }
+
+fn code_boxes_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"type": {"index": el(req, "Digit 1"), "text": "4821"}}])),
+        1 => answer(json!([{"done": {"text": "entered", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Keys go where the focus is: a code split over one box per digit, whose
+/// page moves the focus on as each box fills, gets one digit per box (a
+/// box's `maxlength` of 1 keeps the rest out of the first), and the
+/// result says so.
+#[test]
+fn typing_follows_the_focus_the_page_moves_on_to_the_next_box() {
+    let rig = Rig::start(code_boxes_script);
+    let (tab, records) = rig.run("/keys/code-boxes.html", "Enter the code 4821").unwrap();
+    let boxes =
+        tab.eval("[...document.querySelectorAll('#code input')].map(b => b.value)").unwrap();
+    assert_eq!(boxes, json!(["4", "8", "2", "1"]));
+    let typed = record(&records, "type", "4821").unwrap();
+    assert!(typed["ok"] == true, "{typed}");
+    assert!(typed.to_string().contains("moved the focus on to 3 more field"), "{typed}");
+    rig.done("keys-code-boxes");
+}

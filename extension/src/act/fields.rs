@@ -124,7 +124,7 @@ pub(super) async fn type_into(
     let typed = keys::type_text(&el, text);
     // Let the page react to the text (suggestions after a debounce).
     watch.settle_for(crate::watch::TYPE_QUIET_MS).await;
-    let held = proto::is_connected(&el).then(|| read_value(&el, &tag)).unwrap_or_default();
+    let held = if proto::is_connected(&el) { read_value(&el, &tag) } else { String::new() };
     let mut emptied_on_enter = false;
     if enter {
         // Enter goes where the keys went last (the focus).
