@@ -2,7 +2,11 @@
 //! `selects.rs` share — mouse and pointer events as a real mouse dispatches
 //! them (coordinates, buttons, held modifier keys), a field's value set
 //! through its prototype's own setter and read back, and the `input` and
-//! `change` events a person's typing fires.
+//! `change` events a person's typing fires. `change` after typing comes as
+//! a browser fires it: the keyboard's edits of a field are noted
+//! ([`note_edit`]) and committed ([`commit_edit`]) when the field takes
+//! Enter (`keys.rs`) or loses the focus (`focus.rs`), firing `change` only
+//! when the value differs from the one it held before the edit.
 
 use crate::proto;
 use errand_protocol::{ClickButton, Modifier};
@@ -216,6 +220,65 @@ pub fn fire_change(el: &Element) -> Result<bool, JsValue> {
     init.set_bubbles(true);
     let e = Event::new_with_event_init_dict("change", &init)?;
     proto::dispatch_event(&el, &e)
+}
+
+thread_local! {
+    /// Text fields the keyboard edited since their last `change` (or since
+    /// they got the focus), with the value they held then: a browser fires
+    /// `change` when such a field loses the focus or Enter is pressed in
+    /// it, and only when the value differs.
+    static EDITED: std::cell::RefCell<Vec<(Element, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Notes that the keyboard is about to edit `el` (an input or textarea):
+/// the value it holds now is what its next `change` compares with, unless
+/// an earlier edit since its last `change` noted one.
+pub fn note_edit(el: &Element) {
+    let tag = proto::local_name(el);
+    if !matches!(tag.as_str(), "input" | "textarea") {
+        return;
+    }
+    EDITED.with(|e| {
+        let mut e = e.borrow_mut();
+        if e.iter().any(|(f, _)| f == el) {
+            return;
+        }
+        e.retain(|(f, _)| proto::is_connected(f));
+        if e.len() >= 16 {
+            e.remove(0);
+        }
+        e.push((el.clone(), read_value(el, &tag)));
+    });
+}
+
+/// Ends the keyboard's edit of `el` as a browser does when the field
+/// loses the focus or takes Enter: `change` when its value differs from
+/// the one it held before the edit; `true` when it fired.
+pub fn commit_edit(el: &Element) -> bool {
+    let Some(base) = forget_edit(el) else {
+        return false;
+    };
+    if !proto::is_connected(el) || read_value(el, &proto::local_name(el)) == base {
+        return false;
+    }
+    let _ = fire_change(el);
+    true
+}
+
+/// Forgets the keyboard's edit of `el` (a fill fired its own `change`);
+/// the value it held before it, when there was one.
+pub fn forget_edit(el: &Element) -> Option<String> {
+    EDITED.with(|e| {
+        let mut e = e.borrow_mut();
+        let at = e.iter().position(|(f, _)| f == el)?;
+        Some(e.remove(at).1)
+    })
+}
+
+/// Forgets every edit (the task ended).
+pub fn forget_edits() {
+    EDITED.with(|e| e.borrow_mut().clear());
 }
 
 /// What a field holds now (a select: its chosen option's text).

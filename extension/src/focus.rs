@@ -9,6 +9,8 @@
 //! browser firing its events, the same events are dispatched as a focused
 //! document gets them: `blur` and `focusout` on the element left, `focus`
 //! and `focusin` on the new one, each with the other as `relatedTarget`.
+//! A text field the keyboard edited gets its `change` as it loses the
+//! focus (`events::commit_edit`: only when its value changed).
 
 use crate::proto;
 use std::cell::Cell;
@@ -98,6 +100,11 @@ pub fn focus(el: &Element) {
     if before.as_ref() == Some(el) {
         return;
     }
+    // Leaving a field the keyboard edited: `change` first, as a browser
+    // fires it before `blur`.
+    if let Some(prev) = &before {
+        crate::events::commit_edit(prev);
+    }
     let fired = fires_events(el, || {
         let _ = proto::focus(el);
     });
@@ -119,6 +126,7 @@ pub fn blur_active(el: &Element) {
     let Some(active) = deep_active(el).filter(|a| !is_nowhere(a)) else {
         return;
     };
+    crate::events::commit_edit(&active);
     let fired = fires_events(&active, || {
         let _ = proto::blur(&active);
     });
@@ -141,6 +149,13 @@ pub fn follow<R>(el: &Element, act: impl FnOnce() -> R) -> R {
     let fired = fires_events(el, || out = Some(act()));
     let out = out.expect("run once");
     let after = deep_active(el).filter(|a| !is_nowhere(a));
+    if after != before {
+        // The page's handlers moved the focus from a field the keyboard
+        // edited: its `change` (after the `blur` here, which came first).
+        if let Some(prev) = &before {
+            crate::events::commit_edit(prev);
+        }
+    }
     if fired || after == before {
         return out;
     }

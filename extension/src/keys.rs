@@ -1,23 +1,40 @@
 //! The keyboard: key combinations (`ControlOrMeta+a`, `Shift+Tab`) and
-//! typing key by key.
+//! typing key by key, as a US keyboard types.
+//!
+//! One table of keys, as data ([`PRINTABLE`], [`NAMED`]: the US layout,
+//! not an allow-list), gives every key event its fields as a real
+//! keyboard sends them: `key` (the character), `code` (the physical key:
+//! `Period`, `Digit9`), the legacy `keyCode`/`which` of the physical key
+//! on `keydown`/`keyup` ("." is 190, "(" is 57 with Shift — never the
+//! character's own code, which editors read as Delete or ArrowDown), Shift
+//! held for shifted characters, and `keypress` with the character's code
+//! as `charCode`/`keyCode`. Characters no US key types (é, 日本, emoji)
+//! come as Chrome gives an input method's text: `keydown` `Process`/229,
+//! `compositionstart`/`compositionupdate`, `insertCompositionText`,
+//! `compositionend`, `keyup`.
 //!
 //! Synthetic key events do not make the browser do anything by itself, so
-//! after each key whose `keydown` the page did not cancel, the key's usual
-//! effect is carried out here: a character goes into the field (through
-//! the native value setter and an `input` event, as a person's typing
-//! does), Backspace deletes, Enter submits the field's form (or clicks a
-//! button or link), Tab moves the focus, `ControlOrMeta+a` selects all,
-//! Space ticks a checkbox or presses a button.
+//! after each key whose `keydown` (and `keypress`) the page did not
+//! cancel, the key's usual effect is carried out here: a character goes
+//! into the field (through the native value setter between `beforeinput`
+//! and `input`, as a person's typing does; nothing when the field's
+//! `maxlength` is reached, as in a browser), Backspace deletes, Enter
+//! fires the field's `change` when its value changed since it got the
+//! focus (`events::commit_edit`, form or no form) and submits its form
+//! (or clicks a button or link), Tab moves the focus, `ControlOrMeta+a`
+//! selects all, Space ticks a checkbox or presses a button. Typing
+//! follows the focus: when the page moves it on to another text field,
+//! the rest of the text goes there.
 
 use crate::proto;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    Element, HtmlElement, HtmlInputElement, HtmlTextAreaElement, InputEvent, InputEventInit,
-    KeyboardEvent, KeyboardEventInit,
+    CompositionEvent, CompositionEventInit, Element, HtmlElement, HtmlInputElement,
+    HtmlTextAreaElement, InputEvent, InputEventInit, KeyboardEvent, KeyboardEventInit,
 };
 
 use crate::dom;
-use crate::events::{Keys, fire_change, set_native_value};
+use crate::events::{Keys, commit_edit, note_edit, set_native_value};
 
 /// One key of a combination, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,38 +99,128 @@ pub fn parse(combo: &str, mac: bool) -> Result<Combo, String> {
     Ok(Combo { keys, key })
 }
 
-/// `KeyboardEvent.code` and the legacy `keyCode` of a key.
-pub fn codes(key: &str) -> (String, u32) {
-    let named = match key {
-        "Enter" => Some(13),
-        "Tab" => Some(9),
-        "Escape" => Some(27),
-        "Backspace" => Some(8),
-        "Delete" => Some(46),
-        " " => Some(32),
-        "ArrowUp" => Some(38),
-        "ArrowDown" => Some(40),
-        "ArrowLeft" => Some(37),
-        "ArrowRight" => Some(39),
-        "Home" => Some(36),
-        "End" => Some(35),
-        "PageUp" => Some(33),
-        "PageDown" => Some(34),
-        _ => None,
-    };
-    if let Some(code) = named {
-        let name = if key == " " { "Space" } else { key };
-        return (name.to_owned(), code);
+/// The keys of a US keyboard that type a character, as data: the
+/// physical key's `KeyboardEvent.code`, its legacy virtual key code
+/// (`keyCode`/`which` on `keydown` and `keyup`: the code of the key, not
+/// of the character, so "." is 190 and "(" is 57 with Shift), and the
+/// character it types without and with Shift.
+const PRINTABLE: &[(&str, u32, char, char)] = &[
+    ("Backquote", 192, '`', '~'),
+    ("Digit1", 49, '1', '!'),
+    ("Digit2", 50, '2', '@'),
+    ("Digit3", 51, '3', '#'),
+    ("Digit4", 52, '4', '$'),
+    ("Digit5", 53, '5', '%'),
+    ("Digit6", 54, '6', '^'),
+    ("Digit7", 55, '7', '&'),
+    ("Digit8", 56, '8', '*'),
+    ("Digit9", 57, '9', '('),
+    ("Digit0", 48, '0', ')'),
+    ("Minus", 189, '-', '_'),
+    ("Equal", 187, '=', '+'),
+    ("BracketLeft", 219, '[', '{'),
+    ("BracketRight", 221, ']', '}'),
+    ("Backslash", 220, '\\', '|'),
+    ("Semicolon", 186, ';', ':'),
+    ("Quote", 222, '\'', '"'),
+    ("Comma", 188, ',', '<'),
+    ("Period", 190, '.', '>'),
+    ("Slash", 191, '/', '?'),
+    ("Space", 32, ' ', ' '),
+    ("KeyA", 65, 'a', 'A'),
+    ("KeyB", 66, 'b', 'B'),
+    ("KeyC", 67, 'c', 'C'),
+    ("KeyD", 68, 'd', 'D'),
+    ("KeyE", 69, 'e', 'E'),
+    ("KeyF", 70, 'f', 'F'),
+    ("KeyG", 71, 'g', 'G'),
+    ("KeyH", 72, 'h', 'H'),
+    ("KeyI", 73, 'i', 'I'),
+    ("KeyJ", 74, 'j', 'J'),
+    ("KeyK", 75, 'k', 'K'),
+    ("KeyL", 76, 'l', 'L'),
+    ("KeyM", 77, 'm', 'M'),
+    ("KeyN", 78, 'n', 'N'),
+    ("KeyO", 79, 'o', 'O'),
+    ("KeyP", 80, 'p', 'P'),
+    ("KeyQ", 81, 'q', 'Q'),
+    ("KeyR", 82, 'r', 'R'),
+    ("KeyS", 83, 's', 'S'),
+    ("KeyT", 84, 't', 'T'),
+    ("KeyU", 85, 'u', 'U'),
+    ("KeyV", 86, 'v', 'V'),
+    ("KeyW", 87, 'w', 'W'),
+    ("KeyX", 88, 'x', 'X'),
+    ("KeyY", 89, 'y', 'Y'),
+    ("KeyZ", 90, 'z', 'Z'),
+];
+
+/// The named keys (`KeyboardEvent.key`), their `code` and legacy
+/// `keyCode`. Function keys follow their own pattern (`F1` = 112).
+const NAMED: &[(&str, &str, u32)] = &[
+    ("Enter", "Enter", 13),
+    ("Tab", "Tab", 9),
+    ("Escape", "Escape", 27),
+    ("Backspace", "Backspace", 8),
+    ("Delete", "Delete", 46),
+    ("Insert", "Insert", 45),
+    ("ArrowUp", "ArrowUp", 38),
+    ("ArrowDown", "ArrowDown", 40),
+    ("ArrowLeft", "ArrowLeft", 37),
+    ("ArrowRight", "ArrowRight", 39),
+    ("Home", "Home", 36),
+    ("End", "End", 35),
+    ("PageUp", "PageUp", 33),
+    ("PageDown", "PageDown", 34),
+];
+
+/// How a US keyboard makes one key: the physical key's `code`, its legacy
+/// `keyCode`, and whether Shift is held for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stroke {
+    pub code: String,
+    pub key_code: u32,
+    pub shift: bool,
+}
+
+/// The stroke of a key (`KeyboardEvent.key`: a character or a named key);
+/// `None` for a character a US keyboard cannot type (é, 日, an emoji:
+/// those come from an input method, see [`type_text`]).
+pub fn stroke(key: &str) -> Option<Stroke> {
+    if let Some((_, code, key_code)) = NAMED.iter().find(|(k, _, _)| *k == key) {
+        return Some(Stroke { code: (*code).to_owned(), key_code: *key_code, shift: false });
+    }
+    if let Some(n) = key.strip_prefix('F').and_then(|n| n.parse::<u32>().ok()) {
+        if (1..=24).contains(&n) {
+            return Some(Stroke { code: key.to_owned(), key_code: 111 + n, shift: false });
+        }
     }
     let mut chars = key.chars();
-    match (chars.next(), chars.next()) {
-        (Some(c), None) if c.is_ascii_alphabetic() => {
-            (format!("Key{}", c.to_ascii_uppercase()), c.to_ascii_uppercase() as u32)
-        }
-        (Some(c), None) if c.is_ascii_digit() => (format!("Digit{c}"), c as u32),
-        (Some(c), None) => (String::new(), c as u32),
-        _ => (key.to_owned(), 0),
-    }
+    let (Some(c), None) = (chars.next(), chars.next()) else {
+        return None;
+    };
+    PRINTABLE.iter().find_map(|(code, key_code, plain, shifted)| {
+        let shift = if c == *plain {
+            false
+        } else if c == *shifted {
+            true
+        } else {
+            return None;
+        };
+        Some(Stroke { code: (*code).to_owned(), key_code: *key_code, shift })
+    })
+}
+
+/// The character the key of `c` types with Shift held (`a` → `A`, `1` →
+/// `!`), for a combination such as `Shift+a`.
+fn shifted(c: char) -> Option<char> {
+    PRINTABLE.iter().find(|(_, _, plain, _)| *plain == c).map(|(_, _, _, s)| *s)
+}
+
+/// `KeyboardEvent.code` and the legacy `keyCode` of a key (empty and 0
+/// for a key no US keyboard has).
+pub fn codes(key: &str) -> (String, u32) {
+    stroke(key).map_or((String::new(), 0), |s| (s.code, s.key_code))
 }
 
 /// Whether a key puts a character into a field.
@@ -124,12 +231,35 @@ fn is_char(key: &str) -> bool {
 /// Dispatches one keyboard event; `false` when a handler cancelled it.
 fn key_event(target: &Element, kind: &str, key: &str, keys: Keys) -> bool {
     let (code, key_code) = codes(key);
+    // The legacy `keyCode`/`which`/`charCode` (UI Events' legacy init
+    // members): older widgets and editors read them. On `keypress` both
+    // are the character's code (13 for Enter), elsewhere the key's.
+    let legacy = if kind == "keypress" && is_char(key) {
+        key.chars().next().map_or(0, |c| c as u32)
+    } else {
+        key_code
+    };
+    let char_code = if kind == "keypress" { legacy } else { 0 };
+    keyboard_event(target, kind, key, &code, legacy, char_code, keys)
+}
+
+/// Dispatches a keyboard event with these fields; `false` when a handler
+/// cancelled it.
+fn keyboard_event(
+    target: &Element,
+    kind: &str,
+    key: &str,
+    code: &str,
+    key_code: u32,
+    char_code: u32,
+    keys: Keys,
+) -> bool {
     let init = KeyboardEventInit::new();
     init.set_bubbles(true);
     init.set_cancelable(true);
     init.set_composed(true);
     init.set_key(key);
-    init.set_code(&code);
+    init.set_code(code);
     init.set_alt_key(keys.alt);
     init.set_ctrl_key(keys.ctrl);
     init.set_meta_key(keys.meta);
@@ -137,18 +267,11 @@ fn key_event(target: &Element, kind: &str, key: &str, keys: Keys) -> bool {
     if let Some(w) = dom::window_of(target) {
         init.set_view(Some(&w));
     }
-    // The legacy `keyCode`/`which`/`charCode` (UI Events' legacy init
-    // members): older widgets such as jQuery UI read them. They must go in
-    // the init dictionary: properties set on the event object here would
-    // stay in the content script's world.
-    let legacy = if kind == "keypress" && is_char(key) {
-        key.chars().next().map_or(0, |c| c as u32)
-    } else {
-        key_code
-    };
-    init.set_key_code(legacy);
-    init.set_which(legacy);
-    init.set_char_code(if kind == "keypress" { legacy } else { 0 });
+    // They must go in the init dictionary: properties set on the event
+    // object here would stay in the content script's world.
+    init.set_key_code(key_code);
+    init.set_which(key_code);
+    init.set_char_code(char_code);
     let Ok(event) = KeyboardEvent::new_with_keyboard_event_init_dict(kind, &init) else {
         return true;
     };
@@ -286,7 +409,12 @@ fn clipboard(target: &Element, key: &str) -> String {
         if matches!(field(target), Field::None) {
             return "nothing was pasted: the focused element is not a text field".into();
         }
-        insert_as(target, &text, "insertFromPaste");
+        if let Some(max) = insert_as(target, &text, "insertFromPaste", false) {
+            return format!(
+                "pasted what fits of {} characters: the field takes at most {max}",
+                text.chars().count()
+            );
+        }
         return format!("pasted {} characters", text.chars().count());
     }
     let in_field = field_selection(target);
@@ -316,14 +444,21 @@ fn clipboard(target: &Element, key: &str) -> String {
 }
 
 /// Fires `beforeinput`, and when it is not cancelled runs `edit` and fires
-/// `input`.
-fn input_event(el: &Element, input_type: &str, data: Option<&str>, edit: impl FnOnce()) {
+/// `input` (with `isComposing` while an input method composes).
+fn input_event(
+    el: &Element,
+    input_type: &str,
+    data: Option<&str>,
+    composing: bool,
+    edit: impl FnOnce(),
+) {
     let init = InputEventInit::new();
     init.set_bubbles(true);
     init.set_cancelable(true);
     init.set_composed(true);
     init.set_input_type(input_type);
     init.set_data(data);
+    init.set_is_composing(composing);
     let go = InputEvent::new_with_event_init_dict("beforeinput", &init)
         .and_then(|e| proto::dispatch_event(&el, &e))
         .unwrap_or(true);
@@ -337,48 +472,158 @@ fn input_event(el: &Element, input_type: &str, data: Option<&str>, edit: impl Fn
     }
 }
 
-/// The text field's value with `text` put in place of the selection.
+/// The text field's value with `text` put in place of the selection (its
+/// ends in UTF-16 units, as the DOM counts), and the caret after it.
 fn spliced(value: &str, start: Option<u32>, end: Option<u32>, text: &str) -> (String, u32) {
-    let chars: Vec<char> = value.chars().collect();
-    let len = chars.len() as u32;
+    let units: Vec<u16> = value.encode_utf16().collect();
+    let len = units.len() as u32;
     let s = start.unwrap_or(len).min(len) as usize;
     let e = end.unwrap_or(len).min(len).max(s as u32) as usize;
-    let mut out: String = chars[..s].iter().collect();
+    let mut out = String::from_utf16_lossy(&units[..s]);
     out.push_str(text);
-    out.extend(&chars[e..]);
-    (out, (s + text.chars().count()) as u32)
+    out.push_str(&String::from_utf16_lossy(&units[e..]));
+    (out, (s + text.encode_utf16().count()) as u32)
 }
 
-/// Inserts text at the caret of a field, as typing does.
-fn insert(el: &Element, text: &str) {
-    insert_as(el, text, "insertText");
+/// A text field's `maxlength` (in UTF-16 units, as the browser counts),
+/// parsed as HTML parses a non-negative integer; `None` when it has none
+/// or its type takes none (number, date, …).
+pub fn max_length(el: &Element) -> Option<u32> {
+    let applies = match field(el) {
+        Field::Input(i) => matches!(
+            i.type_().to_ascii_lowercase().as_str(),
+            "text" | "search" | "url" | "tel" | "email" | "password"
+        ),
+        Field::Area(_) => true,
+        _ => false,
+    };
+    if !applies {
+        return None;
+    }
+    let raw = proto::get_attribute(el, "maxlength")?;
+    let digits: String =
+        raw.trim_start().chars().take_while(char::is_ascii_digit).take(9).collect();
+    digits.parse().ok()
+}
+
+/// `text` cut to what a field of `max` units holding `len` units, `taken`
+/// of them selected (replaced), still takes, at a character's boundary;
+/// `None` when it takes all of it.
+pub fn fitting(text: &str, max: u32, len: u32, taken: u32) -> Option<String> {
+    let room = max.saturating_sub(len.saturating_sub(taken)) as usize;
+    if text.encode_utf16().count() <= room {
+        return None;
+    }
+    let mut used = 0;
+    Some(
+        text.chars()
+            .take_while(|c| {
+                used += c.len_utf16();
+                used <= room
+            })
+            .collect(),
+    )
+}
+
+/// Inserts text at the caret of a field, as typing does; `Some(max)` when
+/// the field's `maxlength` kept some or all of it out.
+fn insert(el: &Element, text: &str) -> Option<u32> {
+    insert_as(el, text, "insertText", false)
 }
 
 /// Inserts text at the caret of a field with `beforeinput`/`input` of
-/// type `input_type` (`insertText`, `insertFromPaste`).
-fn insert_as(el: &Element, text: &str, input_type: &str) {
+/// type `input_type` (`insertText`, `insertFromPaste`,
+/// `insertCompositionText`), as much of it as the field's `maxlength`
+/// lets in (nothing, with no input events, when it is full: as a
+/// browser does); `Some(max)` when the limit kept some of it out.
+fn insert_as(el: &Element, text: &str, input_type: &str, composing: bool) -> Option<u32> {
+    let (value, start, end, class) = match field(el) {
+        Field::Input(i) => (
+            i.value(),
+            i.selection_start().ok().flatten(),
+            i.selection_end().ok().flatten(),
+            "HTMLInputElement",
+        ),
+        Field::Area(a) => (
+            a.value(),
+            a.selection_start().ok().flatten(),
+            a.selection_end().ok().flatten(),
+            "HTMLTextAreaElement",
+        ),
+        Field::Editable => {
+            exec(el, "insertText", Some(text));
+            return None;
+        }
+        Field::None => return None,
+    };
+    let len = value.encode_utf16().count() as u32;
+    let taken = match (start, end) {
+        (Some(s), Some(e)) => e.max(s).min(len) - s.min(e).min(len),
+        _ => 0,
+    };
+    let max = max_length(el);
+    let cut = max.and_then(|m| fitting(text, m, len, taken));
+    let text = cut.as_deref().unwrap_or(text);
+    if text.is_empty() {
+        return max;
+    }
+    let (v, caret) = spliced(&value, start, end, text);
+    note_edit(el);
+    input_event(el, input_type, Some(text), composing, || {
+        let _ = set_native_value(el, class, &v);
+        set_caret(el, caret);
+    });
+    cut.and(max)
+}
+
+/// Puts a text field's caret at `at` (UTF-16 units).
+fn set_caret(el: &Element, at: u32) {
     match field(el) {
         Field::Input(i) => {
-            let (start, end) =
-                (i.selection_start().ok().flatten(), i.selection_end().ok().flatten());
-            let (v, caret) = spliced(&i.value(), start, end, text);
-            input_event(el, input_type, Some(text), || {
-                let _ = set_native_value(el, "HTMLInputElement", &v);
-                let _ = i.set_selection_range(caret, caret);
-            });
+            let _ = i.set_selection_range(at, at);
         }
         Field::Area(a) => {
-            let (start, end) =
-                (a.selection_start().ok().flatten(), a.selection_end().ok().flatten());
-            let (v, caret) = spliced(&a.value(), start, end, text);
-            input_event(el, input_type, Some(text), || {
-                let _ = set_native_value(el, "HTMLTextAreaElement", &v);
-                let _ = a.set_selection_range(caret, caret);
-            });
+            let _ = a.set_selection_range(at, at);
         }
-        Field::Editable => exec(el, "insertText", Some(text)),
-        Field::None => {}
+        _ => {}
     }
+}
+
+/// Dispatches a composition event (`compositionstart`, `compositionupdate`,
+/// `compositionend`) with `data`.
+fn composition_event(target: &Element, kind: &str, data: &str) {
+    let init = CompositionEventInit::new();
+    init.set_bubbles(true);
+    init.set_cancelable(kind == "compositionstart");
+    init.set_composed(true);
+    init.set_data(data);
+    if let Some(w) = dom::window_of(target) {
+        init.set_view(Some(&w));
+    }
+    if let Ok(e) = CompositionEvent::new_with_event_init_dict(kind, &init) {
+        let _ = proto::dispatch_event(&target, &e);
+    }
+}
+
+/// Enters text no US key types (é, 日本, an emoji) as an input method
+/// does in Chrome: `keydown` with key `Process` and key code 229,
+/// `compositionstart`, `compositionupdate`, `beforeinput`/`input` of type
+/// `insertCompositionText` (composing), `compositionend`, `keyup`;
+/// `Some(max)` when the field's `maxlength` kept some of it out.
+fn compose(target: &Element, text: &str) -> Option<u32> {
+    let keys = Keys::default();
+    keyboard_event(target, "keydown", "Process", "", 229, 0, keys);
+    composition_event(target, "compositionstart", "");
+    composition_event(target, "compositionupdate", text);
+    let full = if matches!(field(target), Field::Editable) {
+        exec(target, "insertText", Some(text));
+        None
+    } else {
+        insert_as(target, text, "insertCompositionText", true)
+    };
+    composition_event(target, "compositionend", text);
+    keyboard_event(target, "keyup", "Process", "", 229, 0, keys);
+    full
 }
 
 /// `document.execCommand`, which edits a contenteditable as typing does
@@ -390,51 +635,57 @@ pub fn exec(el: &Element, command: &str, value: Option<&str>) {
     proto::exec_command(&doc, command, value);
 }
 
-/// Deletes the selection, or the character before the caret.
+/// Deletes the selection, or the character before (after, `forward`) the
+/// caret.
 fn backspace(el: &Element, forward: bool) {
+    // In UTF-16 units, as the selection counts; a character of two units
+    // (an emoji) goes whole.
     let edit = |value: String, start: Option<u32>, end: Option<u32>| {
-        let chars: Vec<char> = value.chars().collect();
-        let len = chars.len() as u32;
+        let units: Vec<u16> = value.encode_utf16().collect();
+        let len = units.len() as u32;
         let s = start.unwrap_or(len).min(len);
         let e = end.unwrap_or(len).min(len).max(s);
+        let surrogate =
+            |i: u32| units.get(i as usize).is_some_and(|u| (0xDC00..0xE000).contains(u));
         let (s, e) = if s != e {
             (s, e)
         } else if forward {
-            (s, (s + 1).min(len))
+            let e = (s + 1).min(len);
+            (s, if e < len && surrogate(e) { e + 1 } else { e })
         } else {
-            (s.saturating_sub(1), s)
+            let b = s.saturating_sub(1);
+            (if b > 0 && surrogate(b) { b - 1 } else { b }, s)
         };
-        let mut out: String = chars[..s as usize].iter().collect();
-        out.extend(&chars[e as usize..]);
+        let mut out = String::from_utf16_lossy(&units[..s as usize]);
+        out.push_str(&String::from_utf16_lossy(&units[e as usize..]));
         (out, s)
     };
     let kind = if forward { "deleteContentForward" } else { "deleteContentBackward" };
-    match field(el) {
-        Field::Input(i) => {
-            let (v, caret) = edit(
-                i.value(),
-                i.selection_start().ok().flatten(),
-                i.selection_end().ok().flatten(),
-            );
-            input_event(el, kind, None, || {
-                let _ = set_native_value(el, "HTMLInputElement", &v);
-                let _ = i.set_selection_range(caret, caret);
-            });
+    let (value, start, end, class) = match field(el) {
+        Field::Input(i) => (
+            i.value(),
+            i.selection_start().ok().flatten(),
+            i.selection_end().ok().flatten(),
+            "HTMLInputElement",
+        ),
+        Field::Area(a) => (
+            a.value(),
+            a.selection_start().ok().flatten(),
+            a.selection_end().ok().flatten(),
+            "HTMLTextAreaElement",
+        ),
+        Field::Editable => {
+            exec(el, if forward { "forwardDelete" } else { "delete" }, None);
+            return;
         }
-        Field::Area(a) => {
-            let (v, caret) = edit(
-                a.value(),
-                a.selection_start().ok().flatten(),
-                a.selection_end().ok().flatten(),
-            );
-            input_event(el, kind, None, || {
-                let _ = set_native_value(el, "HTMLTextAreaElement", &v);
-                let _ = a.set_selection_range(caret, caret);
-            });
-        }
-        Field::Editable => exec(el, if forward { "forwardDelete" } else { "delete" }, None),
-        Field::None => {}
-    }
+        Field::None => return,
+    };
+    let (v, caret) = edit(value, start, end);
+    note_edit(el);
+    input_event(el, kind, None, false, || {
+        let _ = set_native_value(el, class, &v);
+        set_caret(el, caret);
+    });
 }
 
 /// The focusable elements of the element's document, in tab order.
@@ -470,20 +721,54 @@ fn tab_order(el: &Element) -> Vec<HtmlElement> {
     out.into_iter().map(|(_, _, e)| e).collect()
 }
 
-/// Presses one key combination on `target`; returns what it did by default.
+/// Presses one key combination on `target`; returns what it did by default
+/// (`nothing was typed: …` when a full field took no character).
 pub fn press(target: &Element, combo: &Combo) -> Option<String> {
-    let keys = combo.keys;
-    let key = combo.key.as_str();
+    let (did, full) = press_key(target, combo);
+    match full {
+        Some(max) => Some(format!("nothing was typed: the field takes at most {max} characters")),
+        None => did,
+    }
+}
+
+/// The key and the held keys a combination is pressed with on a US
+/// keyboard: Shift held for a character typed with it (`(`, `A`), and the
+/// shifted character for Shift with a character key (`Shift+a` is `A`).
+fn as_typed(combo: &Combo) -> (String, Keys) {
+    let mut keys = combo.keys;
+    let mut key = combo.key.clone();
+    let mut chars = key.chars();
+    if let (Some(c), None, true) = (chars.next(), chars.next(), keys.shift) {
+        if let Some(s) = shifted(c) {
+            key = s.to_string();
+        }
+    }
+    if stroke(&key).is_some_and(|s| s.shift) {
+        keys.shift = true;
+    }
+    (key, keys)
+}
+
+/// [`press`], and `Some(max)` when the field's `maxlength` kept the
+/// character out.
+fn press_key(target: &Element, combo: &Combo) -> (Option<String>, Option<u32>) {
+    let (key, keys) = as_typed(combo);
+    let key = key.as_str();
     let down = key_event(target, "keydown", key, keys);
     let mut did = None;
+    let mut full = None;
     if down {
         let plain = !keys.ctrl && !keys.meta && !keys.alt;
-        if plain && is_char(key) && !matches!(field(target), Field::None) {
-            key_event(target, "keypress", key, keys);
-            insert(target, key);
+        if plain && is_char(key) {
+            // `keypress` for a character key, wherever the focus is; a
+            // handler cancelling it keeps the character out.
+            if key_event(target, "keypress", key, keys) {
+                full = insert(target, key);
+            }
         } else if plain && key == "Enter" {
-            key_event(target, "keypress", key, keys);
-            did = enter(target);
+            if key_event(target, "keypress", key, keys) {
+                did = enter(target);
+            }
         } else if plain && (key == "Backspace" || key == "Delete") {
             backspace(target, key == "Delete");
         } else if key == "Tab" && !keys.ctrl && !keys.meta {
@@ -525,7 +810,7 @@ pub fn press(target: &Element, combo: &Combo) -> Option<String> {
         }
     }
     key_event(target, "keyup", key, keys);
-    did
+    (did, full)
 }
 
 fn attr_role_is_button(el: &Element) -> bool {
@@ -549,8 +834,11 @@ fn enter(target: &Element) -> Option<String> {
                 proto::click(target);
                 return Some("pressed it".to_owned());
             }
+            // Enter finishes the edit as leaving the field does: `change`
+            // when the value changed since the field got the focus (or
+            // since its last `change`), with or without a form.
+            commit_edit(target);
             let form = input.form()?;
-            let _ = fire_change(target);
             // `requestSubmit` runs validation and fires `submit`, as
             // pressing Enter does (through the prototype: a field named
             // `requestSubmit` shadows the form's own).
@@ -577,17 +865,68 @@ fn enter(target: &Element) -> Option<String> {
     }
 }
 
-/// Types `text` key by key into `target`.
-pub fn type_text(target: &Element, text: &str) {
-    for c in text.chars() {
-        let key = c.to_string();
-        let keys = Keys { shift: c.is_uppercase(), ..Keys::default() };
-        if c == '\n' {
-            press(target, &Combo { keys: Keys::default(), key: "Enter".into() });
-            continue;
+/// What typing did.
+#[derive(Default)]
+pub struct Typed {
+    /// The fields the keys went to, in order: more than one when the
+    /// page moved the focus on to another field as it took the text (a
+    /// code split over one box per digit).
+    pub into: Vec<Element>,
+    /// The field's `maxlength`, when it kept characters out.
+    pub full: Option<u32>,
+}
+
+/// Where the next key goes: the focused element when it is another text
+/// field the page moved the focus to (it had not the focus when typing
+/// began: `first`), else `target`.
+fn next_target(target: &Element, first: Option<&Element>) -> Element {
+    let active = key_target(None).filter(|a| {
+        a != target
+            && Some(a) != first
+            && !matches!(field(a), Field::None)
+            && !proto::contains(a, Some(target))
+            && !proto::contains(target, Some(a))
+    });
+    active.unwrap_or_else(|| target.clone())
+}
+
+/// Types `text` key by key into `target`, as a US keyboard types it: each
+/// character with its key's `code` and legacy `keyCode` (Shift held for
+/// shifted ones, see [`stroke`]), a line break as Enter, and a run of
+/// characters no US key types through an input method's composition
+/// events ([`compose`]). The keys go where the focus is, as a person's
+/// do: when the page moves it on to another text field, the rest goes
+/// there.
+pub fn type_text(target: &Element, text: &str) -> Typed {
+    let mut typed = Typed::default();
+    let first = key_target(None);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let t = next_target(target, first.as_ref());
+        if typed.into.last() != Some(&t) {
+            typed.into.push(t.clone());
         }
-        press(target, &Combo { keys, key });
+        let full = match c {
+            '\r' => None,
+            '\n' => press_key(&t, &Combo { keys: Keys::default(), key: "Enter".into() }).1,
+            _ if c == '\t' || stroke(&c.to_string()).is_some() => {
+                press_key(&t, &Combo { keys: Keys::default(), key: c.to_string() }).1
+            }
+            _ => {
+                let mut run = c.to_string();
+                while let Some(&n) = chars.peek() {
+                    if n.is_control() || stroke(&n.to_string()).is_some() {
+                        break;
+                    }
+                    run.push(n);
+                    chars.next();
+                }
+                compose(&t, &run)
+            }
+        };
+        typed.full = typed.full.or(full);
     }
+    typed
 }
 
 #[cfg(test)]
@@ -618,11 +957,45 @@ mod tests {
         assert_eq!(codes("a"), ("KeyA".into(), 65));
         assert_eq!(codes("7"), ("Digit7".into(), 55));
         assert_eq!(codes(" "), ("Space".into(), 32));
+        assert_eq!(codes("F5"), ("F5".into(), 116));
+        assert_eq!(codes("é"), (String::new(), 0));
+    }
+
+    #[test]
+    fn types_punctuation_with_the_key_that_makes_it() {
+        let s = |k: &str| stroke(k).map(|s| (s.code, s.key_code, s.shift));
+        // Not the character's code: "." is not Delete (46), "(" not
+        // ArrowDown (40), "%" not ArrowLeft (37), "!" not PageUp (33).
+        assert_eq!(s("."), Some(("Period".into(), 190, false)));
+        assert_eq!(s("("), Some(("Digit9".into(), 57, true)));
+        assert_eq!(s("%"), Some(("Digit5".into(), 53, true)));
+        assert_eq!(s("!"), Some(("Digit1".into(), 49, true)));
+        assert_eq!(s("A"), Some(("KeyA".into(), 65, true)));
+        assert_eq!(s("\""), Some(("Quote".into(), 222, true)));
+        assert_eq!(s("-"), Some(("Minus".into(), 189, false)));
+        assert_eq!(s("é"), None);
+        assert_eq!(s("日"), None);
+        let c = Combo { keys: Keys { shift: true, ..Keys::default() }, key: "a".into() };
+        assert_eq!(as_typed(&c).0, "A");
+        let c = Combo { keys: Keys::default(), key: "?".into() };
+        assert!(as_typed(&c).1.shift);
+    }
+
+    #[test]
+    fn cuts_to_maxlength() {
+        assert_eq!(fitting("1234567890", 3, 0, 0).as_deref(), Some("123"));
+        assert_eq!(fitting("12", 3, 0, 0), None);
+        assert_eq!(fitting("4", 3, 3, 0).as_deref(), Some(""));
+        assert_eq!(fitting("45", 3, 3, 3), None);
+        // A character of two UTF-16 units is not split.
+        assert_eq!(fitting("a😀", 2, 0, 0).as_deref(), Some("a"));
     }
 
     #[test]
     fn splices_text() {
         assert_eq!(spliced("abc", Some(1), Some(2), "X"), ("aXc".into(), 2));
         assert_eq!(spliced("abc", None, None, "d"), ("abcd".into(), 4));
+        // Selection ends count UTF-16 units.
+        assert_eq!(spliced("😀b", Some(2), Some(2), "X"), ("😀Xb".into(), 3));
     }
 }

@@ -475,6 +475,33 @@ impl Watch {
         })
     }
 
+    /// Whether a visible element added since the watch began, outside
+    /// `except`, shows `text` (case and spacing aside): where a value the
+    /// page took out of a field went (a new list item, a chip, a message).
+    pub fn added_shows(&self, text: &str, except: &Element) -> bool {
+        let want = crate::text::lower(&collapse(text));
+        if want.is_empty() {
+            return false;
+        }
+        let pending = self.observer.take_records();
+        if pending.length() > 0 {
+            record(&mut self.seen.borrow_mut(), &pending);
+        }
+        let seen = self.seen.borrow();
+        seen.added.iter().any(|el| {
+            proto::is_connected(&el)
+                && !proto::contains(except, Some(el))
+                && describe_new(el).is_some()
+                && crate::text::lower(&collapse(&proto::text_content(el).unwrap_or_default()))
+                    .contains(&want)
+        })
+    }
+
+    /// Whether a new document started loading in the top window.
+    pub fn leaving(&self) -> bool {
+        self.leaving.to().is_some()
+    }
+
     /// Stops watching and tells what changed; `acted` is the element the
     /// action targeted (its own changes are not news).
     pub fn finish(self, acted: Option<&Element>) -> Changes {

@@ -190,3 +190,196 @@ fn a_submenu_shown_only_by_css_hover_opens_on_hover() {
 fn a_css_hover_submenu_opens_in_the_js_build_too() {
     hover_menu("/csp", "keys-hover-menu-js");
 }
+
+/// The sentence of the key-code test: punctuation whose own character
+/// code is a navigation key's code, and a word with a letter no US key
+/// types.
+const SENTENCE: &str = "Call me (today) at 5.30, 100% sure! Café";
+
+fn keycodes_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"type": {"index": el(req, "Message"), "text": SENTENCE}}])),
+        1 => answer(json!([{"done": {"text": "typed", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// `type` sends each character as a US keyboard does: the physical key's
+/// `code` and legacy `keyCode` ("." is Period, 190 — not 46, Delete; "("
+/// is Digit9, 57, with Shift — not 40, ArrowDown), `keypress` with the
+/// character's code, and what no key types through an input method's
+/// composition; so an editor that drops navigation keys by `keyCode`
+/// keeps every character. Its result says what the field holds.
+fn keycodes(prefix: &str, name: &str) {
+    let rig = Rig::start(keycodes_script);
+    let (tab, records) =
+        rig.run(&format!("{prefix}/keys/keycodes.html"), "Write the message").unwrap();
+    let page = tab
+        .eval("({value: document.getElementById('message').value, log: document.getElementById('log').textContent})")
+        .unwrap();
+    assert_eq!(page["value"], SENTENCE, "{page:#}");
+    let log = page["log"].as_str().unwrap_or_default();
+    for seen in [
+        "down:.:Period:190:190",
+        "down:(:Digit9:57:57:shift",
+        "press:40:40",
+        "down:%:Digit5:53:53:shift",
+        "down:!:Digit1:49:49:shift",
+        "down:C:KeyC:67:67:shift",
+        "down:Process::229:229",
+        "composed:é",
+    ] {
+        assert!(log.contains(seen), "the page did not see {seen:?}: {log}");
+    }
+    let typed = record(&records, "type", "Call me").unwrap();
+    assert!(typed["ok"] == true, "{typed}");
+    assert!(typed.to_string().contains("it now holds \\\"Call me (today) at 5.30"), "{typed}");
+    rig.done(name);
+}
+
+#[test]
+fn type_sends_the_key_codes_of_a_us_keyboard() {
+    keycodes("", "keys-keycodes");
+}
+
+/// The same in the plain-JS build (a page whose CSP refuses WebAssembly).
+#[test]
+fn type_sends_the_key_codes_of_a_us_keyboard_in_the_js_build_too() {
+    keycodes("/csp", "keys-keycodes-js");
+}
+
+fn todo_script(req: &Value, call: usize) -> Reply {
+    let todo = || el(req, "New todo");
+    match call {
+        // Enter fires `change` (no form here)…
+        0 => answer(json!([{"type": {"index": todo(), "text": "Buy milk", "enter": true}}])),
+        // …and so does leaving the field after typing…
+        1 => {
+            sees(req, "Buy milk");
+            answer(json!([{"type": {"index": todo(), "text": "Walk dog"}}]))
+        }
+        // …and a fill, which the page takes out of the field.
+        2 => answer(json!([{"fill": {"index": todo(), "text": "Pay rent"}}])),
+        3 => answer(json!([{"done": {"text": "added", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A to-do field without a form adds an item on `change` and empties
+/// itself: `type` with Enter, `type` then leaving the field, and `fill`
+/// each add one item (a browser fires `change` on Enter and on leaving a
+/// field whose value changed), and each says the page took the value — a
+/// success, not a value that did not stick.
+fn todo(prefix: &str, name: &str) {
+    let rig = Rig::start(todo_script);
+    let (tab, records) = rig.run(&format!("{prefix}/keys/todo.html"), "Add three todos").unwrap();
+    let page = tab
+        .eval("({items: [...document.querySelectorAll('#list li')].map(li => li.textContent), value: document.getElementById('new').value})")
+        .unwrap();
+    assert_eq!(page["items"], json!(["Buy milk", "Walk dog", "Pay rent"]), "{page:#}");
+    assert_eq!(page["value"], "", "{page:#}");
+    for (action, needle) in [("type", "Buy milk"), ("type", "Walk dog"), ("fill", "Pay rent")] {
+        let r = record(&records, action, needle).unwrap();
+        assert!(r["ok"] == true, "{r}");
+        assert!(r.to_string().contains("the page took the value"), "{r}");
+    }
+    rig.done(name);
+}
+
+#[test]
+fn enter_and_leaving_a_field_fire_change_and_a_value_the_page_took_is_no_failure() {
+    todo("", "keys-todo");
+}
+
+/// The same in the plain-JS build (a page whose CSP refuses WebAssembly).
+#[test]
+fn a_todo_field_takes_each_value_in_the_js_build_too() {
+    todo("/csp", "keys-todo-js");
+}
+
+fn chat_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([
+            {"type": {"index": el(req, "Say"), "text": "See you at 5.30!", "enter": true}}
+        ])),
+        1 => {
+            sees(req, "sent 1");
+            answer(json!([{"done": {"text": "sent", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A field that empties itself on Enter (a chat sending the message):
+/// `type` with Enter says the page took the value, though the message
+/// shows nowhere on the page.
+#[test]
+fn a_field_emptied_on_enter_says_the_page_took_the_value() {
+    let rig = Rig::start(chat_script);
+    let (tab, records) = rig.run("/keys/chat.html", "Say see you at 5.30").unwrap();
+    let sent = tab.eval("window.sent").unwrap();
+    assert_eq!(sent, json!(["See you at 5.30!"]));
+    let typed = record(&records, "type", "See you").unwrap();
+    assert!(typed["ok"] == true, "{typed}");
+    assert!(typed.to_string().contains("the page took the value"), "{typed}");
+    rig.done("keys-chat");
+}
+
+fn maxlength_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"fill": {"index": el(req, "Area code"), "text": "1234567890"}}])),
+        1 => {
+            sees(req, "at most 3 characters");
+            answer(json!([{"type": {"index": el(req, "Prefix"), "text": "4567"}}]))
+        }
+        2 => {
+            sees(req, "at most 3 characters");
+            answer(json!([{"done": {"text": "cut", "success": true}}]))
+        }
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// `fill` and `type` respect `maxlength` as a browser does (the field
+/// takes what fits), and say the value was cut.
+#[test]
+fn fill_and_type_respect_maxlength_and_say_the_value_was_cut() {
+    let rig = Rig::start(maxlength_script);
+    let (tab, records) = rig.run("/keys/maxlength.html", "Enter the phone number").unwrap();
+    let page = tab
+        .eval("[document.getElementById('area').value, document.getElementById('prefix').value]")
+        .unwrap();
+    assert_eq!(page, json!(["123", "456"]));
+    for (action, needle) in [("fill", "1234567890"), ("type", "4567")] {
+        let r = record(&records, action, needle).unwrap();
+        assert!(r["ok"] == false, "a cut value is no success: {r}");
+        assert!(r.to_string().contains("takes at most 3 characters"), "{r}");
+        assert!(r.to_string().contains("it holds"), "{r}");
+    }
+    rig.done("keys-maxlength");
+}
+
+fn code_boxes_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 => answer(json!([{"type": {"index": el(req, "Digit 1"), "text": "4821"}}])),
+        1 => answer(json!([{"done": {"text": "entered", "success": true}}])),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// Keys go where the focus is: a code split over one box per digit, whose
+/// page moves the focus on as each box fills, gets one digit per box (a
+/// box's `maxlength` of 1 keeps the rest out of the first), and the
+/// result says so.
+#[test]
+fn typing_follows_the_focus_the_page_moves_on_to_the_next_box() {
+    let rig = Rig::start(code_boxes_script);
+    let (tab, records) = rig.run("/keys/code-boxes.html", "Enter the code 4821").unwrap();
+    let boxes =
+        tab.eval("[...document.querySelectorAll('#code input')].map(b => b.value)").unwrap();
+    assert_eq!(boxes, json!(["4", "8", "2", "1"]));
+    let typed = record(&records, "type", "4821").unwrap();
+    assert!(typed["ok"] == true, "{typed}");
+    assert!(typed.to_string().contains("moved the focus on to 3 more field"), "{typed}");
+    rig.done("keys-code-boxes");
+}

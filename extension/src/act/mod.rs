@@ -8,7 +8,10 @@
 //! with the right coordinates, buttons and modifier keys, focus on
 //! mouse-down — dispatched on whatever is on top at the element's centre
 //! when that belongs to the element. A fill goes through the native value
-//! setter, so frameworks that track the value (React) see the change.
+//! setter, so frameworks that track the value (React) see the change; a
+//! `type` goes key by key as a US keyboard types (`crate::keys`). Both
+//! read the value back (`fields.rs`: a lost character or a `maxlength`
+//! cut fails, a value the page took out of the field succeeds).
 //!
 //! Here: the entry point, its guards and what an action changed; the
 //! families in `pointer.rs`, `fields.rs`, `scroll.rs` and `files.rs`, the
@@ -237,6 +240,7 @@ thread_local! {
 /// Forgets the fields filled so far (the task ended: `cleanup`).
 pub fn forget_fills() {
     FILLED.with(|f| f.borrow_mut().clear());
+    crate::events::forget_edits();
 }
 
 fn remember_fill(el: &Element, value: &str) {
