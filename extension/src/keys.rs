@@ -338,6 +338,16 @@ pub fn is_clipboard_key(key: &str) -> bool {
     matches!(key, "c" | "x" | "v" | "C" | "X" | "V")
 }
 
+/// Whether `el` is a secret field (`type=password`, or an `autocomplete`
+/// saying password, one-time code or card data).
+fn is_secret_element(el: &Element) -> bool {
+    proto::local_name(el) == "input"
+        && crate::marks::is_secret_field(
+            proto::get_attribute(el, "type").as_deref(),
+            proto::get_attribute(el, "autocomplete").as_deref(),
+        )
+}
+
 /// Whether a paste has anything to paste.
 pub fn clipboard_holds_text() -> bool {
     CLIPBOARD.with(|c| c.borrow().is_some())
@@ -419,6 +429,17 @@ fn clipboard(target: &Element, key: &str) -> String {
     }
     let in_field = field_selection(target);
     let selected = in_field.as_ref().map_or_else(|| page_selection(target), |(t, _, _)| t.clone());
+    // Secrets are taint, not strings: nothing is copied or cut out of a
+    // secret field (a password, one-time-code or card field), nor any
+    // selection holding part of a secret Errand filled, whatever the page
+    // did to it since.
+    if is_secret_element(target) || crate::marks::holds_secret(&selected) {
+        return format!(
+            "not {}: the selection is in a field that holds secret material, and Errand never \
+             copies or cuts it",
+            if key == "x" { "cut" } else { "copied" }
+        );
+    }
     let kind = if key == "x" { "cut" } else { "copy" };
     let go = clipboard_event(target, kind, &data);
     let text = if go {

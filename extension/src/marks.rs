@@ -232,6 +232,20 @@ pub fn remember_secrets(values: &[String]) {
     });
 }
 
+/// Whether `text` holds secret material: a part of four or more
+/// characters of a secret filled in this document (all of a shorter one).
+pub fn holds_secret(text: &str) -> bool {
+    FILLED.with(|f| {
+        f.borrow().iter().any(|v| {
+            let chars: Vec<char> = v.chars().collect();
+            if chars.len() < 4 {
+                return text.contains(v.as_str());
+            }
+            chars.windows(4).any(|w| text.contains(&w.iter().collect::<String>()))
+        })
+    })
+}
+
 /// What in `root` shows a secret filled in this document: a field whose
 /// value holds one (an input, a textarea), a select with an option whose
 /// text holds one, and the element around each text node that holds one

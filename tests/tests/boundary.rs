@@ -219,3 +219,54 @@ fn a_frame_of_a_denied_site_is_not_acted_in() {
     assert!(fill["detail"].as_str().unwrap().contains("frame of http://localhost"), "{fill}");
     rig.done("a_frame_of_a_denied_site_is_not_acted_in");
 }
+
+const SECRET: &str = "Tr0ub4dor&3x";
+
+fn copy_script(req: &Value, call: usize) -> Reply {
+    let seen = errand_e2e::model::all_text(req);
+    // No four characters of the secret in a row reach the model.
+    let chars: Vec<char> = SECRET.chars().collect();
+    for w in chars.windows(4) {
+        let part: String = w.iter().collect();
+        assert!(!seen.contains(&part), "{part:?} of the secret reached the model:\n{seen}");
+    }
+    let pw = || el(req, "Password");
+    match call {
+        0 => answer(json!([
+            {"fill": {"index": pw(), "text": "{{secret:pw}}"}},
+            {"press": {"key": "ControlOrMeta+a", "index": pw()}},
+            {"press": {"key": "ControlOrMeta+c", "index": pw()}},
+            {"press": {"key": "ControlOrMeta+x", "index": pw()}},
+        ])),
+        1 => answer(json!([
+            {"press": {"key": "ControlOrMeta+v", "index": el(req, "Notes")}},
+            {"press": {"key": "Backspace", "index": el(req, "Notes")}},
+        ])),
+        2 => done("signed in"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A saved password cannot be read back through the clipboard: nothing is
+/// copied or cut out of a secret field, so nothing of it can be pasted
+/// into a plain field and read there, and no four characters of it reach
+/// the model.
+#[test]
+fn a_secret_is_never_copied_out_of_its_field() {
+    let rig = Rig::start(copy_script);
+    let origin = rig.fixtures.url("/");
+    let file = json!({"pw": {"value": SECRET, "origins": [origin.trim_end_matches('/')], "any_field": false}});
+    std::fs::create_dir_all(rig.browser.data_dir()).unwrap();
+    std::fs::write(rig.browser.data_dir().join("secrets.json"), file.to_string()).unwrap();
+    let (tab, records) = rig
+        .run("/boundary/secret-copy.html", "Sign in with my password")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    let page = tab
+        .eval("({pw: document.getElementById('pw').value, notes: document.getElementById('notes').value})")
+        .unwrap();
+    assert_eq!(page["pw"], SECRET, "the password is in its field: {records:#?}");
+    assert_eq!(page["notes"], "", "nothing of it was pasted: {records:#?}");
+    let text = serde_json::to_string(&records).unwrap();
+    assert!(text.contains("never copies"), "the copy says why it was refused: {text}");
+    rig.done("a_secret_is_never_copied_out_of_its_field");
+}
