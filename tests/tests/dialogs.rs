@@ -70,18 +70,18 @@ fn a_form_whose_submit_shows_an_alert_finishes() {
 fn confirm_script(req: &Value, call: usize) -> Reply {
     match call {
         // No answer given: the confirm is declined and reported.
-        0 => answer(json!([{"click": {"index": el(req, "Empty the basket")}}])),
+        0 => answer(json!([{"click": {"index": el(req, "Reset the filters")}}])),
         1 => {
             let seen = all_text(req);
-            assert!(seen.contains("Empty the basket of 3 items?"), "no confirm text:\n{seen}");
+            assert!(seen.contains("Reset the filters of 3 items?"), "no confirm text:\n{seen}");
             assert!(seen.contains("declined"), "not told it was declined:\n{seen}");
             // Repeated with the answer.
-            answer(json!([{"click": {"index": el(req, "Empty the basket"), "dialog": "accept"}}]))
+            answer(json!([{"click": {"index": el(req, "Reset the filters"), "dialog": "accept"}}]))
         }
         2 => {
             let seen = all_text(req);
             assert!(seen.contains("accepted"), "not told it was accepted:\n{seen}");
-            done("emptied")
+            done("reset")
         }
         n => panic!("unexpected model call {n}"),
     }
@@ -91,10 +91,10 @@ fn confirm_script(req: &Value, call: usize) -> Reply {
 fn a_confirm_is_declined_until_the_model_answers_it() {
     let rig = Rig::start(confirm_script);
     let (tab, records) = rig
-        .run("/actions/dialog-confirm.html", "Empty my basket")
+        .run("/actions/dialog-confirm.html", "Reset my filters")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     let out = tab.eval("document.getElementById('out').textContent").unwrap();
-    assert_eq!(out, "Emptied.", "{records:#?}");
+    assert_eq!(out, "Reset.", "{records:#?}");
     quick(&rig);
     rig.done("a_confirm_is_declined_until_the_model_answers_it");
 }
