@@ -215,11 +215,17 @@ struct Hit {
 }
 
 struct Automaton {
-    /// Every form of every value and every part of each (see [`parts`]),
-    /// all matches reported, overlapping.
+    /// Every form of every value, leftmost-longest.
     ac: AhoCorasick,
     /// The secret (index into `placeholders`) each pattern belongs to.
     owner: Vec<u32>,
+    /// Each part of each value (see [`parts`]) → its secret.
+    parts: std::collections::HashMap<String, u32>,
+    /// One bit per pair of first bytes of the keys of `parts`, and one per
+    /// pair of their third and fourth bytes: most places of a text are
+    /// passed over with one or two tests.
+    part_pairs: Vec<u64>,
+    part_pairs_after: Vec<u64>,
     /// Each secret's placeholder.
     placeholders: Vec<String>,
     /// The secrets' names, to leave their placeholders alone.
@@ -301,10 +307,39 @@ impl Automaton {
             !kept.iter().any(|(s, e)| start < *e && *s < end)
         };
         let mut hits: Vec<Hit> = Vec::new();
-        for m in self.ac.find_overlapping_iter(text) {
+        for m in self.ac.find_iter(text) {
             if free(m.start(), m.end()) {
                 let secret = self.owner[m.pattern().as_usize()];
                 hits.push(Hit { start: m.start(), end: m.end(), secret });
+            }
+        }
+        if !self.parts.is_empty() {
+            let bytes = text.as_bytes();
+            for start in 0..bytes.len().saturating_sub(MIN_PART_CHARS - 1) {
+                let pair = usize::from(bytes[start]) << 8 | usize::from(bytes[start + 1]);
+                if self.part_pairs[pair / 64] & (1 << (pair % 64)) == 0 {
+                    continue;
+                }
+                let after = usize::from(bytes[start + 2]) << 8 | usize::from(bytes[start + 3]);
+                if self.part_pairs_after[after / 64] & (1 << (after % 64)) == 0 {
+                    continue;
+                }
+                // The part's end: four characters on (four bytes when ASCII).
+                let end = if bytes[start..start + MIN_PART_CHARS].is_ascii() {
+                    start + MIN_PART_CHARS
+                } else if text.is_char_boundary(start) {
+                    match text[start..].char_indices().nth(MIN_PART_CHARS) {
+                        Some((n, _)) => start + n,
+                        None => text.len(),
+                    }
+                } else {
+                    continue;
+                };
+                if let Some(secret) = self.parts.get(&text[start..end]) {
+                    if free(start, end) {
+                        hits.push(Hit { start, end, secret: *secret });
+                    }
+                }
             }
         }
         let mut from = 0;
@@ -374,17 +409,20 @@ impl Automaton {
 /// digit to its last.
 fn digit_hits(text: &str, parts: &[u32], hit: &mut impl FnMut(usize, usize, u32)) {
     // The last four digits of the current run: their values and starts.
+    let bytes = text.as_bytes();
     let mut value: usize = 0;
     let mut starts = [0usize; MIN_PART_CHARS];
     let mut count = 0usize;
     let mut separators = 0usize;
-    for (at, c) in text.char_indices() {
-        if let Some(d) = c.to_digit(10).filter(|_| c.is_ascii_digit()) {
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b.is_ascii_digit() {
             if separators > MAX_SEPARATORS {
                 count = 0;
             }
             separators = 0;
-            value = (value * 10 + d as usize) % 10_000;
+            value = (value * 10 + usize::from(b - b'0')) % 10_000;
             starts[count % MIN_PART_CHARS] = at;
             count += 1;
             if count >= MIN_PART_CHARS {
@@ -394,11 +432,26 @@ fn digit_hits(text: &str, parts: &[u32], hit: &mut impl FnMut(usize, usize, u32)
                     hit(first, at + 1, owner - 1);
                 }
             }
-        } else if count > 0 && digit_separator(c) {
-            separators += 1;
+            at += 1;
+        } else if count == 0 {
+            // Not in a run: on to the next digit.
+            at += 1;
+            while at < bytes.len() && !bytes[at].is_ascii_digit() {
+                at += 1;
+            }
         } else {
-            count = 0;
-            separators = 0;
+            let c = if b.is_ascii() {
+                char::from(b)
+            } else {
+                text[at..].chars().next().unwrap_or(char::REPLACEMENT_CHARACTER)
+            };
+            if digit_separator(c) {
+                separators += 1;
+            } else {
+                count = 0;
+                separators = 0;
+            }
+            at += c.len_utf8();
         }
     }
 }
@@ -421,6 +474,7 @@ impl Scrubber {
         let mut placeholders: Vec<String> = Vec::new();
         let mut names = std::collections::HashSet::new();
         let mut digit_parts: Option<Vec<u32>> = None;
+        let mut part_map: std::collections::HashMap<String, u32> = Default::default();
         for (name, value) in secrets {
             if value.is_empty() {
                 continue;
@@ -428,20 +482,17 @@ impl Scrubber {
             let Ok(secret) = u32::try_from(placeholders.len()) else { break };
             placeholders.push(crate::memory::secrets::placeholder(name));
             names.insert(name.to_owned());
-            let mut add = |p: String| {
-                if let std::collections::hash_map::Entry::Vacant(e) = patterns.entry(p) {
-                    order.push(e.key().clone());
-                    e.insert(secret);
-                }
-            };
             for form in forms(value) {
                 for cut in cuts_of(&form) {
                     cuts.entry(cut.to_owned()).or_insert(secret);
                 }
-                add(form);
+                if let std::collections::hash_map::Entry::Vacant(e) = patterns.entry(form) {
+                    order.push(e.key().clone());
+                    e.insert(secret);
+                }
             }
             for part in parts(value) {
-                add(part);
+                part_map.entry(part).or_insert(secret);
             }
             if mostly_digits(value) {
                 let digits: Vec<usize> =
@@ -472,10 +523,18 @@ impl Scrubber {
             let pair = usize::from(h[0]) << 8 | usize::from(h[1]);
             cut_pairs[pair / 64] |= 1 << (pair % 64);
         }
+        let mut part_pairs = vec![0u64; 65536 / 64];
+        let mut part_pairs_after = vec![0u64; 65536 / 64];
+        for k in part_map.keys() {
+            // Four characters are at least four bytes.
+            let b = k.as_bytes();
+            let pair = usize::from(b[0]) << 8 | usize::from(b[1]);
+            part_pairs[pair / 64] |= 1 << (pair % 64);
+            let after = usize::from(b[2]) << 8 | usize::from(b[3]);
+            part_pairs_after[after / 64] |= 1 << (after % 64);
+        }
         let owner: Vec<u32> = order.iter().map(|p| patterns[p]).collect();
-        // Standard semantics: every match is reported (overlapping), and
-        // the spans are merged afterwards.
-        let ac = AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&order);
+        let ac = AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&order);
         let ac = match ac {
             Ok(ac) => ac,
             Err(e) => {
@@ -483,6 +542,7 @@ impl Scrubber {
                 // gets here (4 KB values, thousands of secrets).
                 tracing::error!("cannot build the secret scrubber's automaton: {e}");
                 AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
                     .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
                     .build(&order)
                     .expect("a noncontiguous NFA takes any pattern set")
@@ -491,6 +551,9 @@ impl Scrubber {
         let automaton = Automaton {
             ac,
             owner,
+            parts: part_map,
+            part_pairs,
+            part_pairs_after,
             placeholders,
             names,
             digit_parts,
