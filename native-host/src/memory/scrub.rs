@@ -219,13 +219,13 @@ struct Automaton {
     ac: AhoCorasick,
     /// The secret (index into `placeholders`) each pattern belongs to.
     owner: Vec<u32>,
-    /// Each part of each value (see [`parts`]) → its secret.
-    parts: std::collections::HashMap<String, u32>,
-    /// One bit per pair of first bytes of the keys of `parts`, and one per
-    /// pair of their third and fourth bytes: most places of a text are
-    /// passed over with one or two tests.
-    part_pairs: Vec<u64>,
-    part_pairs_after: Vec<u64>,
+    /// Every part of every value (see [`parts`]), all matches reported
+    /// (overlapping); `None` when no value is long enough to have parts.
+    parts: Option<AhoCorasick>,
+    /// The secret each part belongs to.
+    part_owner: Vec<u32>,
+    /// Finds the digits of a text, for the digit runs.
+    digits: Option<AhoCorasick>,
     /// Each secret's placeholder.
     placeholders: Vec<String>,
     /// The secrets' names, to leave their placeholders alone.
@@ -313,32 +313,11 @@ impl Automaton {
                 hits.push(Hit { start: m.start(), end: m.end(), secret });
             }
         }
-        if !self.parts.is_empty() {
-            let bytes = text.as_bytes();
-            for start in 0..bytes.len().saturating_sub(MIN_PART_CHARS - 1) {
-                let pair = usize::from(bytes[start]) << 8 | usize::from(bytes[start + 1]);
-                if self.part_pairs[pair / 64] & (1 << (pair % 64)) == 0 {
-                    continue;
-                }
-                let after = usize::from(bytes[start + 2]) << 8 | usize::from(bytes[start + 3]);
-                if self.part_pairs_after[after / 64] & (1 << (after % 64)) == 0 {
-                    continue;
-                }
-                // The part's end: four characters on (four bytes when ASCII).
-                let end = if bytes[start..start + MIN_PART_CHARS].is_ascii() {
-                    start + MIN_PART_CHARS
-                } else if text.is_char_boundary(start) {
-                    match text[start..].char_indices().nth(MIN_PART_CHARS) {
-                        Some((n, _)) => start + n,
-                        None => text.len(),
-                    }
-                } else {
-                    continue;
-                };
-                if let Some(secret) = self.parts.get(&text[start..end]) {
-                    if free(start, end) {
-                        hits.push(Hit { start, end, secret: *secret });
-                    }
+        if let Some(parts) = &self.parts {
+            for m in parts.find_overlapping_iter(text) {
+                if free(m.start(), m.end()) {
+                    let secret = self.part_owner[m.pattern().as_usize()];
+                    hits.push(Hit { start: m.start(), end: m.end(), secret });
                 }
             }
         }
@@ -349,8 +328,8 @@ impl Automaton {
             }
             from = end;
         }
-        if let Some(parts) = &self.digit_parts {
-            digit_hits(text, parts, &mut |start, end, secret| {
+        if let (Some(parts), Some(digits)) = (&self.digit_parts, &self.digits) {
+            digit_hits(text, parts, digits, &mut |start, end, secret| {
                 if free(start, end) {
                     hits.push(Hit { start, end, secret });
                 }
@@ -407,52 +386,40 @@ impl Automaton {
 /// (ASCII digits, with at most [`MAX_SEPARATORS`] [`digit_separator`]s
 /// between two of them) that `parts` knows: the byte range from its first
 /// digit to its last.
-fn digit_hits(text: &str, parts: &[u32], hit: &mut impl FnMut(usize, usize, u32)) {
+fn digit_hits(
+    text: &str,
+    parts: &[u32],
+    digits: &AhoCorasick,
+    hit: &mut impl FnMut(usize, usize, u32),
+) {
     // The last four digits of the current run: their values and starts.
     let bytes = text.as_bytes();
     let mut value: usize = 0;
     let mut starts = [0usize; MIN_PART_CHARS];
     let mut count = 0usize;
-    let mut separators = 0usize;
-    let mut at = 0;
-    while at < bytes.len() {
-        let b = bytes[at];
-        if b.is_ascii_digit() {
-            if separators > MAX_SEPARATORS {
-                count = 0;
-            }
-            separators = 0;
-            value = (value * 10 + usize::from(b - b'0')) % 10_000;
-            starts[count % MIN_PART_CHARS] = at;
-            count += 1;
-            if count >= MIN_PART_CHARS {
-                let owner = parts[value];
-                if owner != 0 {
-                    let first = starts[(count - MIN_PART_CHARS) % MIN_PART_CHARS];
-                    hit(first, at + 1, owner - 1);
-                }
-            }
-            at += 1;
-        } else if count == 0 {
-            // Not in a run: on to the next digit.
-            at += 1;
-            while at < bytes.len() && !bytes[at].is_ascii_digit() {
-                at += 1;
-            }
-        } else {
-            let c = if b.is_ascii() {
-                char::from(b)
-            } else {
-                text[at..].chars().next().unwrap_or(char::REPLACEMENT_CHARACTER)
-            };
-            if digit_separator(c) {
-                separators += 1;
-            } else {
-                count = 0;
-                separators = 0;
-            }
-            at += c.len_utf8();
+    let mut after_last = 0;
+    for m in digits.find_iter(text) {
+        let at = m.start();
+        let gap = &text[after_last..at];
+        // A separator is at most 3 bytes long.
+        let joined = gap.is_empty()
+            || (gap.len() <= 3 * MAX_SEPARATORS
+                && gap.chars().count() <= MAX_SEPARATORS
+                && gap.chars().all(digit_separator));
+        if !joined {
+            count = 0;
         }
+        value = (value * 10 + usize::from(bytes[at] - b'0')) % 10_000;
+        starts[count % MIN_PART_CHARS] = at;
+        count += 1;
+        if count >= MIN_PART_CHARS {
+            let owner = parts[value];
+            if owner != 0 {
+                let first = starts[(count - MIN_PART_CHARS) % MIN_PART_CHARS];
+                hit(first, at + 1, owner - 1);
+            }
+        }
+        after_last = at + 1;
     }
 }
 
@@ -523,16 +490,27 @@ impl Scrubber {
             let pair = usize::from(h[0]) << 8 | usize::from(h[1]);
             cut_pairs[pair / 64] |= 1 << (pair % 64);
         }
-        let mut part_pairs = vec![0u64; 65536 / 64];
-        let mut part_pairs_after = vec![0u64; 65536 / 64];
-        for k in part_map.keys() {
-            // Four characters are at least four bytes.
-            let b = k.as_bytes();
-            let pair = usize::from(b[0]) << 8 | usize::from(b[1]);
-            part_pairs[pair / 64] |= 1 << (pair % 64);
-            let after = usize::from(b[2]) << 8 | usize::from(b[3]);
-            part_pairs_after[after / 64] |= 1 << (after % 64);
-        }
+        // Standard semantics: every part found, overlapping; the spans are
+        // merged afterwards.
+        let (part_keys, part_owner): (Vec<String>, Vec<u32>) = part_map.into_iter().unzip();
+        let parts = if part_keys.is_empty() {
+            None
+        } else {
+            let built = AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&part_keys);
+            match built {
+                Ok(ac) => Some(ac),
+                Err(e) => {
+                    tracing::error!("cannot build the secret scrubber's automaton of parts: {e}");
+                    AhoCorasickBuilder::new()
+                        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+                        .build(&part_keys)
+                        .ok()
+                }
+            }
+        };
+        let digits = digit_parts.as_ref().and_then(|_| {
+            AhoCorasick::new(["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]).ok()
+        });
         let owner: Vec<u32> = order.iter().map(|p| patterns[p]).collect();
         let ac = AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&order);
         let ac = match ac {
@@ -551,9 +529,9 @@ impl Scrubber {
         let automaton = Automaton {
             ac,
             owner,
-            parts: part_map,
-            part_pairs,
-            part_pairs_after,
+            parts,
+            part_owner,
+            digits,
             placeholders,
             names,
             digit_parts,
