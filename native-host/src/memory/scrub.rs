@@ -1,25 +1,51 @@
-//! Scrubbing secret values out of everything that leaves the host.
+//! Scrubbing secret values — and any part of one — out of everything that
+//! leaves the host: a secret is taint, and so is each piece of it.
 //!
-//! A [`Scrubber`] replaces every occurrence of a secret's value — as is,
-//! and in the forms a page or a protocol writes it in: URL-encoded (a GET
-//! form's query, a `data:` URL, a fragment: every WHATWG percent-encode set,
-//! `%20` and `+` for spaces, upper- and lower-case hex), JSON-escaped and
-//! HTML-escaped — by its placeholder `{{secret:NAME}}`. Matching is exact
-//! and linear in the text whatever the number of secrets: one Aho-Corasick
-//! automaton over every form of every value, leftmost-longest (a value
-//! that holds another is replaced whole).
+//! A [`Scrubber`] replaces by the placeholder `{{secret:NAME}}`:
+//! - every occurrence of a secret's whole value — as is, and in the forms a
+//!   page or a protocol writes it in: URL-encoded (a GET form's query, a
+//!   `data:` URL, a fragment: every WHATWG percent-encode set, `%20` and `+`
+//!   for spaces, upper- and lower-case hex), JSON-escaped, HTML-escaped, and
+//!   as the element list writes it (spaces collapsed, `"` as `'`, its start
+//!   cut with `…`);
+//! - every part of [`MIN_PART_CHARS`] (4) or more characters of a value at
+//!   least that long, as is or as the element list writes it: a password
+//!   copied into a notes field and shortened by one Backspace shows 11 of
+//!   its 12 characters, and they are scrubbed;
+//! - for a value that is [`mostly_digits`] (a card, an account, a phone
+//!   number), any run of digits with up to [`MAX_SEPARATORS`] separators
+//!   ([`digit_separator`]: spaces, dashes, dots, slashes) between two digits
+//!   whose digits hold four of the value's digits in a row: `4242 4242 4242
+//!   4242` for `4242424242424242`, `**** 4242`, `5678-9010` for `4000 1234
+//!   5678 9010`.
+//!
+//! Whatever is found is merged into maximal spans (overlapping or
+//! touching), each replaced by one placeholder (that of the longest thing
+//! found in it). The placeholders of the scrubber's own secrets already in
+//! a text are left alone, so scrubbing twice changes nothing, whatever a
+//! value holds. Linear in the text whatever the number of secrets: one
+//! Aho-Corasick automaton over every form of every value
+//! (leftmost-longest), one DFA over every part (all matches, overlapping),
+//! one pass over the text's digits with a 10,000-entry table of the
+//! mostly-digit values' 4-digit parts, and a look-up before each `…`.
+//! Parts of the encoded forms are not searched: `&amp` is a part of the
+//! HTML form of any value with a `&`, and would mask every `&amp;`.
 //!
 //! The agent builds one per step ([`crate::agent`]): every value filled in
 //! the task so far, and every value of a secret allowed on the page's
 //! origin or on the origin of one of its frames. It is applied at the
 //! entry (the observation as soon as it arrives, each action's result) and
 //! again at every exit (each message to a model, each panel event, each
-//! database row); the log has its own, holding every secret the process
-//! has loaded ([`log_scrubber`]).
+//! database row); the MCP tools apply theirs to every reply; the log has
+//! its own, holding every secret the process has loaded ([`log_scrubber`]).
 //!
-//! Every value is scrubbed, however short: a 3-digit PIN is a secret too.
-//! The cost is that a short value also masks the same characters where the
-//! page shows them for another reason (on the secret's own sites only).
+//! Every value is scrubbed whole, however short: a 3-digit PIN is a secret
+//! too; a value shorter than four characters only whole. The cost is that a
+//! short value, or four characters of a longer one (a year among a card's
+//! digits, a word in a passphrase), also masks the same characters where
+//! the page — or Errand's own prompt text — shows them for another reason
+//! (on the secret's own sites, or once it was filled), and that the mask
+//! itself tells the model the value holds those characters.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
