@@ -930,7 +930,7 @@ mod tests {
                         out.push(*d);
                         if n + 1 < part.len() {
                             let (count, sep) = seps[n % seps.len()];
-                            out.extend(std::iter::repeat(sep).take(count));
+                            out.extend(std::iter::repeat_n(sep, count));
                         }
                     }
                     out
