@@ -279,10 +279,10 @@ fn the_planner_is_on_by_default_and_a_loop_runs_once_per_item() {
     let first = prompt(1);
     assert!(first.contains("Loop: \"Find the price\", once for each of 2 items."), "{first}");
     assert!(first.contains("1. mug — ← you are on this one\n2. plate — to do"), "{first}");
-    assert!(first.contains("Now work on item 1 of 2: mug"), "{first}");
+    assert!(first.contains("Now work on item 1 of 2 (marked in the list above)"), "{first}");
     let third = prompt(3);
     assert!(third.contains("1. mug — done: mug costs 12 €"), "{third}");
-    assert!(third.contains("Now work on item 2 of 2: plate"), "{third}");
+    assert!(third.contains("Now work on item 2 of 2 (marked in the list above)"), "{third}");
     assert!(third.contains("item 1 of 2 (mug) finished; now item 2 of 2: plate"), "{third}");
     let last = prompt(4);
     assert!(last.contains("2. plate — done: plate costs 8 €"), "{last}");

@@ -32,6 +32,7 @@ use prompt::PastStep;
 
 pub mod approval;
 pub mod budget;
+pub mod fence;
 pub mod gate;
 pub mod loop_detect;
 pub mod planner;
@@ -241,7 +242,10 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         settings.dialect.unwrap_or_else(|| Dialect::for_model(self.model().model()))
     }
 
-    /// The task as the model reads it: with the earlier task, for a follow-up.
+    /// The task as the model reads it: with the earlier task, for a
+    /// follow-up, what worked before, the plan, a replay's note and the
+    /// loop's state. Each part a model wrote (and so maybe the page) is in
+    /// its own fence ([`fence`]); only the user's task and profile are not.
     fn task_text(&self) -> String {
         let mut text = self.spec.task.clone();
         if let Some(c) = &self.spec.context {
@@ -254,7 +258,12 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
             text = format!("{text}\n\n{plan}");
         }
         if let Some(handed) = self.progress().handed_over.clone() {
-            text = format!("{text}\n\n{handed}");
+            // The replay's note quotes the recipe's steps (a model's words).
+            text = format!(
+                "{text}\n\nA saved recipe for this task was replayed, then handed over to you; \
+                 its note (quoting the recipe's steps):\n{}",
+                prompt::fence(&handed)
+            );
         }
         if let Some(looping) = self.progress().looping.as_ref().map(|l| l.prompt_text()) {
             text = format!("{text}\n\n{looping}");

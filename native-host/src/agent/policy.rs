@@ -227,19 +227,10 @@ fn unspaced(c: char) -> bool {
 /// typographic apostrophes as `'`.
 pub fn fold(text: &str) -> String {
     text.nfkc()
-        .filter(|c| !invisible(*c))
+        .filter(|c| !super::fence::ignorable(*c))
         .flat_map(char::to_lowercase)
         .map(|c| if matches!(c, '\u{2019}' | '\u{2018}' | '\u{02bc}') { '\'' } else { c })
         .collect()
-}
-
-/// Unicode's default ignorable code points (the ones text can carry).
-pub fn invisible(c: char) -> bool {
-    matches!(c as u32,
-        0x00AD | 0x034F | 0x061C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F
-        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFE00..=0xFE0F
-        | 0xFEFF | 0xFFA0 | 0xFFF0..=0xFFF8 | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A
-        | 0xE0000..=0xE0FFF)
 }
 
 /// The words of a folded text (letters and digits; `'` splits, as it does

@@ -1,6 +1,7 @@
 //! What the agent asks besides the step itself: the past tasks that worked
-//! on the site (recalled into the task), the planner's plan, and the check
-//! of a `done` answer. Each is a side call, charged and recorded; a side
+//! on the site (recalled into the task, fenced: their answers and steps
+//! were written from pages), the planner's plan, and the check of a `done`
+//! answer. Each is a side call, charged and recorded; a side
 //! call that fails leaves the step to go on without it.
 
 use super::*;
@@ -22,7 +23,9 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
         if hits.is_empty() {
             return;
         }
-        let mut text = format!("Earlier tasks on {site} that worked (use what helps):");
+        // Their answers and steps were written by a model from pages:
+        // fenced, like the page.
+        let mut list = String::new();
         for (id, task, answer) in hits {
             let goals: Vec<String> = store
                 .steps(&id)
@@ -31,13 +34,17 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
                 .map(|s| s.next_goal)
                 .filter(|g| !g.is_empty())
                 .collect();
-            text.push_str(&format!(
-                "\n- \"{}\" → answered \"{}\"; steps: {}",
+            list.push_str(&format!(
+                "- \"{}\" → answered \"{}\"; steps: {}\n",
                 prompt::cut(&task, 200),
                 prompt::cut(&answer, 300),
                 prompt::cut(&goals.join(" → "), 400)
             ));
         }
+        let text = format!(
+            "Earlier tasks on {site} that worked (use what helps):\n{}",
+            prompt::fence(&list)
+        );
         self.progress().recalled = Some(text);
     }
 

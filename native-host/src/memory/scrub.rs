@@ -1,25 +1,51 @@
-//! Scrubbing secret values out of everything that leaves the host.
+//! Scrubbing secret values — and any part of one — out of everything that
+//! leaves the host: a secret is taint, and so is each piece of it.
 //!
-//! A [`Scrubber`] replaces every occurrence of a secret's value — as is,
-//! and in the forms a page or a protocol writes it in: URL-encoded (a GET
-//! form's query, a `data:` URL, a fragment: every WHATWG percent-encode set,
-//! `%20` and `+` for spaces, upper- and lower-case hex), JSON-escaped and
-//! HTML-escaped — by its placeholder `{{secret:NAME}}`. Matching is exact
-//! and linear in the text whatever the number of secrets: one Aho-Corasick
-//! automaton over every form of every value, leftmost-longest (a value
-//! that holds another is replaced whole).
+//! A [`Scrubber`] replaces by the placeholder `{{secret:NAME}}`:
+//! - every occurrence of a secret's whole value — as is, and in the forms a
+//!   page or a protocol writes it in: URL-encoded (a GET form's query, a
+//!   `data:` URL, a fragment: every WHATWG percent-encode set, `%20` and `+`
+//!   for spaces, upper- and lower-case hex), JSON-escaped, HTML-escaped, and
+//!   as the element list writes it (spaces collapsed, `"` as `'`, its start
+//!   cut with `…`);
+//! - every part of [`MIN_PART_CHARS`] (4) or more characters of a value at
+//!   least that long, as is or as the element list writes it: a password
+//!   copied into a notes field and shortened by one Backspace shows 11 of
+//!   its 12 characters, and they are scrubbed;
+//! - for a value that is [`mostly_digits`] (a card, an account, a phone
+//!   number), any run of digits with up to [`MAX_SEPARATORS`] separators
+//!   ([`digit_separator`]: spaces, dashes, dots, slashes) between two digits
+//!   whose digits hold four of the value's digits in a row: `4242 4242 4242
+//!   4242` for `4242424242424242`, `**** 4242`, `5678-9010` for `4000 1234
+//!   5678 9010`.
+//!
+//! Whatever is found is merged into maximal spans (overlapping or
+//! touching), each replaced by one placeholder (that of the longest thing
+//! found in it). The placeholders of the scrubber's own secrets already in
+//! a text are left alone, so scrubbing twice changes nothing, whatever a
+//! value holds. Linear in the text whatever the number of secrets: one
+//! Aho-Corasick automaton over every form of every value
+//! (leftmost-longest), one DFA over every part (all matches, overlapping),
+//! one pass over the text's digits with a 10,000-entry table of the
+//! mostly-digit values' 4-digit parts, and a look-up before each `…`.
+//! Parts of the encoded forms are not searched: `&amp` is a part of the
+//! HTML form of any value with a `&`, and would mask every `&amp;`.
 //!
 //! The agent builds one per step ([`crate::agent`]): every value filled in
 //! the task so far, and every value of a secret allowed on the page's
 //! origin or on the origin of one of its frames. It is applied at the
 //! entry (the observation as soon as it arrives, each action's result) and
 //! again at every exit (each message to a model, each panel event, each
-//! database row); the log has its own, holding every secret the process
-//! has loaded ([`log_scrubber`]).
+//! database row); the MCP tools apply theirs to every reply; the log has
+//! its own, holding every secret the process has loaded ([`log_scrubber`]).
 //!
-//! Every value is scrubbed, however short: a 3-digit PIN is a secret too.
-//! The cost is that a short value also masks the same characters where the
-//! page shows them for another reason (on the secret's own sites only).
+//! Every value is scrubbed whole, however short: a 3-digit PIN is a secret
+//! too; a value shorter than four characters only whole. The cost is that a
+//! short value, or four characters of a longer one (a year among a card's
+//! digits, a word in a passphrase), also masks the same characters where
+//! the page — or Errand's own prompt text — shows them for another reason
+//! (on the secret's own sites, or once it was filled), and that the mask
+//! itself tells the model the value holds those characters.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -161,20 +187,82 @@ fn lower_hex(s: &str) -> String {
     out
 }
 
-/// Replaces secret values by their placeholders. Cheap to clone.
+/// The shortest part of a value that is scrubbed wherever it shows (a
+/// value shorter than this is scrubbed only whole).
+pub const MIN_PART_CHARS: usize = 4;
+
+/// Whether a value is mostly digits (a card, an account, a phone number,
+/// a PIN): at least [`MIN_PART_CHARS`] digits and at least half of its
+/// characters. Its digits are then also found with separators removed or
+/// put in ([`digit_separator`]).
+pub fn mostly_digits(value: &str) -> bool {
+    let digits = value.chars().filter(char::is_ascii_digit).count();
+    digits >= MIN_PART_CHARS && 2 * digits >= value.chars().count()
+}
+
+/// What a page may put between the digits of a number it groups: spaces
+/// (any Unicode space), dashes, dots, slashes.
+pub fn digit_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '-' | '.' | '/' | '\u{2010}'..='\u{2015}' | '\u{2212}')
+}
+
+/// At most this many separators between two digits of one run.
+pub const MAX_SEPARATORS: usize = 3;
+
+/// The parts of `value` every text is searched for: each run of
+/// [`MIN_PART_CHARS`] characters of the value as is and as the element list
+/// writes it (none for a shorter value).
+fn parts(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let written = written(value);
+    let quoted = written.replace('"', "'");
+    for form in [value, written.as_str(), quoted.as_str()] {
+        let chars: Vec<char> = form.chars().collect();
+        for w in chars.windows(MIN_PART_CHARS) {
+            out.push(w.iter().collect());
+        }
+    }
+    out
+}
+
+/// Replaces secret values, and parts of them, by their placeholders.
+/// Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Scrubber {
     inner: Option<Arc<Automaton>>,
 }
 
+/// One thing found in a text: its byte range and whose it is.
+#[derive(Debug, Clone, Copy)]
+struct Hit {
+    start: usize,
+    end: usize,
+    secret: u32,
+}
+
 struct Automaton {
+    /// Every form of every value, leftmost-longest.
     ac: AhoCorasick,
-    /// The placeholder for each pattern.
-    replacement: Vec<String>,
-    /// Each start of each form (see [`cuts`]) → its placeholder: a value
+    /// The secret (index into `placeholders`) each pattern belongs to.
+    owner: Vec<u32>,
+    /// Every part of every value (see [`parts`]), all matches reported
+    /// (overlapping); `None` when no value is long enough to have parts.
+    parts: Option<AhoCorasick>,
+    /// The secret each part belongs to.
+    part_owner: Vec<u32>,
+    /// Finds the digits of a text, for the digit runs.
+    digits: Option<AhoCorasick>,
+    /// Each secret's placeholder.
+    placeholders: Vec<String>,
+    /// The secrets' names, to leave their placeholders alone.
+    names: std::collections::HashSet<String>,
+    /// For mostly-digit values: each run of four digits (as a number,
+    /// 0–9999) → 1 + the secret it belongs to (0: none).
+    digit_parts: Option<Vec<u32>>,
+    /// Each start of each form (see [`cuts_of`]) → its secret: a value
     /// cut by the element list shows as its start and `…`. Looked up only
     /// before each `…` of a text, not searched for everywhere.
-    cuts: std::collections::HashMap<String, String>,
+    cuts: std::collections::HashMap<String, u32>,
     /// The longest key of `cuts`, in bytes.
     longest_cut: usize,
     /// The first [`MIN_CUT_CHARS`] bytes of every key of `cuts`, sorted: a
@@ -186,14 +274,9 @@ struct Automaton {
 }
 
 impl Automaton {
-    /// Whether `text` holds a form, or a start of one before a `…`.
-    fn finds(&self, text: &str) -> bool {
-        self.ac.is_match(text) || self.cut_before(text, 0).is_some()
-    }
-
     /// The first `…` at or after `from` that ends a start of a form:
-    /// `(where the start begins, where the … ends, placeholder)`.
-    fn cut_before(&self, text: &str, from: usize) -> Option<(usize, usize, &str)> {
+    /// `(where the start begins, where the … ends, secret)`.
+    fn cut_before(&self, text: &str, from: usize) -> Option<(usize, usize, u32)> {
         if self.cuts.is_empty() {
             return None;
         }
@@ -213,7 +296,7 @@ impl Automaton {
                     continue;
                 }
                 if let Some(p) = self.cuts.get(&text[begin..end]) {
-                    return Some((begin, end + ELLIPSIS.len(), p));
+                    return Some((begin, end + ELLIPSIS.len(), *p));
                 }
             }
             at = end + ELLIPSIS.len();
@@ -221,24 +304,154 @@ impl Automaton {
         None
     }
 
-    fn replace(&self, text: &str) -> String {
-        let mut out = if self.ac.is_match(text) {
-            self.ac.replace_all(text, &self.replacement)
-        } else {
-            text.to_owned()
-        };
-        let mut from = 0;
-        while let Some((begin, end, placeholder)) = self.cut_before(&out, from) {
-            out.replace_range(begin..end, placeholder);
-            from = begin + placeholder.len();
+    /// The placeholders of these secrets already in `text` (byte ranges,
+    /// in order): never scrubbed again, whatever the values hold.
+    fn placeholders_in(&self, text: &str) -> Vec<(usize, usize)> {
+        const OPEN: &str = "{{secret:";
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some(i) = text[at..].find(OPEN) {
+            let start = at + i;
+            let name_at = start + OPEN.len();
+            match text[name_at..].find("}}") {
+                Some(n) if self.names.contains(&text[name_at..name_at + n]) => {
+                    out.push((start, name_at + n + 2));
+                    at = name_at + n + 2;
+                }
+                _ => at = name_at,
+            }
         }
         out
+    }
+
+    /// Every value, form and part in `text`, merged into maximal spans
+    /// (overlapping or touching), each with the secret of its longest hit.
+    fn spans(&self, text: &str) -> Vec<Hit> {
+        let kept = self.placeholders_in(text);
+        let free = |start: usize, end: usize| {
+            // `kept` is short (the placeholders a text holds): a scan.
+            !kept.iter().any(|(s, e)| start < *e && *s < end)
+        };
+        let mut hits: Vec<Hit> = Vec::new();
+        for m in self.ac.find_iter(text) {
+            if free(m.start(), m.end()) {
+                let secret = self.owner[m.pattern().as_usize()];
+                hits.push(Hit { start: m.start(), end: m.end(), secret });
+            }
+        }
+        if let Some(parts) = &self.parts {
+            for m in parts.find_overlapping_iter(text) {
+                if free(m.start(), m.end()) {
+                    let secret = self.part_owner[m.pattern().as_usize()];
+                    hits.push(Hit { start: m.start(), end: m.end(), secret });
+                }
+            }
+        }
+        let mut from = 0;
+        while let Some((start, end, secret)) = self.cut_before(text, from) {
+            if free(start, end) {
+                hits.push(Hit { start, end, secret });
+            }
+            from = end;
+        }
+        if let (Some(parts), Some(digits)) = (&self.digit_parts, &self.digits) {
+            digit_hits(text, parts, digits, &mut |start, end, secret| {
+                if free(start, end) {
+                    hits.push(Hit { start, end, secret });
+                }
+            });
+        }
+        if hits.is_empty() {
+            return hits;
+        }
+        hits.sort_unstable_by_key(|h| (h.start, std::cmp::Reverse(h.end)));
+        let mut spans: Vec<Hit> = Vec::new();
+        let mut longest = 0;
+        for h in hits {
+            match spans.last_mut() {
+                Some(last) if h.start <= last.end => {
+                    if h.end - h.start > longest {
+                        longest = h.end - h.start;
+                        last.secret = h.secret;
+                    }
+                    last.end = last.end.max(h.end);
+                }
+                _ => {
+                    longest = h.end - h.start;
+                    spans.push(h);
+                }
+            }
+        }
+        spans
+    }
+
+    /// Whether `text` holds a value, a form or a part of one.
+    fn finds(&self, text: &str) -> bool {
+        !self.spans(text).is_empty()
+    }
+
+    /// `text` with each span replaced; `None` when there is none.
+    fn replace(&self, text: &str) -> Option<String> {
+        let spans = self.spans(text);
+        if spans.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for s in spans {
+            out.push_str(&text[at..s.start]);
+            out.push_str(&self.placeholders[s.secret as usize]);
+            at = s.end;
+        }
+        out.push_str(&text[at..]);
+        Some(out)
+    }
+}
+
+/// Calls `hit(start, end, secret)` for each run of four digits of `text`
+/// (ASCII digits, with at most [`MAX_SEPARATORS`] [`digit_separator`]s
+/// between two of them) that `parts` knows: the byte range from its first
+/// digit to its last.
+fn digit_hits(
+    text: &str,
+    parts: &[u32],
+    digits: &AhoCorasick,
+    hit: &mut impl FnMut(usize, usize, u32),
+) {
+    // The last four digits of the current run: their values and starts.
+    let bytes = text.as_bytes();
+    let mut value: usize = 0;
+    let mut starts = [0usize; MIN_PART_CHARS];
+    let mut count = 0usize;
+    let mut after_last = 0;
+    for m in digits.find_iter(text) {
+        let at = m.start();
+        let gap = &text[after_last..at];
+        // A separator is at most 3 bytes long.
+        let joined = gap.is_empty()
+            || (gap.len() <= 3 * MAX_SEPARATORS
+                && gap.chars().count() <= MAX_SEPARATORS
+                && gap.chars().all(digit_separator));
+        if !joined {
+            count = 0;
+        }
+        value = (value * 10 + usize::from(bytes[at] - b'0')) % 10_000;
+        starts[count % MIN_PART_CHARS] = at;
+        count += 1;
+        if count >= MIN_PART_CHARS {
+            let owner = parts[value];
+            if owner != 0 {
+                let first = starts[(count - MIN_PART_CHARS) % MIN_PART_CHARS];
+                hit(first, at + 1, owner - 1);
+            }
+        }
+        after_last = at + 1;
     }
 }
 
 impl std::fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (n, c) = self.inner.as_ref().map_or((0, 0), |a| (a.replacement.len(), a.cuts.len()));
+        let (n, c) = self.inner.as_ref().map_or((0, 0), |a| (a.owner.len(), a.cuts.len()));
         write!(f, "Scrubber({n} patterns, {c} cut starts)")
     }
 }
@@ -246,23 +459,47 @@ impl std::fmt::Debug for Scrubber {
 impl Scrubber {
     /// A scrubber for these `(name, value)` pairs (empty values ignored).
     pub fn new<'a>(secrets: impl IntoIterator<Item = (&'a str, &'a str)>) -> Scrubber {
-        // One placeholder per form; a form shared by two secrets (the same
-        // value under two names) keeps the first name.
-        let mut patterns: BTreeMap<String, String> = BTreeMap::new();
+        // One owner per pattern; a pattern shared by two secrets (the same
+        // value under two names, a part two values share) keeps the first.
+        let mut patterns: std::collections::HashMap<String, u32> = Default::default();
+        let mut order: Vec<String> = Vec::new();
         let mut cuts = std::collections::HashMap::new();
+        let mut placeholders: Vec<String> = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        let mut digit_parts: Option<Vec<u32>> = None;
+        let mut part_map: std::collections::HashMap<String, u32> = Default::default();
         for (name, value) in secrets {
             if value.is_empty() {
                 continue;
             }
-            let placeholder = crate::memory::secrets::placeholder(name);
+            let Ok(secret) = u32::try_from(placeholders.len()) else { break };
+            placeholders.push(crate::memory::secrets::placeholder(name));
+            names.insert(name.to_owned());
             for form in forms(value) {
                 for cut in cuts_of(&form) {
-                    cuts.entry(cut.to_owned()).or_insert_with(|| placeholder.clone());
+                    cuts.entry(cut.to_owned()).or_insert(secret);
                 }
-                patterns.entry(form).or_insert_with(|| placeholder.clone());
+                if let std::collections::hash_map::Entry::Vacant(e) = patterns.entry(form) {
+                    order.push(e.key().clone());
+                    e.insert(secret);
+                }
+            }
+            for part in parts(value) {
+                part_map.entry(part).or_insert(secret);
+            }
+            if mostly_digits(value) {
+                let digits: Vec<usize> =
+                    value.chars().filter_map(|c| c.to_digit(10)).map(|d| d as usize).collect();
+                let table = digit_parts.get_or_insert_with(|| vec![0; 10_000]);
+                for w in digits.windows(MIN_PART_CHARS) {
+                    let n = w.iter().fold(0, |n, d| n * 10 + d);
+                    if table[n] == 0 {
+                        table[n] = secret + 1;
+                    }
+                }
             }
         }
-        if patterns.is_empty() {
+        if order.is_empty() {
             return Scrubber::default();
         }
         let longest_cut = cuts.keys().map(String::len).max().unwrap_or(0);
@@ -279,8 +516,34 @@ impl Scrubber {
             let pair = usize::from(h[0]) << 8 | usize::from(h[1]);
             cut_pairs[pair / 64] |= 1 << (pair % 64);
         }
-        let (keys, replacement): (Vec<String>, Vec<String>) = patterns.into_iter().unzip();
-        let ac = AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&keys);
+        // Standard semantics: every part found, overlapping; the spans are
+        // merged afterwards.
+        let (part_keys, part_owner): (Vec<String>, Vec<u32>) = part_map.into_iter().unzip();
+        let parts = if part_keys.is_empty() {
+            None
+        } else {
+            // A DFA: the parts have no rare byte to skip to, so the text is
+            // read byte by byte, and a DFA's step is the cheapest.
+            let built = AhoCorasickBuilder::new()
+                .match_kind(MatchKind::Standard)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(&part_keys);
+            match built {
+                Ok(ac) => Some(ac),
+                Err(e) => {
+                    tracing::error!("cannot build the secret scrubber's automaton of parts: {e}");
+                    AhoCorasickBuilder::new()
+                        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+                        .build(&part_keys)
+                        .ok()
+                }
+            }
+        };
+        let digits = digit_parts.as_ref().and_then(|_| {
+            AhoCorasick::new(["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]).ok()
+        });
+        let owner: Vec<u32> = order.iter().map(|p| patterns[p]).collect();
+        let ac = AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&order);
         let ac = match ac {
             Ok(ac) => ac,
             Err(e) => {
@@ -290,11 +553,24 @@ impl Scrubber {
                 AhoCorasickBuilder::new()
                     .match_kind(MatchKind::LeftmostLongest)
                     .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-                    .build(&keys)
+                    .build(&order)
                     .expect("a noncontiguous NFA takes any pattern set")
             }
         };
-        let automaton = Automaton { ac, replacement, cuts, longest_cut, cut_heads, cut_pairs };
+        let automaton = Automaton {
+            ac,
+            owner,
+            parts,
+            part_owner,
+            digits,
+            placeholders,
+            names,
+            digit_parts,
+            cuts,
+            longest_cut,
+            cut_heads,
+            cut_pairs,
+        };
         Scrubber { inner: Some(Arc::new(automaton)) }
     }
 
@@ -303,25 +579,24 @@ impl Scrubber {
         self.inner.is_none()
     }
 
-    /// Whether `text` holds any form of a value.
+    /// Whether `text` holds any form of a value, or a part of one.
     pub fn finds(&self, text: &str) -> bool {
         self.inner.as_ref().is_some_and(|a| a.finds(text))
     }
 
-    /// `text` with every form of every value replaced by its placeholder.
+    /// `text` with every form of every value, and every part of one,
+    /// replaced by its placeholder.
     pub fn text(&self, text: &str) -> String {
         match &self.inner {
-            Some(a) if a.finds(text) => a.replace(text),
-            _ => text.to_owned(),
+            Some(a) => a.replace(text).unwrap_or_else(|| text.to_owned()),
+            None => text.to_owned(),
         }
     }
 
     /// [`Scrubber::text`] in place.
     pub fn string(&self, text: &mut String) {
-        if let Some(a) = &self.inner {
-            if a.finds(text) {
-                *text = a.replace(text);
-            }
+        if let Some(out) = self.inner.as_ref().and_then(|a| a.replace(text)) {
+            *text = out;
         }
     }
 
@@ -366,12 +641,8 @@ impl Scrubber {
             }
             ends.push(joined.len());
         }
-        let mut hits: Vec<usize> = a.ac.find_iter(&joined).map(|m| m.start()).collect();
-        let mut from = 0;
-        while let Some((begin, end, _)) = a.cut_before(&joined, from) {
-            hits.push(begin);
-            from = end;
-        }
+        let hits: Vec<usize> =
+            a.spans(&joined).iter().flat_map(|h| [h.start, h.end.saturating_sub(1)]).collect();
         let mut touched: Vec<usize> =
             hits.iter().map(|h| ends.partition_point(|e| e <= h)).collect();
         touched.sort_unstable();
@@ -418,8 +689,8 @@ impl Scrubber {
         let Ok(mut json) = serde_json::to_value(&value) else { return value };
         let mut changed = false;
         walk(&mut json, &mut |s: &mut String| {
-            if a.finds(s) {
-                *s = a.replace(s);
+            if let Some(out) = a.replace(s) {
+                *s = out;
                 changed = true;
             }
         });
@@ -545,5 +816,214 @@ mod tests {
         });
         let json = serde_json::to_string(&event).unwrap();
         assert!(!json.contains("hunter") && json.contains("{{secret:pw}}"), "{json}");
+    }
+
+    #[test]
+    fn a_password_with_one_character_deleted_is_still_scrubbed() {
+        // Filled, copied into a plain field, one Backspace: 11 of 12.
+        let s = Scrubber::new([("pw", "Tr0ub4dor&3x")]);
+        for shown in ["Tr0ub4dor&3", "r0ub4dor&3x", "Tr0ub4dor3x", "Notes: Tr0ub4dor&3 (draft)"] {
+            let out = s.text(shown);
+            assert!(out.contains("{{secret:pw}}"), "{shown} → {out}");
+            for w in ["Tr0u", "ub4d", "dor&", "or&3"] {
+                assert!(!out.contains(w), "{shown} → {out}");
+            }
+        }
+        // A part of four characters is a part; three are not.
+        assert_eq!(s.text("the 4dor here"), "the {{secret:pw}} here");
+        assert_eq!(s.text("Tr0 and ub4 and &3x"), "Tr0 and ub4 and &3x");
+        // Two parts next to each other are one span, one placeholder.
+        assert_eq!(s.text("x Tr0ub4dor&3x x"), "x {{secret:pw}} x");
+    }
+
+    #[test]
+    fn a_card_number_is_scrubbed_however_the_page_groups_it() {
+        let s = Scrubber::new([("card", "4242424242424242")]);
+        for shown in [
+            "4242 4242 4242 4242",
+            "4242-4242-4242-4242",
+            "4242.4242.4242.4242",
+            "42 42 42 42 42 42 42 42",
+            "4242\u{a0}4242\u{2009}4242 4242",
+            "card ending 4242",
+            "**** **** **** 4242",
+            "4 2 4 2",
+            "24 / 24",
+        ] {
+            let out = s.text(&format!("[3]<input value=\"{shown}\">"));
+            assert!(out.contains("{{secret:card}}"), "{shown} → {out}");
+            let digits: String = out.chars().filter(char::is_ascii_digit).collect();
+            assert!(digits.len() < 4, "{shown} → {out}");
+        }
+        // A grouped value is found ungrouped, and grouped otherwise.
+        let g = Scrubber::new([("card", "4000 1234 5678 9010")]);
+        for shown in ["4000123456789010", "4000-1234-5678-9010", "5678 9010", "12345"] {
+            let out = g.text(shown);
+            assert!(out.contains("{{secret:card}}") && !out.contains("5678"), "{shown} → {out}");
+        }
+        // Digits the value does not hold in that order stay.
+        assert_eq!(g.text("Order 1111, 2 items, 3 €"), "Order 1111, 2 items, 3 €");
+        // Too many separators apart: two numbers, not one.
+        assert_eq!(g.text("40 -  -  00"), "40 -  -  00");
+        // Not mostly digits: no digit runs, only parts as they are.
+        let p = Scrubber::new([("pw", "hunter2024!")]);
+        assert_eq!(p.text("2 0 2 4"), "2 0 2 4");
+        assert_eq!(p.text("in 2024!"), "in {{secret:pw}}");
+    }
+
+    #[test]
+    fn short_values_are_matched_whole_and_placeholders_are_left_alone() {
+        let s = Scrubber::new([("pin", "123"), ("cret", "cret"), ("pw", "secret:p")]);
+        assert_eq!(s.text("12 and 123"), "12 and {{secret:pin}}");
+        // Scrubbing twice changes nothing, even when a value is in a
+        // placeholder's text.
+        let once = s.text("a secret:pw, cret and {{secret:pin}} {{secret:cret}}");
+        assert_eq!(once, "a {{secret:pw}}w, {{secret:cret}} and {{secret:pin}} {{secret:cret}}");
+        assert_eq!(s.text(&once), once);
+        // A placeholder of a name this scrubber does not know is text.
+        assert_ne!(s.text("{{secret:xcretx}}"), "{{secret:xcretx}}");
+    }
+
+    mod property {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// A secret: letters, digits, letters and digits, or grouped digits.
+        fn secret() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[a-zA-Z]{4,16}",
+                "[0-9]{4,16}",
+                "[a-z0-9]{4,16}",
+                proptest::collection::vec("[0-9]{4}", 2..5).prop_flat_map(|groups| {
+                    prop_oneof![Just(" "), Just("-")].prop_map(move |sep| groups.join(sep))
+                }),
+            ]
+        }
+
+        /// A random part (at least four characters) of one of `secrets`,
+        /// with random separators between the digits of a mostly-digit one.
+        fn piece(secrets: Vec<String>) -> impl Strategy<Value = String> {
+            (
+                0..secrets.len(),
+                any::<prop::sample::Index>(),
+                any::<prop::sample::Index>(),
+                proptest::collection::vec(
+                    (0..4usize, prop_oneof![Just(' '), Just('-'), Just('.'), Just('/')]),
+                    20,
+                ),
+            )
+                .prop_map(move |(i, a, b, seps)| {
+                    let digit = mostly_digits(&secrets[i]);
+                    let chars: Vec<char> = if digit {
+                        secrets[i].chars().filter(char::is_ascii_digit).collect()
+                    } else {
+                        secrets[i].chars().collect()
+                    };
+                    let len = 4 + b.index(chars.len() - 3);
+                    let start = a.index(chars.len() - len + 1);
+                    let part = &chars[start..start + len];
+                    if !digit {
+                        return part.iter().collect();
+                    }
+                    let mut out = String::new();
+                    for (n, d) in part.iter().enumerate() {
+                        out.push(*d);
+                        if n + 1 < part.len() {
+                            let (count, sep) = seps[n % seps.len()];
+                            out.extend(std::iter::repeat_n(sep, count));
+                        }
+                    }
+                    out
+                })
+        }
+
+        /// The text between the placeholders of `names`.
+        fn segments<'a>(text: &'a str, names: &[String]) -> Vec<&'a str> {
+            let mut cuts = vec![text];
+            for n in names {
+                let p = format!("{{{{secret:{n}}}}}");
+                cuts = cuts
+                    .into_iter()
+                    .flat_map(|c| c.split(p.as_str()).collect::<Vec<_>>())
+                    .collect();
+            }
+            cuts
+        }
+
+        /// Whether `text` holds secret material, by the plain definition:
+        /// four characters of a value in a row; for a mostly-digit value,
+        /// four of its digits in a row in a run of digits with at most
+        /// three separators (space, `-`, `.`, `/`) between two digits.
+        fn material(text: &str, secrets: &[String]) -> bool {
+            secrets.iter().any(|s| {
+                let chars: Vec<char> = s.chars().collect();
+                let parts = chars.windows(4).any(|w| text.contains(&w.iter().collect::<String>()));
+                if parts || !mostly_digits(s) {
+                    return parts;
+                }
+                let digits: String = s.chars().filter(char::is_ascii_digit).collect();
+                // Each run's digits.
+                let mut runs: Vec<String> = vec![String::new()];
+                let mut gap = 0;
+                for c in text.chars() {
+                    if c.is_ascii_digit() {
+                        if gap > 3 {
+                            runs.push(String::new());
+                        }
+                        runs.last_mut().unwrap().push(c);
+                        gap = 0;
+                    } else if " -./".contains(c) && !runs.last().unwrap().is_empty() {
+                        gap += 1;
+                    } else {
+                        runs.push(String::new());
+                        gap = 0;
+                    }
+                }
+                runs.iter().any(|r| {
+                    (0..digits.len().saturating_sub(3)).any(|i| r.contains(&digits[i..i + 4]))
+                })
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+
+            #[test]
+            fn no_part_of_a_secret_survives(
+                (secrets, pieces, around) in proptest::collection::vec(secret(), 1..4)
+                    .prop_flat_map(|secrets| {
+                        let pieces = proptest::collection::vec(piece(secrets.clone()), 1..5);
+                        (Just(secrets), pieces, proptest::collection::vec("[a-zA-Z0-9 ,.:;!?()-]{0,12}", 6))
+                    })
+            ) {
+                let names: Vec<String> = (0..secrets.len()).map(|i| format!("s{i}")).collect();
+                let s = Scrubber::new(names.iter().map(String::as_str).zip(secrets.iter().map(String::as_str)));
+                let mut text = around[5].clone();
+                for (i, p) in pieces.iter().enumerate() {
+                    text.push_str(p);
+                    text.push_str(&around[i]);
+                }
+                let out = s.text(&text);
+                for segment in segments(&out, &names) {
+                    prop_assert!(!material(segment, &secrets), "{text:?} → {out:?}");
+                }
+                prop_assert!(out.contains("{{secret:"), "{text:?} → {out:?}");
+                prop_assert_eq!(s.text(&out), out.clone(), "scrubbing twice changes nothing");
+            }
+
+            #[test]
+            fn text_without_secret_material_is_unchanged(
+                secrets in proptest::collection::vec("[a-c0-2]{4,8}|[0-2]{2} [0-2]{2}", 1..3),
+                text in "[a-d0-3 ./-]{0,40}",
+            ) {
+                let names: Vec<String> = (0..secrets.len()).map(|i| format!("s{i}")).collect();
+                let s = Scrubber::new(names.iter().map(String::as_str).zip(secrets.iter().map(String::as_str)));
+                if material(&text, &secrets) {
+                    prop_assert!(s.finds(&text), "{text:?} holds material of {secrets:?}");
+                } else {
+                    prop_assert_eq!(s.text(&text), text.clone(), "{:?}", secrets);
+                }
+            }
+        }
     }
 }

@@ -192,6 +192,10 @@ impl HostProc {
                     self.filled.lock().unwrap().push(text.clone());
                     summary = format!("filled <input> with \"{text}\"");
                 }
+                // Like the content script, an extract says what the page shows.
+                if let errand_protocol::Action::Extract { .. } = action {
+                    summary = format!("the page says: {}", self.page.lock().unwrap().text);
+                }
                 Some(Body::ActionDone {
                     effect: Effect {
                         summary,
