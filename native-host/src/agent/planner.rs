@@ -371,6 +371,7 @@ mod tests {
                     detail: FORGED.into(),
                     ms: None,
                     effect: None,
+                    verdict: None,
                 },
                 String::new(),
             )],

@@ -503,6 +503,7 @@ mod tests {
                     detail: format!("{USER_ANSWERED}the blue one"),
                     ms: None,
                     effect: None,
+                    verdict: None,
                 },
                 String::new(),
             )],
