@@ -333,11 +333,12 @@ pub fn is_disabled(el: &Element, tag: &str) -> bool {
         || get(el, Name::AriaDisabled).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
-/// The text of a form field's first `<label>`.
+/// The text of a form field's first `<label>`, else what a person reads
+/// as its label (`visual_label`).
 pub fn field_label(el: &Element) -> Option<String> {
     let labels = js_sys::Reflect::get(el, &"labels".into()).ok().filter(|l| l.is_object());
     let Some(first) = labels.and_then(|l| l.unchecked_ref::<web_sys::NodeList>().item(0)) else {
-        return row_label(el);
+        return crate::visual_label::inferred(el);
     };
     label_text_of(&first)
 }
@@ -349,84 +350,10 @@ pub fn label_text_of(label: &Node) -> Option<String> {
     Some(crate::text::collapse(&text)).filter(|t| !t.is_empty())
 }
 
-/// Longest text taken as the label of a field from its row.
-const ROW_LABEL_MAX: usize = 40;
-
-/// A field without a `<label>` named by the text of its row: the nearest
-/// parent or grandparent that holds this one field and a short text
-/// (`<p><span>Year:</span><input></p>`, `<tr><th>Genre</th><td><input>`,
-/// the text after the field too). Not attributes, placeholders or buttons;
-/// not a row with links in it.
-pub fn row_label(el: &Element) -> Option<String> {
-    let mut row = proto::parent_element(&el);
-    for _ in 0..2 {
-        let r = row?;
-        if matches!(proto::local_name(&r).as_str(), "form" | "body" | "html") {
-            return None;
-        }
-        let fields = proto::query_selector_all(&r, "input, select, textarea").ok()?.length();
-        // A row with links in it (a menu, a "get another code" link) is
-        // not a label and its field: its text names the links. (A button
-        // beside a field is left out of the text instead: `label_text`.)
-        let links = proto::query_selector(&r, "a[href]").ok()?;
-        if fields != 1 || links.is_some() {
-            return None;
-        }
-        let mut text = String::new();
-        label_text(&r, &mut text);
-        let text = crate::text::collapse(&text);
-        if !text.is_empty() {
-            return (text.len() <= ROW_LABEL_MAX).then_some(text);
-        }
-        row = proto::parent_element(&r);
-    }
-    None
-}
-
-/// A widget without a label named by the short line just before it (a
-/// `<div>Destination country</div>` over a combobox): the previous sibling
-/// of it or of its wrapper (up to two levels), when that holds short text
-/// and no control.
-pub fn label_before(el: &Element) -> Option<String> {
-    let mut at = el.clone();
-    for _ in 0..3 {
-        if let Some(prev) = previous_shown_sibling(&at) {
-            const CONTROLS: &str = "input, select, textarea, button, a[href], [role], \
-                [tabindex], [contenteditable], [onclick]";
-            let controls = proto::query_selector(&prev, CONTROLS).ok()?.is_some();
-            let own = proto::matches(&prev, CONTROLS).unwrap_or(true);
-            if controls || own {
-                return None;
-            }
-            let mut text = String::new();
-            label_text(&prev, &mut text);
-            let text = crate::text::collapse(&text);
-            return (!text.is_empty() && text.len() <= ROW_LABEL_MAX).then_some(text);
-        }
-        at = proto::parent_element(&at)?;
-        if matches!(proto::local_name(&at).as_str(), "form" | "body" | "html") {
-            return None;
-        }
-    }
-    None
-}
-
-/// The previous element sibling that shows (has a box).
-fn previous_shown_sibling(el: &Element) -> Option<Element> {
-    let mut prev = proto::previous_element_sibling(el);
-    while let Some(p) = prev {
-        if p.get_client_rects().length() > 0 {
-            return Some(p);
-        }
-        prev = proto::previous_element_sibling(&p);
-    }
-    None
-}
-
 /// The text a label shows of itself: not the options of a select or the
 /// text of a textarea it wraps, nor a button inside it (listed on its own:
 /// `Keep me signed in. [Details]`).
-fn label_text(node: &Node, out: &mut String) {
+pub fn label_text(node: &Node, out: &mut String) {
     for k in shown_children(node) {
         match proto::node_type(&k) {
             Node::TEXT_NODE => out.push_str(&proto::text_content(&k).unwrap_or_default()),
@@ -466,7 +393,7 @@ pub fn shown_children(node: &Node) -> Vec<Node> {
 /// Whether `el` is no part of a name a person reads beside a field: an
 /// autocomplete's list or live status ("0 results"), or something not
 /// shown at all.
-fn not_a_name(el: &Element) -> bool {
+pub fn not_a_name(el: &Element) -> bool {
     let role = proto::get_attribute(el, "role").unwrap_or_default();
     let role = role.trim();
     matches!(role, "listbox" | "option" | "status" | "alert" | "log" | "menu" | "tooltip")

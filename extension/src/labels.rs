@@ -24,7 +24,8 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// The text of `field`'s first `<label>`, as [`dom::field_label`] reads it.
+    /// The text of `field`'s first `<label>`, as [`dom::field_label`] reads it
+    /// (`None` without one: what names it then is `visual_label`'s).
     pub fn of(&mut self, field: &Element) -> Option<String> {
         let root = proto::get_root_node(&field);
         let at = match self.roots.iter().position(|(r, _)| *r == root) {
@@ -36,8 +37,7 @@ impl Labels {
         };
         let label = self.roots[at].1.get(field);
         if label.is_undefined() {
-            // No `<label>`: the short text of its row, if any.
-            return dom::row_label(field);
+            return None;
         }
         dom::label_text_of(label.unchecked_ref::<Node>())
     }

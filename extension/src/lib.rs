@@ -63,6 +63,7 @@ pub mod selects;
 pub mod sent;
 pub mod text;
 pub mod values;
+pub mod visual_label;
 pub mod watch;
 pub mod wire;
 

@@ -113,7 +113,9 @@ fn main() -> Result<()> {
         server.url(&format!("{}{rest}", if csp { "csp/" } else { "" }))
     };
 
-    let browser = TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1"))?;
+    // (`BENCH_EXTENSION_DIR` runs another build: main's, for a before/after.)
+    let browser =
+        TestBrowser::launch(LaunchOptions::new("http://127.0.0.1:9/v1").with_bench_env())?;
     let bpe = tiktoken_rs::o200k_base()?;
     let tokens = |t: &str| bpe.encode_with_special_tokens(t).len();
 

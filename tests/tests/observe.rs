@@ -637,12 +637,14 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
             "Deep item",
             // A hand of the site's own (a cursor drawn from a picture).
             "Open the map",
-            // Fields named by the text of their row; a row with a link in
-            // it is no label (its text names the link, not the field:
-            // neither "Code Get another" nor "Get another" for the field).
+            // Fields named by the text of their row: before them, else
+            // after them; a link after a field is no part of its label
+            // (neither "Code Get another" nor "Get another" for the
+            // field: the text before it, "Code").
             "Genre:",
             "Year",
             "Director",
+            "Code",
             "Get another",
         ]),
         "{}",
@@ -651,7 +653,7 @@ fn script_made_widgets_hover_cursors_icons_trees_bars_and_row_labels() {
     // (The set above cannot tell the code field from the link: by name.)
     let fields: Vec<&str> =
         o.elements.iter().filter(|e| e.tag == "input").map(|e| e.name.as_str()).collect();
-    assert_eq!(fields, ["Genre:", "Year", "Director", ""], "{}", o.text);
+    assert_eq!(fields, ["Genre:", "Year", "Director", "Code"], "{}", o.text);
     assert!(line_of(&o, "like").contains("icon=like"), "{}", o.text);
     assert!(line_of(&o, "send").contains("icon=send"), "{}", o.text);
     assert!(line_of(&o, "Documents").contains("icon=folder-closed"), "{}", o.text);

@@ -35,20 +35,27 @@ pub(super) async fn check(index: u32, on: bool, watch: &Watch) -> Result<String,
                 .map(|i| i.unchecked_ref::<HtmlInputElement>().checked()),
         }
     };
-    let Some(now) = state(&el) else {
+    // A styled radio's or checkbox's `<label>` (listed for its hidden
+    // input) is checked through its control: its state is the control's.
+    let label_for = (proto::local_name(&el) == "label")
+        .then(|| el.unchecked_ref::<web_sys::HtmlLabelElement>().control())
+        .flatten()
+        .map(|c| c.unchecked_into::<Element>());
+    let probe = label_for.unwrap_or_else(|| el.clone());
+    let Some(now) = state(&probe) else {
         return Err(failed(&format!("{who} is not a checkbox or radio button")));
     };
     if now == on {
         return Ok(format!("{who} was already {}", if on { "checked" } else { "unchecked" }));
     }
-    if !on && proto::get_attribute(&el, "type").as_deref() == Some("radio") {
+    if !on && proto::get_attribute(&probe, "type").as_deref() == Some("radio") {
         return Err(failed(&format!(
             "{who} is a radio button: choose another option of its group instead"
         )));
     }
     click(index, ClickButton::Left, &[], 1, watch).await?;
     watch.settle().await;
-    match state(&el) {
+    match state(&probe) {
         Some(s) if s == on => Ok(format!("{} {who}", if on { "checked" } else { "unchecked" })),
         _ => Err(failed(&format!(
             "{who} is still {} after clicking it",

@@ -2,6 +2,7 @@
 //! name, value, state, options and where activating it navigates).
 
 use super::*;
+use crate::visual_label;
 
 /// The attributes [`Walk::describe`] may read, asked about at once
 /// ([`proto::attributes_present`]): only those present are read.
@@ -181,13 +182,26 @@ impl Walk {
         if let Some(ids) = attrs.named(Name::AriaLabelledBy).filter(|_| seen.aria_label.is_none()) {
             seen.label = labelled_by(el, &ids).or(seen.label);
         }
-        // A combobox, list box or slider of a library, named by nothing of
-        // its own: the short line just before it, as a person reads it.
+        // A field, editor, or combobox, list box or slider of a library,
+        // named by nothing of its own (no `<label>`, `aria-label` or
+        // `aria-labelledby`): what a person reads as its label
+        // (`visual_label`). A title that reads as code names nothing.
         let widget = role.as_deref().is_some_and(|r| {
             matches!(r, "combobox" | "listbox" | "slider" | "spinbutton" | "searchbox" | "textbox")
         });
-        if widget && seen.label.is_none() && seen.aria_label.is_none() {
-            seen.label = dom::label_before(el);
+        let input_button = matches!(
+            input_type.as_deref(),
+            Some("submit" | "button" | "reset" | "image" | "hidden")
+        );
+        if field
+            && !input_button
+            && seen.title.as_deref().is_some_and(|t| !visual_label::reads_as_words(t))
+        {
+            seen.title = None;
+        }
+        let unnamed = seen.label.is_none() && seen.aria_label.is_none();
+        if unnamed && !input_button && (field || widget || seen.editor) {
+            seen.label = visual_label::inferred(el);
         }
         seen.role = role;
         if tag == "label" && seen.role.is_none() {

@@ -51,8 +51,11 @@ pub(super) fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     let by_tag = match tag {
         "a" => dom::has(el, Name::Href),
         "button" | "select" | "textarea" | "summary" => true,
+        // (A read-only presentational input in front of a field is a
+        // picture, not a field: `visual_label::is_decoy`.)
         "input" => {
             !dom::get(el, Name::Type).is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden"))
+                && !crate::visual_label::is_decoy(el)
         }
         // A label is listed when it is the way to its control: the
         // control itself is hidden (a styled checkbox); otherwise the

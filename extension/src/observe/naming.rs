@@ -1,6 +1,15 @@
 //! Naming: what an unnamed control is called — by its icon (image file
 //! name, icon-font ligature, sprite), by words in its class, or by the
 //! elements its `aria-labelledby` names.
+//!
+//! A field's name, in order (`describe.rs` applies it): the standard's —
+//! `aria-labelledby`, `aria-label`, its `<label>` (`labels.rs`) — then,
+//! when the page gives none, what a person reads as its label
+//! (`crate::visual_label`: the text before it in its line, cell, row or
+//! fieldset, then its placeholder, then a title that reads as words, then
+//! the text after it; never a message; parts of a split field by their
+//! group's label and place). Editors and widgets (comboboxes, list boxes,
+//! sliders) are named the same way.
 
 use super::*;
 

@@ -55,7 +55,8 @@ pub struct Seen {
     pub target: Option<String>,
     /// Current value of a form field; `None` for passwords.
     pub value: Option<String>,
-    /// The label a person reads for a field (from `<label>` or `aria-labelledby`).
+    /// The label a person reads for a field (from `<label>` or `aria-labelledby`,
+    /// else read from around it: `crate::visual_label`).
     pub label: Option<String>,
     pub checked: bool,
     /// `aria-selected="true"` (tabs, options, grid cells).
