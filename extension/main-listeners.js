@@ -2,7 +2,9 @@
 // "MAIN", document_start, every frame). It holds no page logic: it notes
 // which timers are due a moment from now (below), when a page script last
 // started a request (below), and which elements are
-// given listeners that a person's click, tap or key reaches (`addEventListener`, and `onclick`-style properties) — which the
+// given listeners that a person's click, tap or key reaches (`addEventListener`, `onclick`-style
+// properties, and the handler props a framework delegating from its root keeps on each element,
+// React's `__reactProps$…`) — which the
 // content script cannot see from its isolated world — and hands over only
 // those elements. Asked with an `errand-listeners-ask` event on the
 // document, it dispatches an `errand-listener` event on each element noted
@@ -32,6 +34,19 @@
   const NewEvent = Event;
   const NewWeakRef = WeakRef;
 
+  // The handler props of the same kinds, as frameworks that delegate from
+  // their root name them on each element (below).
+  const HANDLERS = [
+    ['onClick', 'click'], ['onDoubleClick', 'dblclick'], ['onMouseDown', 'mousedown'],
+    ['onMouseUp', 'mouseup'], ['onPointerDown', 'pointerdown'], ['onPointerUp', 'pointerup'],
+    ['onTouchStart', 'touchstart'], ['onTouchEnd', 'touchend'], ['onKeyDown', 'keydown'],
+    ['onKeyUp', 'keyup'], ['onKeyPress', 'keypress'],
+  ];
+  const ownKeys = Reflect.ownKeys;
+  const Observer = MutationObserver;
+  const observe = Observer.prototype.observe;
+  const takeRecords = Observer.prototype.takeRecords;
+  const querySelectorAll = Element.prototype.querySelectorAll;
   const kinds = new WeakMap(); // element → the kinds of listener it was given
   const noted = new WeakSet(); // elements given a listener of KINDS
   let pending = []; // WeakRefs of noted elements not handed over yet
@@ -46,7 +61,10 @@
     }
     let seen = kinds.get(target);
     if (!seen) kinds.set(target, (seen = new Set()));
-    if (seen.size <= DELEGATE_KINDS) seen.add(kind);
+    if (seen.size <= DELEGATE_KINDS) {
+      seen.add(kind);
+      if (seen.size > DELEGATE_KINDS) delegating(target);
+    }
     if (KINDS.has(kind) && !noted.has(target)) {
       noted.add(target);
       pending.push(new NewWeakRef(target));
@@ -182,7 +200,89 @@
     apply(dispatch, document, [new NewCustomEvent(FRAMES, { detail: lastFrame })]);
   }, true]);
 
+  // A framework that delegates from its root (React's container) keeps
+  // each element's handlers in props of its own on the node
+  // (`__reactProps$…` holding `onClick`, `onDoubleClick`…), where no
+  // `addEventListener` shows them. Under such a root, the elements whose
+  // own (expando) properties hold an object with a handler of the kinds
+  // above are noted too: all of them at the first ask after the root is
+  // seen, then those added since (a `MutationObserver` on the root).
+  const roots = []; // [WeakRef of the root, scanned yet]
+  let added = []; // element nodes added under the roots since the last ask
+  let rescan = false; // too many added: scan the roots whole
+  const ADDED_MAX = 20000;
+  const handlerKind = (el) => {
+    let keys;
+    try {
+      keys = ownKeys(el);
+    } catch {
+      return null;
+    }
+    for (const key of keys) {
+      if (typeof key !== 'string' || !(key.startsWith('__') || key.includes('$'))) continue;
+      try {
+        const props = el[key];
+        if (props === null || typeof props !== 'object') continue;
+        for (const [name, kind] of HANDLERS) {
+          if (typeof props[name] === 'function') return kind;
+        }
+      } catch {}
+    }
+    return null;
+  };
+  const scan = (el, whole) => {
+    const kind = handlerKind(el);
+    if (kind) note(el, kind);
+    if (!whole) return;
+    let all;
+    try {
+      all = apply(querySelectorAll, el, ['*']);
+    } catch {
+      return;
+    }
+    for (const e of all) {
+      const k = handlerKind(e);
+      if (k) note(e, k);
+    }
+  };
+  const took = (records) => {
+    for (const r of records) {
+      for (const n of r.addedNodes) {
+        if (added.length >= ADDED_MAX) {
+          rescan = true;
+          added = [];
+          return;
+        }
+        if (apply(nodeType, n, []) === 1) added.push(n);
+      }
+    }
+  };
+  const watcher = new Observer(took);
+  const delegating = (root) => {
+    roots.push([new NewWeakRef(root), false]);
+    try {
+      apply(observe, watcher, [root, { childList: true, subtree: true }]);
+    } catch {}
+  };
+  const scanRoots = () => {
+    took(apply(takeRecords, watcher, []));
+    for (const r of roots) {
+      const root = r[0].deref();
+      if (root && (!r[1] || rescan)) scan(root, true);
+      r[1] = true;
+    }
+    rescan = false;
+    const fresh = added;
+    added = [];
+    for (const el of fresh) scan(el, true);
+  };
+
   apply(add, document, [ASK, () => {
+    if (roots.length > 0) {
+      try {
+        scanRoots();
+      } catch {}
+    }
     const later = [];
     for (const ref of pending) {
       const el = ref.deref();

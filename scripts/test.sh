@@ -45,11 +45,11 @@ if [ ! -f "$APPS/node_modules/.package-lock.json" ] || [ "$APPS/package.json" -n
   echo "== installing the fixture apps (real React, Vue, jQuery UI from npm)"
   npm install --prefix "$APPS" --no-audit --no-fund --loglevel=error
 fi
-# The React widget fixtures (react-select, MUI, antd) have no browser build:
+# The React widget fixtures (react-select, MUI, antd) and the Lit TodoMVC have no browser build:
 # bundled with esbuild, again when a source or package.json is newer.
 STAMP="$APPS/bundles/.stamp"
 if [ ! -f "$STAMP" ] || [ "$APPS/package.json" -nt "$STAMP" ] || [ "$APPS/build.mjs" -nt "$STAMP" ] \
-  || [ -n "$(find tests/fixtures/widgets/src -newer "$STAMP" -type f 2>/dev/null | head -1)" ]; then
+  || [ -n "$(find tests/fixtures/widgets/src tests/fixtures/todomvc/src -newer "$STAMP" -type f 2>/dev/null | head -1)" ]; then
   echo "== bundling the React widget fixtures (esbuild)"
   node "$APPS/build.mjs"
 fi

@@ -73,6 +73,7 @@ names! {
     Content = "content",
     BackgroundImage = "background-image",
     BackgroundPosition = "background-position",
+    Position = "position",
     FontFamily = "font-family",
     ReadOnly = "readonly",
     Multiple = "multiple",

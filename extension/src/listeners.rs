@@ -4,7 +4,10 @@
 //! world, and `chrome.debugger` is not used. `extension/main-listeners.js`
 //! runs in the page's world before any page script and notes every element
 //! given a `click`, `mousedown`/`up`, `pointerdown`/`up`, `touchstart`/`end`
-//! or key listener (or an `onclick`-style property). Asked with an
+//! or key listener (or an `onclick`-style property), and, under a
+//! framework's root that delegates every kind of event (React's container),
+//! every element whose own properties hold that framework's handler props
+//! for them (`__reactProps$…` with `onClick`, `onDoubleClick`…). Asked with an
 //! `errand-listeners-ask` event on a document, it dispatches an
 //! `errand-listener` event on each element noted since the last ask that is
 //! in the page; this module listens for those events in the capture phase

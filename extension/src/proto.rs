@@ -95,6 +95,8 @@ props! {
     FragmentChildren = "DocumentFragment"."children",
     FragmentFirstChild = "DocumentFragment"."firstElementChild",
     ShadowActive = "ShadowRoot"."activeElement",
+    ShadowStyleSheets = "ShadowRoot"."styleSheets",
+    ShadowAdoptedStyleSheets = "ShadowRoot"."adoptedStyleSheets",
 }
 
 /// A property's getter and setter, taken from the prototype that defines
@@ -648,6 +650,17 @@ pub fn adopted_style_sheets(doc: &Document) -> JsValue {
 }
 pub fn set_adopted_style_sheets(doc: &Document, sheets: &JsValue) {
     write(doc, Prop::AdoptedStyleSheets, sheets)
+}
+/// A shadow root's own sheets (its `<style>` and `<link>` elements').
+pub fn shadow_style_sheets(root: &web_sys::ShadowRoot) -> JsValue {
+    read(root, Prop::ShadowStyleSheets)
+}
+/// The sheets adopted by a shadow root.
+pub fn shadow_adopted_style_sheets(root: &web_sys::ShadowRoot) -> JsValue {
+    read(root, Prop::ShadowAdoptedStyleSheets)
+}
+pub fn set_shadow_adopted_style_sheets(root: &web_sys::ShadowRoot, sheets: &JsValue) {
+    write(root, Prop::ShadowAdoptedStyleSheets, sheets)
 }
 pub fn default_view(doc: &Document) -> Option<Window> {
     read_object(doc, Prop::DefaultView)

@@ -1500,3 +1500,88 @@ fn a_page_nested_deeper_than_a_parser_nests_is_observed() {
         assert_eq!(r["kind"], json!("action_done"), "{r}");
     }
 }
+
+/// The listed element whose name is `name` and whose tag or input type is
+/// `kind` (`checkbox`, `label`, `button`).
+fn element_of<'a>(
+    o: &'a Observation,
+    kind: &str,
+    name: &str,
+) -> Option<&'a errand_protocol::ElementInfo> {
+    o.elements
+        .iter()
+        .find(|e| e.name == name && (e.tag == kind || e.input_type.as_deref() == Some(kind)))
+}
+
+/// A checkbox at opacity 0 laid over the circle its row draws is the top
+/// element where a person clicks: listed (and ticked by a click); one in
+/// the flow (a blank) and one under an opaque box are not (issue 38).
+#[test]
+fn a_transparent_control_on_top_where_a_person_clicks_is_listed() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/transparent.html");
+    let o = observe(&cs, false);
+    let tick = o
+        .elements
+        .iter()
+        .find(|e| e.input_type.as_deref() == Some("checkbox"))
+        .unwrap_or_else(|| panic!("the transparent checkbox is not listed:\n{}", o.text));
+    assert!(tick.name.contains("Water the plants"), "named by its row: {tick:?}\n{}", o.text);
+    let n = names(&o);
+    assert!(!n.contains("blank-button"), "{}", o.text);
+    assert!(!n.contains("under-button"), "{}", o.text);
+    let r = cs.act(json!({"click": {"index": tick.index}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    assert_eq!(tab.eval("document.getElementById('log').textContent").unwrap(), "ticked: yes");
+}
+
+/// A label with a listener of its own and no control is listed (and a
+/// double click reaches it); one for a listed field is that field's name.
+#[test]
+fn a_label_with_listeners_of_its_own_is_listed() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/acting-label.html");
+    let o = observe(&cs, false);
+    let todo = element_of(&o, "label", "Call the plumber")
+        .unwrap_or_else(|| panic!("the acting label is not listed:\n{}", o.text));
+    assert!(element_of(&o, "label", "E-mail").is_none(), "{}", o.text);
+    assert!(o.elements.iter().any(|e| e.tag == "input" && e.name == "E-mail"), "{}", o.text);
+    let r = cs.act(json!({"dblclick": {"index": todo.index}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    assert_eq!(tab.eval("document.getElementById('log').textContent").unwrap(), "renamed: yes");
+}
+
+/// A button drawn only by CSS `content` is named by the symbol (from the
+/// symbol table) or by a class word that says what it does.
+#[test]
+fn a_control_drawn_by_a_css_symbol_is_named_by_it() {
+    let rig = Rig::start();
+    let (_tab, cs) = rig.open("/observe/symbols.html");
+    let o = observe(&cs, false);
+    assert!(line_of(&o, "close").contains("icon=close"), "{}", o.text);
+    assert!(line_of(&o, "destroy").contains("icon=destroy"), "{}", o.text);
+    assert!(line_of(&o, "settings").contains("icon=settings"), "{}", o.text);
+}
+
+/// Pointing at a web component's row applies the `:hover` rules of its
+/// shadow root's own `<style>`: its ✕ shows, named by its symbol, and
+/// works.
+#[test]
+fn hover_applies_the_hover_rules_of_a_shadow_roots_own_sheets() {
+    let rig = Rig::start();
+    let (tab, cs) = rig.open("/observe/shadow-hover.html");
+    let o = observe(&cs, false);
+    assert!(!names(&o).contains("close"), "shown before the pointer is there: {}", o.text);
+    let title = o.elements.iter().find(|e| e.name == "Feed the cat").expect("the row's title");
+    let r = cs.act(json!({"hover": {"index": title.index}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    let o = observe(&cs, false);
+    let close = o
+        .elements
+        .iter()
+        .find(|e| e.name == "close")
+        .unwrap_or_else(|| panic!("the ✕ does not show under the pointer:\n{}", o.text));
+    let r = cs.act(json!({"click": {"index": close.index}})).unwrap();
+    assert_eq!(r["kind"], "action_done", "{r}");
+    assert_eq!(tab.eval("document.getElementById('log').textContent").unwrap(), "removed: yes");
+}

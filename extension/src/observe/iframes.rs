@@ -59,7 +59,7 @@ impl Walk {
     /// that is walked into): nothing pending around it runs into it.
     pub(super) fn breaks_at(&self, el: &Element, frame: &Frame) -> bool {
         let hidden = dom::get(el, Name::AriaHidden).is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        let st = read_style(el, frame, None);
+        let st = read_style(el, frame, None, None);
         !dom::has(el, Name::Inert) && (self.ignore_aria_hidden || !hidden) && !st.skip && st.block
     }
 

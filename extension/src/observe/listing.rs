@@ -1,7 +1,10 @@
 //! Listing rules: which elements become numbered lines — interactive by
 //! tag, attribute or role, plain boxes listed for their pointer cursor or
-//! listeners, nested controls inside them (own icons, groups of targets,
-//! delegating lists), and hidden native controls replaced by their labels.
+//! listeners (a label too, when it labels no control), nested controls
+//! inside them (own icons, groups of targets, delegating lists), and hidden
+//! native controls replaced by their labels — but not a transparent one
+//! laid over what its label draws, which is the top element where a person
+//! clicks and is listed itself (`style.rs` keeps it in the walk).
 
 use super::*;
 
@@ -32,11 +35,6 @@ pub(super) fn list_listens(li: &Element) -> bool {
     proto::parent_element(li).is_some_and(|ul| {
         matches!(proto::local_name(&ul).as_str(), "ul" | "ol") && crate::listeners::has(&ul)
     })
-}
-
-pub(super) fn is_file_input(el: &Element) -> bool {
-    proto::local_name(&el) == "input"
-        && proto::get_attribute(&el, "type").is_some_and(|t| t.eq_ignore_ascii_case("file"))
 }
 
 /// An `<input role=combobox>`.
@@ -94,6 +92,12 @@ pub(super) fn is_interactive(el: &Element, tag: &str, has_attrs: bool) -> bool {
     dom::has(el, Name::OnClick) || dom::get(el, Name::Draggable).as_deref() == Some("true")
 }
 
+/// Whether a `<label>` is the label of a control (its `for` or a control
+/// inside it).
+pub(super) fn labels_a_control(label: &Element) -> bool {
+    label.unchecked_ref::<web_sys::HtmlLabelElement>().control().is_some()
+}
+
 /// Whether a label's control cannot be seen or used directly.
 pub(super) fn control_hidden(control: &web_sys::HtmlElement) -> bool {
     let r = proto::get_bounding_client_rect(&control);
@@ -106,9 +110,22 @@ pub(super) fn control_hidden(control: &web_sys::HtmlElement) -> bool {
         return false;
     };
     let prop = |name: Name| dom::property(&style, name);
-    dom::decimal(&prop(Name::Opacity)).is_some_and(|o| o <= 0.01)
+    // A transparent control laid over what its label draws (a todo's
+    // checkbox over its circle) is used directly where it is the top
+    // element: it is listed itself (`style.rs`), named by the label.
+    (dom::decimal(&prop(Name::Opacity)).is_some_and(|o| o <= 0.01)
+        && !(matches!(prop(Name::Position).as_str(), "absolute" | "fixed") && on_top(control)))
         || prop(Name::Visibility) == "hidden"
         || prop(Name::Display) == "none"
+}
+
+/// Whether a click at the centre of `el`'s box lands on it (out of the
+/// viewport, where no hit test answers: taken as yes, as the walk lists
+/// what it cannot hit-test there).
+fn on_top(el: &Element) -> bool {
+    let r = proto::get_bounding_client_rect(el);
+    let (x, y) = (r.x() + r.width() / 2.0, r.y() + r.height() / 2.0);
+    dom::element_at(el, x, y).is_none_or(|hit| dom::hit_belongs(el, &hit))
 }
 
 impl Walk {

@@ -1,5 +1,6 @@
 //! Naming: what an unnamed control is called — by its icon (image file
-//! name, icon-font ligature, sprite), by words in its class, or by the
+//! name, icon-font ligature, sprite), by words in its class, by the symbol
+//! CSS draws it with (`content: '×'`, named from `symbols.txt`), or by the
 //! elements its `aria-labelledby` names.
 //!
 //! A field's name, in order (`describe.rs` applies it): the standard's —
@@ -71,6 +72,54 @@ pub(super) fn labelled_by(el: &Element, ids: &str) -> Option<String> {
     Some(text.join(" ")).filter(|t| !t.is_empty())
 }
 
+/// The symbols CSS draws controls with, and their names (data).
+const SYMBOLS: &str = include_str!("symbols.txt");
+
+/// The name of the symbol a `::before` or `::after` of `el` (or of an
+/// element inside it) draws by CSS `content` (`.destroy::after { content:
+/// '×' }` → `close`), from [`SYMBOLS`].
+pub(super) fn drawn_symbol(el: &Element) -> Option<String> {
+    let window = dom::window_of(el)?;
+    let mut todo = vec![el.clone()];
+    let mut looked = 0;
+    while let Some(e) = todo.pop() {
+        // Each look is two style reads of pseudo-elements: a few only.
+        looked += 1;
+        if looked > 4 {
+            break;
+        }
+        for pseudo in ["::before", "::after"] {
+            let Ok(Some(style)) = window.get_computed_style_with_pseudo_elt(&e, pseudo) else {
+                continue;
+            };
+            let content = dom::property(&style, Name::Content);
+            if let Some(name) = symbol_name(&content) {
+                return Some(name.to_owned());
+            }
+        }
+        let mut child = e.last_element_child();
+        while let Some(c) = child {
+            todo.push(c.clone());
+            child = c.previous_element_sibling();
+        }
+    }
+    None
+}
+
+/// The name [`SYMBOLS`] gives a computed `content` value (`"×"`).
+fn symbol_name(content: &str) -> Option<&'static str> {
+    let drawn = content.strip_prefix('"')?.strip_suffix('"')?.trim();
+    if drawn.is_empty() {
+        return None;
+    }
+    SYMBOLS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(char::is_whitespace))
+        .find(|(symbol, _)| *symbol == drawn)
+        .map(|(_, name)| name.trim())
+}
+
 impl Walk {
     /// Names the element of line `i` by its class when nothing else names
     /// it (an icon-only control drawn from a sprite or an icon font).
@@ -86,7 +135,7 @@ impl Walk {
         if !unnamed {
             return;
         }
-        let hint = Self::class_hint(el);
+        let hint = Self::class_hint(el).or_else(|| drawn_symbol(el));
         if let Line::Element(seen) = &mut self.lines[i] {
             seen.icon = hint;
         }
@@ -145,6 +194,7 @@ impl Walk {
             "redo",
             "back",
             "forward",
+            "destroy",
             "chevron",
             "arrow",
         ];
@@ -214,5 +264,16 @@ impl Walk {
         if !word.is_empty() && word.len() <= 40 && !word.contains(' ') {
             seen.icon = Some(word);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn drawn_symbols_have_names() {
+        assert_eq!(super::symbol_name("\"×\""), Some("close"));
+        assert_eq!(super::symbol_name("\"✕\""), Some("close"));
+        assert_eq!(super::symbol_name("none"), None);
+        assert_eq!(super::symbol_name("\"Delete\""), None);
     }
 }

@@ -1,7 +1,10 @@
 //! Style reading: what the walk needs of an element's computed style
 //! ([`StyleBits`], read once per element; `style_cache.rs` keeps it
-//! between observations), and the small style and box tests built on it
-//! (icon fonts, small boxes).
+//! between observations): what is skipped (`display: none`; `opacity: 0`
+//! but for a control laid over what a person sees), the pointer cursor and
+//! the `:hover` rules that give it or reveal a row's controls (`hover.rs`),
+//! and the small style and box tests built on it (icon fonts, small
+//! boxes).
 
 use super::*;
 
@@ -25,6 +28,9 @@ pub struct StyleBits {
     pub image: bool,
     /// Its `:hover` rule gives the pointer cursor (`hover.rs`).
     pub hover: bool,
+    /// A `:hover` rule of it shows or hides something inside it (a row
+    /// whose delete button appears under the pointer, `hover.rs`).
+    pub reveals: bool,
     /// A flex row: its children are laid out side by side.
     pub row: bool,
     /// `cursor: move` or `grab`: what a drag starts from.
@@ -39,19 +45,30 @@ const WALK_PROPERTIES: [&str; 7] =
 const FLEX_PROPERTIES: [&str; 2] = ["flex-direction", "flex-wrap"];
 /// That it reads of a box with a background picture only.
 const PICTURE_PROPERTIES: [&str; 1] = ["background-position"];
+/// That it reads of a transparent control only.
+const LAID_PROPERTIES: [&str; 1] = ["position"];
 
 thread_local! {
     /// [`WALK_PROPERTIES`], [`FLEX_PROPERTIES`] and [`PICTURE_PROPERTIES`]
     /// as JavaScript strings, made once.
-    static WALK_NAMES: [js_sys::Array; 3] = [
+    static WALK_NAMES: [js_sys::Array; 4] = [
         &WALK_PROPERTIES[..],
         &FLEX_PROPERTIES[..],
         &PICTURE_PROPERTIES[..],
+        &LAID_PROPERTIES[..],
     ]
     .map(|names| names.iter().map(|&n| wasm_bindgen::JsValue::from_str(n)).collect());
 }
 
-pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> StyleBits {
+/// The computed style's verdicts for `el`; `hover` and `reveal` are the
+/// page's selectors of elements whose `:hover` rules give the pointer
+/// cursor or show what is inside them (`hover.rs`).
+pub(super) fn read_style(
+    el: &Element,
+    frame: &Frame,
+    hover: Option<&str>,
+    reveal: Option<&str>,
+) -> StyleBits {
     // The values every element needs in one call to the page (each call
     // to the page costs the walk much while its code runs cold); those
     // only some need in another, for those only (each value read costs
@@ -66,20 +83,18 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
     let mut next = || values.next().unwrap_or("");
     let (display, opacity, visibility, cursor) = (next(), next(), next(), next());
     let (overflow_y, content, background_image) = (next(), next(), next());
-    // A transparent file input laid over a "Choose a file" area is the
-    // control a person clicks: it stays listed (issue 19). So does a
-    // combobox's input made transparent while the box shows its chosen
-    // value (react-select after a choice): the box is what a person uses.
+    // A transparent control laid over what a person sees (a checkbox at
+    // opacity 0 over the circle its row draws, a file input over a "Choose
+    // a file" area, a `<select>` over a date picker's month caption) is
+    // what a click there lands on: it is not skipped, and the walk lists
+    // it where it is the top element at a point (`cover.rs`; one under
+    // the widget that replaced it is covered). Laid over: out of the flow
+    // (`position: absolute` or `fixed`); a transparent control in the
+    // flow leaves a blank a person does not click. So is a combobox's
+    // input made transparent while its box shows the chosen value
+    // (react-select after a choice): the box is what a person uses.
     let transparent = dom::decimal(opacity).is_some_and(|o| o <= 0.0);
-    // So is a transparent `<select>` laid over a date picker's month or
-    // year caption (Pikaday's): a person clicks the caption and gets it.
-    // (One under the widget that replaced it is left out as covered.)
-    if display == "none"
-        || (transparent
-            && !is_file_input(el)
-            && !is_combobox_input(el)
-            && proto::local_name(el) != "select")
-    {
+    if display == "none" || (transparent && !is_combobox_input(el) && !laid_over(el, &read)) {
         return StyleBits { skip: true, ..StyleBits::default() };
     }
     let contents = display == "contents";
@@ -111,9 +126,18 @@ pub(super) fn read_style(el: &Element, frame: &Frame, hover: Option<&str>) -> St
         // Asked only when the cursor does not say it already (one
         // `matches` per element on pages with such rules).
         hover: !pointer && hover.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
+        reveals: reveal.is_some_and(|s| proto::matches(el, s).unwrap_or(false)),
         row,
         grab,
     }
+}
+
+/// Whether a transparent element is a control laid over something else
+/// (out of the flow): see [`read_style`]. `read` reads a property set.
+fn laid_over(el: &Element, read: &dyn Fn(usize) -> Option<String>) -> bool {
+    let tag = proto::local_name(el);
+    is_interactive(el, &tag, proto::has_attributes(el))
+        && read(3).is_some_and(|p| matches!(p.as_str(), "absolute" | "fixed"))
 }
 
 /// Whether the element's text is drawn in an icon font (Material Icons,

@@ -41,7 +41,7 @@ fn pack(s: StyleBits) -> f64 {
     let mut n = 0u32;
     for (i, b) in [
         s.skip, s.shown, s.block, s.pointer, s.contents, s.scrolls, s.boxed, s.image, s.hover,
-        s.row, s.grab,
+        s.row, s.grab, s.reveals,
     ]
     .into_iter()
     .enumerate()
@@ -68,6 +68,7 @@ fn unpack(v: f64) -> StyleBits {
         hover: bit(8),
         row: bit(9),
         grab: bit(10),
+        reveals: bit(11),
     }
 }
 

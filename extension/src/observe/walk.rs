@@ -1,7 +1,9 @@
 //! The walk itself: the state of one walk ([`Walk`]) and the visit of each
 //! node — text runs joined into lines and context, blocks and scrolling
 //! boxes tracked, shadow roots entered, elements handed to the listing
-//! rules.
+//! rules (what reacts under the pointer: by tag, pointer cursor, listeners
+//! — a label's too when it labels no control — or a `:hover` rule that
+//! shows a row's controls).
 
 use super::*;
 
@@ -120,6 +122,9 @@ pub(crate) struct Walk {
     pub(super) scroll: (f64, f64),
     /// Elements whose `:hover` rule gives the pointer cursor (`hover.rs`).
     pub(super) hover: Option<String>,
+    /// Elements whose `:hover` rule shows something inside them
+    /// (`hover.rs`).
+    pub(super) reveal: Option<String>,
     /// Cross-origin frames met (`frames/` observes them).
     pub(crate) remote: Vec<crate::frames::Pending>,
     /// The fields' labels, found once per document or shadow root.
@@ -163,6 +168,9 @@ impl Walk {
             hover: web_sys::window()
                 .and_then(|w| w.document())
                 .and_then(|d| crate::hover::pointer_selector(&d)),
+            reveal: web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| crate::hover::reveal_selector(&d)),
             remote: Vec::new(),
             labels: Default::default(),
             depth: 0,
@@ -353,7 +361,12 @@ impl Walk {
         let st = match cached {
             Some(st) => st,
             None => {
-                let mut st = read_style(el, frame, self.hover.as_deref().filter(|_| frame.cached));
+                let mut st = read_style(
+                    el,
+                    frame,
+                    self.hover.as_deref().filter(|_| frame.cached),
+                    self.reveal.as_deref().filter(|_| frame.cached),
+                );
                 // The items of a flex row are laid out side by side, though
                 // each is a block box: a person reads their short texts as
                 // one line ("Price $5"), so the walk does not break between
@@ -434,8 +447,12 @@ impl Walk {
         // of its own (a star or bin in a clickable mail row) is a target
         // of its own.
         let plain_outer = self.open_elements > 0 && self.inside_plain();
+        // A label with listeners of its own (a todo's, double-clicked to
+        // rename it) acts itself; one for a control that is listed names
+        // that control and is not listed besides.
         let listens = crate::listeners::has(el)
-            && !matches!(tag.as_str(), "html" | "body" | "label")
+            && !matches!(tag.as_str(), "html" | "body")
+            && !(tag == "label" && labels_a_control(el))
             && (self.open_elements == 0 || (plain_outer && self.small_inside(el)));
         let mut by_listener = false;
         let mut interactive = is_interactive(el, &tag, has_attrs)
@@ -459,7 +476,13 @@ impl Walk {
             // listed item: where a drag of the item must start (SortableJS'
             // `handle`).
             || (st.grab && !ctx.grab && self.open_elements > 0 && small_box(el));
-        if !interactive && listens {
+        // A row whose controls appear only under the pointer (a todo's ×
+        // on `li:hover`) is where a person points to get them: listed like
+        // a box with listeners, the outermost only.
+        let reveals = st.reveals
+            && self.open_elements == 0
+            && !matches!(tag.as_str(), "html" | "body" | "label");
+        if !interactive && (listens || reveals) {
             interactive = true;
             by_listener = !pointer;
         }
