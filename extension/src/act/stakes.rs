@@ -267,7 +267,13 @@ fn icon_font(el: &Element) -> bool {
 
 /// The text of the elements `aria-labelledby` names.
 fn labelled_by(el: &Element) -> Option<String> {
-    let ids = proto::get_attribute(el, "aria-labelledby")?;
+    texts_of_ids(el, "aria-labelledby")
+}
+
+/// The text of the elements the id list in `el`'s attribute `name` names
+/// (`aria-labelledby`, `aria-describedby`).
+fn texts_of_ids(el: &Element, name: &str) -> Option<String> {
+    let ids = proto::get_attribute(el, name)?;
     let doc = proto::owner_document(el)?;
     let texts: Vec<String> = ids
         .split_ascii_whitespace()
@@ -401,7 +407,7 @@ fn context_of(el: &Element) -> (Vec<String>, bool) {
         for text in [
             proto::get_attribute(&dialog, "aria-label"),
             labelled_by(&dialog),
-            labelled_by_described(&dialog),
+            texts_of_ids(&dialog, "aria-describedby"),
             Some(proto::inner_text(&dialog)),
         ]
         .into_iter()
@@ -441,17 +447,4 @@ fn context_of(el: &Element) -> (Vec<String>, bool) {
         at = proto::parent_element(&up);
     }
     (context, false)
-}
-
-/// The text of the elements a dialog's `aria-describedby` names.
-fn labelled_by_described(el: &Element) -> Option<String> {
-    let ids = proto::get_attribute(el, "aria-describedby")?;
-    let doc = proto::owner_document(el)?;
-    let texts: Vec<String> = ids
-        .split_ascii_whitespace()
-        .take(8)
-        .filter_map(|id| proto::get_element_by_id(&doc, id))
-        .filter_map(|l| proto::text_content(&l))
-        .collect();
-    Some(texts.join(" "))
 }

@@ -225,15 +225,7 @@ impl<B: Browser, O: Operator> Agent<'_, B, O> {
 impl<B: Browser, O: Operator> Asker for Agent<'_, B, O> {
     async fn ask(&self, what: &Approval, action: &Action) -> Decision {
         let decision = self.cx.operator.await_approval(&self.spec.id);
-        let event = TaskEvent::Approval {
-            step: self.step_now(),
-            action: action.clone(),
-            element: what.element.clone(),
-            summary: what.summary.clone(),
-            reason: what.reason.clone(),
-            kind: what.kind.clone(),
-            site: what.site.clone(),
-        };
+        let event = what.event(self.step_now(), action);
         self.emit(event, Vec::new()).await;
         tokio::select! {
             _ = self.stop.token().cancelled() => Decision::Rejected,

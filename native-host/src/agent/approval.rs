@@ -25,6 +25,21 @@ pub struct Approval {
     pub site: String,
 }
 
+impl Approval {
+    /// The `approval` task event that asks the person, at step `step`.
+    pub fn event(&self, step: u32, action: &Action) -> errand_protocol::TaskEvent {
+        errand_protocol::TaskEvent::Approval {
+            step,
+            action: action.clone(),
+            element: self.element.clone(),
+            summary: self.summary.clone(),
+            reason: self.reason.clone(),
+            kind: self.kind.clone(),
+            site: self.site.clone(),
+        }
+    }
+}
+
 /// The approval to ask for `action` (on `element` of the page `obs`
 /// shows), of `kind`, because of `reason`.
 pub fn asking(

@@ -726,15 +726,7 @@ impl<O: Operator> Asker for Asking<'_, O> {
     async fn ask(&self, what: &Approval, action: &Action) -> Decision {
         tracing::info!(task_id = %self.id, action = action.name(), reason = %what.reason, "the MCP caller waits for approval");
         let decision = self.operator.await_approval(self.id);
-        let event = TaskEvent::Approval {
-            step: self.step,
-            action: action.clone(),
-            element: what.element.clone(),
-            summary: what.summary.clone(),
-            reason: what.reason.clone(),
-            kind: what.kind.clone(),
-            site: what.site.clone(),
-        };
+        let event = what.event(self.step, action);
         let event = self.scrubber.serde(event);
         self.operator.emit(self.id, event, Vec::new()).await;
         decision.await.unwrap_or(Decision::Unasked)
