@@ -552,31 +552,38 @@ fn insert(el: &Element, text: &str) -> Option<u32> {
     insert_as(el, text, "insertText", false)
 }
 
+/// A text field's value, selection ends and value setter's class (`None`
+/// for an editor or anything else).
+fn caret_state(f: &Field) -> Option<(String, Option<u32>, Option<u32>, &'static str)> {
+    match f {
+        Field::Input(i) => Some((
+            i.value(),
+            i.selection_start().ok().flatten(),
+            i.selection_end().ok().flatten(),
+            "HTMLInputElement",
+        )),
+        Field::Area(a) => Some((
+            a.value(),
+            a.selection_start().ok().flatten(),
+            a.selection_end().ok().flatten(),
+            "HTMLTextAreaElement",
+        )),
+        Field::Editable | Field::None => None,
+    }
+}
+
 /// Inserts text at the caret of a field with `beforeinput`/`input` of
 /// type `input_type` (`insertText`, `insertFromPaste`,
 /// `insertCompositionText`), as much of it as the field's `maxlength`
 /// lets in (nothing, with no input events, when it is full: as a
 /// browser does); `Some(max)` when the limit kept some of it out.
 fn insert_as(el: &Element, text: &str, input_type: &str, composing: bool) -> Option<u32> {
-    let (value, start, end, class) = match field(el) {
-        Field::Input(i) => (
-            i.value(),
-            i.selection_start().ok().flatten(),
-            i.selection_end().ok().flatten(),
-            "HTMLInputElement",
-        ),
-        Field::Area(a) => (
-            a.value(),
-            a.selection_start().ok().flatten(),
-            a.selection_end().ok().flatten(),
-            "HTMLTextAreaElement",
-        ),
-        Field::Editable => {
-            exec(el, "insertText", Some(text));
-            return None;
-        }
-        Field::None => return None,
-    };
+    let f = field(el);
+    if matches!(f, Field::Editable) {
+        exec(el, "insertText", Some(text));
+        return None;
+    }
+    let (value, start, end, class) = caret_state(&f)?;
     let len = value.encode_utf16().count() as u32;
     let taken = match (start, end) {
         (Some(s), Some(e)) => e.max(s).min(len) - s.min(e).min(len),
@@ -682,25 +689,12 @@ fn backspace(el: &Element, forward: bool) {
         (out, s)
     };
     let kind = if forward { "deleteContentForward" } else { "deleteContentBackward" };
-    let (value, start, end, class) = match field(el) {
-        Field::Input(i) => (
-            i.value(),
-            i.selection_start().ok().flatten(),
-            i.selection_end().ok().flatten(),
-            "HTMLInputElement",
-        ),
-        Field::Area(a) => (
-            a.value(),
-            a.selection_start().ok().flatten(),
-            a.selection_end().ok().flatten(),
-            "HTMLTextAreaElement",
-        ),
-        Field::Editable => {
-            exec(el, if forward { "forwardDelete" } else { "delete" }, None);
-            return;
-        }
-        Field::None => return,
-    };
+    let f = field(el);
+    if matches!(f, Field::Editable) {
+        exec(el, if forward { "forwardDelete" } else { "delete" }, None);
+        return;
+    }
+    let Some((value, start, end, class)) = caret_state(&f) else { return };
     let (v, caret) = edit(value, start, end);
     note_edit(el);
     input_event(el, kind, None, false, || {

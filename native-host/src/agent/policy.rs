@@ -263,11 +263,6 @@ pub fn activates(action: &Action) -> bool {
     }
 }
 
-/// Whether `action` might activate something, so its stakes are asked.
-pub fn may_activate(action: &Action) -> bool {
-    activates(action)
-}
-
 /// Whether `action` waits for the user, judged by its `stakes` (or, without
 /// them, by its element as the list shows it).
 pub fn judge(
