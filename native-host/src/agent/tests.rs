@@ -506,6 +506,14 @@ async fn approvals_apply_at_replay_and_a_rejected_step_goes_to_the_model_then_th
     let seen = lock(&model.seen);
     assert_eq!(seen.len(), 2);
     assert!(seen[0][1].content.contains("You are repairing one step"));
+    // The step's intent and its failure (a model's and a page's words) are
+    // fenced data in the repair's task, not part of its instructions.
+    let repair = seen[0][1].content.split("You are repairing one step").nth(1).unwrap();
+    let (before, fenced) = repair.split_once(super::fence::BEGIN).expect("a fence");
+    assert!(!before.contains("The step:") && !before.contains("failed:"), "{repair}");
+    let fenced = fenced.split(super::fence::END).next().unwrap();
+    assert!(fenced.contains("The step: "), "{fenced}");
+    assert!(fenced.contains("replaying it failed"), "{fenced}");
     assert!(seen[1][1].content.contains("could not go on"));
     assert!(matches!(r.operator.outcome(), Outcome::Done { success: false, .. }));
 }
