@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use errand_e2e::model::{Reply, last_user_message};
+use errand_e2e::model::{Reply, elements, last_user_message};
 use errand_e2e::rig::{Rig, answer, element_by_label as el};
 use serde_json::{Value, json};
 
@@ -75,6 +75,18 @@ fn every_way_of_submitting_a_payment_waits_for_the_user() {
     rig.done("every_way_of_submitting_a_payment_waits_for_the_user");
 }
 
+/// The element whose line in the request's list says `icon=<word>` (a
+/// control with no text, named by what it draws).
+fn icon(req: &Value, word: &str) -> u32 {
+    let text = last_user_message(req).unwrap_or_default();
+    let said = format!("icon={word}");
+    elements(&text)
+        .into_iter()
+        .find(|(_, line)| line.contains(&said))
+        .map(|(n, _)| n)
+        .unwrap_or_else(|| panic!("no element with {said} in:\n{text}"))
+}
+
 fn names_script(req: &Value, call: usize) -> Reply {
     let click = |i: u32| answer(json!([{"click": {"index": i}}]));
     match call {
@@ -83,8 +95,8 @@ fn names_script(req: &Value, call: usize) -> Reply {
         1 => click(el(req, "Jetzt kaufen")),
         // A step that works (three failed steps in a row end a task).
         2 => click(el(req, "Show details")),
-        // The icon-only button: listed between "Jetzt kaufen" and "Check out".
-        3 => click(el(req, "Jetzt kaufen") + 1),
+        // The icon-only button, by the icon word its line says.
+        3 => click(icon(req, "trash")),
         4 => click(el(req, "Check out")),
         5 => done("looked at the details"),
         n => panic!("unexpected model call {n}"),
@@ -154,7 +166,7 @@ fn grant_script(req: &Value, call: usize) -> Reply {
         0 => answer(json!([{"click": {"index": el(req, "Jetzt kaufen")}}])),
         // The same kind on the same site: covered by "for this task".
         1 => answer(json!([{"click": {"index": el(req, "Check out")}}])),
-        2 => answer(json!([{"click": {"index": el(req, "Jetzt kaufen") + 1}}])),
+        2 => answer(json!([{"click": {"index": icon(req, "trash")}}])),
         3 => done("bought"),
         n => panic!("unexpected model call {n}"),
     }
