@@ -26,6 +26,8 @@ export const PANEL_KINDS = new Set([
   "list_recipes",
   "run_recipe",
   "accept_repairs",
+  "list_grants",
+  "revoke_grant",
   "hand_tab",
 ]);
 

@@ -114,8 +114,53 @@ function say(text, state = '') {
   el.dataset.state = state;
 }
 
+// ---- Approvals given "always on this site" ----
+
+const KIND_TEXT = {
+  pay: 'Payments', publish: 'Sending and publishing', delete: 'Deleting',
+  cancel: 'Cancelling', transfer: 'Money transfers', security: 'Security changes',
+};
+
+function showGrants(grants) {
+  const list = $('grant-list');
+  if (!grants.length) {
+    list.replaceChildren(h('li', { class: 'muted' }, 'Nothing: Errand asks each time.'));
+    return;
+  }
+  list.replaceChildren(...grants.map((g) => {
+    const what = `${KIND_TEXT[g.kind] ?? g.kind} on ${g.site}`;
+    return h('li', { class: 'grant' },
+      h('span', {}, what),
+      h('button', {
+        type: 'button', class: 'revoke', 'aria-label': `Revoke: ${what}`,
+        onclick: () => revokeGrant(g.site, g.kind, what),
+      }, 'Revoke'));
+  }));
+}
+
+async function loadGrants() {
+  const status = $('grants-status');
+  try {
+    showGrants((await request('list_grants')).grants ?? []);
+    status.textContent = '';
+  } catch (e) {
+    status.textContent = `Cannot read the approvals: ${e.message}`;
+  }
+}
+
+async function revokeGrant(site, kind, what) {
+  const status = $('grants-status');
+  try {
+    showGrants((await request('revoke_grant', { site, action_kind: kind })).grants ?? []);
+    status.textContent = `Revoked: ${what}. Errand asks again.`;
+  } catch (e) {
+    status.textContent = `Not revoked: ${e.message}`;
+  }
+}
+
 /** Loads the settings into the form (when the tab is shown). */
 export async function showSettings() {
+  loadGrants();
   if (dirty) return; // keep what the user is typing
   say('Loading…');
   try {

@@ -37,7 +37,7 @@ pub use diff::{DiffError, ObservationDiff, Splice, apply, splice_ends, splices};
 pub use locator::{Located, Locator};
 pub use observation::{ElementInfo, Observation, Rect, Viewport};
 pub use panel::{
-    CheckLevel, CheckLine, Fact, ProfileView, RecipeSummary, SecretInfo, SettingsUpdate,
+    CheckLevel, CheckLine, Fact, GrantView, ProfileView, RecipeSummary, SecretInfo, SettingsUpdate,
     SettingsView, TaskDetail, TaskSummary,
 };
 pub use stakes::{Decision as PolicyDecision, FormStakes, Stakes, Verdict};
@@ -383,6 +383,15 @@ pub enum Body {
     },
     /// Make the repairs a replay offered part of the recipe; reply `recipes`.
     AcceptRepairs { name: String },
+    /// The approvals the user gave "always on this site"; reply `grants`.
+    ListGrants {},
+    /// Withdraw the approvals given always on `site` (of `action_kind`
+    /// only, or all of them); reply `grants`, as they now are.
+    RevokeGrant {
+        site: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action_kind: Option<String>,
+    },
     /// Measures the channel: replied to with `pong` carrying `reply_bytes`
     /// bytes (at most [`MAX_PONG`]); `pad` is there only to make the
     /// request as large as wanted. Used by the messaging benchmark.
@@ -426,6 +435,8 @@ pub enum Body {
     Pong { data: String },
     /// Reply to the recipe requests.
     Recipes { recipes: Vec<RecipeSummary> },
+    /// Reply to `list_grants` and `revoke_grant`.
+    Grants { grants: Vec<GrantView> },
 
     // ---- Service worker ↔ host ----
     /// The service worker introduces itself when it connects.
@@ -554,6 +565,8 @@ pub const PANEL_KINDS: &[&str] = &[
     "list_recipes",
     "run_recipe",
     "accept_repairs",
+    "list_grants",
+    "revoke_grant",
     "hand_tab",
 ];
 
@@ -595,6 +608,8 @@ impl Body {
                 | Body::SaveRecipe { .. }
                 | Body::ListRecipes {}
                 | Body::AcceptRepairs { .. }
+                | Body::ListGrants {}
+                | Body::RevokeGrant { .. }
         )
     }
 }
@@ -968,6 +983,8 @@ mod tests {
             Body::ListRecipes {},
             Body::RunRecipe { name: s(), params: Default::default(), tab_id: None },
             Body::AcceptRepairs { name: s() },
+            Body::ListGrants {},
+            Body::RevokeGrant { site: s(), action_kind: None },
             Body::HandTab { tab_id: 1 },
         ];
         let kinds: Vec<String> = panel.iter().map(kind).collect();

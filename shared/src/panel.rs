@@ -151,6 +151,18 @@ pub struct ProfileView {
     pub secrets: Vec<SecretInfo>,
 }
 
+/// Actions of one kind the user approved always on one site ("Always on
+/// <site>" in an approval), as Settings lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantView {
+    /// The site, as the host compares sites (its normalised host).
+    pub site: String,
+    /// The kind of action: `pay`, `delete`, `publish`… (`data/stakes.toml`).
+    pub kind: String,
+    /// When it was given (RFC 3339).
+    pub since: String,
+}
+
 /// How one line of a connection check went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

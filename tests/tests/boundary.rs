@@ -196,6 +196,43 @@ fn an_approval_for_the_task_covers_its_kind_on_its_site() {
     rig.done("an_approval_for_the_task_covers_its_kind_on_its_site");
 }
 
+fn always_script(req: &Value, call: usize) -> Reply {
+    match call {
+        0 | 2 | 4 => answer(json!([{"click": {"index": el(req, "Jetzt kaufen")}}])),
+        1 | 3 | 5 => done("bought"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// "Always on <site>" lets the next task pay there unasked; Settings lists
+/// it, and once revoked there the next task asks again.
+#[test]
+fn an_approval_always_on_a_site_is_listed_in_settings_and_revoked_there() {
+    let rig = Rig::start(always_script);
+    let (tab, panel) = rig.open("/boundary/names.html").unwrap();
+    let run = |task: &str| {
+        panel.start_task(task).unwrap();
+        let (view, asked) = panel
+            .finish_deciding(Duration::from_secs(60), |_| "approve-site")
+            .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+        assert_eq!(view["status"], "done", "{view:#}");
+        asked.len()
+    };
+    assert_eq!(run("Buy it"), 1, "the first payment asks");
+    assert_eq!(run("Buy it again"), 0, "approved always on the site");
+    panel.open_tab("settings").unwrap();
+    let listed = panel.wait_text("#grant-list", "Payments on", Duration::from_secs(10)).unwrap();
+    assert!(listed.contains("127.0.0.1") || listed.contains("localhost"), "{listed}");
+    panel.click("#grant-list button.revoke").unwrap();
+    panel.wait_text("#grants-status", "Revoked", Duration::from_secs(10)).unwrap();
+    assert!(panel.text("#grant-list").unwrap().contains("Nothing"));
+    panel.open_tab("task").unwrap();
+    assert_eq!(run("Buy it once more"), 1, "revoked: the payment asks again");
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "nothing done b b b");
+    rig.done("an_approval_always_on_a_site_is_listed_in_settings_and_revoked_there");
+}
+
 fn frame_script(req: &Value, call: usize) -> Reply {
     let text = last_user_message(req).unwrap_or_default();
     match call {

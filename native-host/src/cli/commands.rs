@@ -207,14 +207,14 @@ async fn follow(
                     term::event(&ev, args_json);
                     match ev.event {
                         TaskEvent::Finished { outcome: o } => outcome = Some(o),
-                        TaskEvent::Approval { .. } => {
+                        TaskEvent::Approval { kind, site, .. } => {
                             let host = c.host.clone();
                             let id = task_id.clone();
                             tokio::spawn(async move {
                                 let decision = if approve {
                                     crate::agent::Decision::Approved
                                 } else {
-                                    ask_approval().await
+                                    ask_approval(&kind, &site).await
                                 };
                                 if let Err(e) = host.decide(Some(&id), decision) {
                                     tracing::warn!("{e}");
@@ -243,25 +243,58 @@ async fn follow(
 }
 
 /// Asks on the terminal whether to approve an action (the event's lines
-/// were printed); with no terminal nobody can be asked, which is no
+/// were printed): once, for this task (its kind on its site), always on
+/// its site, or not; with no terminal nobody can be asked, which is no
 /// rejection but not done either.
-async fn ask_approval() -> crate::agent::Decision {
-    use crate::agent::Decision;
+async fn ask_approval(kind: &str, site: &str) -> crate::agent::Decision {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
         eprintln!(
             "not done: nobody could be asked (no terminal; run with --approve to approve such actions)"
         );
-        return Decision::Unasked;
+        return crate::agent::Decision::Unasked;
     }
-    let answer = tokio::task::spawn_blocking(|| {
-        eprint!("Approve? [y/N] ");
+    let (kind, site) = (crate::text::printable(kind), crate::text::printable(site));
+    let question = format!(
+        "Approve? [y] once, [t] every {kind} on {site} in this task, [a] always {kind} on {site}, [N] no: "
+    );
+    let answer = tokio::task::spawn_blocking(move || {
+        eprint!("{question}");
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line)
     })
     .await;
-    let yes = matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"));
-    if yes { Decision::Approved } else { Decision::Rejected }
+    match answer {
+        Ok(Ok(line)) => terminal_decision(&line),
+        _ => crate::agent::Decision::Rejected,
+    }
+}
+
+/// What a line typed at the approval question decides.
+fn terminal_decision(line: &str) -> crate::agent::Decision {
+    use crate::agent::Decision;
+    match line.trim().to_lowercase().as_str() {
+        "y" | "yes" | "once" => Decision::Approved,
+        "t" | "task" => Decision::ApprovedForTask,
+        "a" | "always" => Decision::ApprovedOnSite,
+        _ => Decision::Rejected,
+    }
+}
+
+#[cfg(test)]
+mod approval_tests {
+    use super::terminal_decision;
+    use crate::agent::Decision;
+
+    #[test]
+    fn the_terminal_answers_approve_once_for_the_task_or_always() {
+        assert_eq!(terminal_decision("y\n"), Decision::Approved);
+        assert_eq!(terminal_decision(" YES "), Decision::Approved);
+        assert_eq!(terminal_decision("t\n"), Decision::ApprovedForTask);
+        assert_eq!(terminal_decision("always"), Decision::ApprovedOnSite);
+        assert_eq!(terminal_decision("\n"), Decision::Rejected);
+        assert_eq!(terminal_decision("sure"), Decision::Rejected);
+    }
 }
 
 #[derive(Serialize)]

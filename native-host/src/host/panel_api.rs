@@ -20,8 +20,8 @@
 use std::sync::Mutex;
 
 use errand_protocol::{
-    ActionRecord, Body, Build, ErrorCode, RecipeSummary, SettingsUpdate, SettingsView, StepReport,
-    TaskDetail, TaskSummary,
+    ActionRecord, Body, Build, ErrorCode, GrantView, RecipeSummary, SettingsUpdate, SettingsView,
+    StepReport, TaskDetail, TaskSummary,
 };
 
 use crate::config::{self, ConfigError, Edit, ProviderKind, Settings};
@@ -150,6 +150,13 @@ fn handle_blocking(host: &Host, body: Body) -> Result<Body, PanelError> {
             Ok(recipes(&data_dir()))
         }
         Body::ListRecipes {} => Ok(recipes(&data_dir())),
+        Body::ListGrants {} => grants(host),
+        Body::RevokeGrant { site, action_kind } => {
+            let kind = action_kind.as_deref().map(str::trim).filter(|k| !k.is_empty());
+            let n = host.store().revoke_grant(site.trim(), kind)?;
+            tracing::info!(site = %site.trim(), ?kind, n, "the side panel revoked approvals");
+            grants(host)
+        }
         Body::AcceptRepairs { name } => {
             Recipe::accept_proposed(&data_dir(), &name)?;
             tracing::info!(%name, "the side panel accepted a recipe's repairs");
@@ -157,6 +164,18 @@ fn handle_blocking(host: &Host, body: Body) -> Result<Body, PanelError> {
         }
         other => Err(PanelError::NotAPanelRequest(crate::host::kind_of(&other))),
     }
+}
+
+// ---- Approvals given always on a site ----
+
+fn grants(host: &Host) -> Result<Body, PanelError> {
+    let grants = host
+        .store()
+        .grants()?
+        .into_iter()
+        .map(|(site, kind, since)| GrantView { site, kind, since })
+        .collect();
+    Ok(Body::Grants { grants })
 }
 
 // ---- Recipes ----
@@ -770,6 +789,31 @@ mod tests {
             panic!()
         };
         assert!(p.secrets.is_empty() && p.facts.len() == 1);
+    }
+
+    #[test]
+    fn approvals_given_always_on_a_site_are_listed_and_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_in(dir.path(), &no_env, &Overrides::default());
+        host.store().add_grant("shop.example", "pay").unwrap();
+        host.store().add_grant("shop.example", "delete").unwrap();
+        host.store().add_grant("blog.example", "publish").unwrap();
+        let listed = |body| match handle_blocking(&host, body).unwrap() {
+            Body::Grants { grants } => {
+                grants.into_iter().map(|g| format!("{} {}", g.site, g.kind)).collect::<Vec<_>>()
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            listed(Body::ListGrants {}),
+            ["blog.example publish", "shop.example delete", "shop.example pay"]
+        );
+        let one =
+            Body::RevokeGrant { site: " shop.example ".into(), action_kind: Some("pay".into()) };
+        assert_eq!(listed(one), ["blog.example publish", "shop.example delete"]);
+        let all = Body::RevokeGrant { site: "shop.example".into(), action_kind: None };
+        assert_eq!(listed(all), ["blog.example publish"]);
+        assert!(!host.store().has_grant("shop.example", "delete").unwrap());
     }
 
     #[test]
