@@ -418,3 +418,53 @@ fn mcp_launch_over_stdio_drives_its_own_browser_and_refuses_what_nobody_can_appr
     ensure!(!page.contains("Paid 12 EUR"), "the page was paid: {page}");
     Ok(())
 }
+
+/// An MCP caller's actions pass the same gate as the agent's, judged by
+/// their effect: Enter in a payment form's field, `type` with Enter, a hold
+/// on its button, a button whose accessible name hides "Pay", a buy button
+/// in German and an icon-only trash button all wait for an approval nobody
+/// can give here; a harmless button runs.
+#[test]
+fn mcp_actions_are_judged_by_their_effect_like_the_agents() -> Result<()> {
+    let fixtures = errand_e2e::fixtures::FixtureServer::start()?;
+    let dir = tempfile::tempdir()?;
+    let env: Vec<(String, String)> = vec![
+        ("ERRAND_DATA_DIR".into(), dir.path().join("data").display().to_string()),
+        ("ERRAND_CONFIG_DIR".into(), dir.path().join("config").display().to_string()),
+        ("ERRAND_EXTENSION_DIR".into(), errand_e2e::browser::dist_dir().display().to_string()),
+        ("ERRAND_CHROMIUM".into(), errand_e2e::browser::chromium()?.display().to_string()),
+    ];
+    let scenario = json!([
+        {"tool": "goto", "args": {"url": fixtures.url("boundary/pay.html")}},
+        {"tool": "observe", "args": {}},
+        {"tool": "fill", "args": {"index": {"find": "Amount"}, "text": "500"}},
+        {"tool": "press", "args": {"index": {"find": "Amount"}, "key": "Enter"}},
+        {"tool": "type", "args": {"index": {"find": "Amount"}, "text": "0", "enter": true}},
+        {"tool": "hold", "args": {"index": {"find": "Pay $500"}, "ms": 600}},
+        {"tool": "observe", "args": {}},
+        {"tool": "goto", "args": {"url": fixtures.url("boundary/names.html")}},
+        {"tool": "observe", "args": {}},
+        {"tool": "click", "args": {"index": {"find": "Continue"}}},
+        {"tool": "click", "args": {"index": {"find": "Jetzt kaufen"}}},
+        {"tool": "click", "args": {"index": {"find": "icon=trash"}}},
+        {"tool": "click", "args": {"index": {"find": "Show details"}}},
+        {"tool": "observe", "args": {}},
+    ]);
+    let out = output(stdio_driver(&scenario, &["--launch"], &env)?.spawn()?)?;
+    for n in [0, 1, 2, 6, 7, 8, 12, 13] {
+        ensure!(call(&out, n)["is_error"] == false, "call {n}: {}", call(&out, n));
+    }
+    for n in [3, 4, 5, 9, 10, 11] {
+        let c = call(&out, n);
+        ensure!(c["is_error"] == true, "call {n} was not refused: {c}");
+        ensure!(
+            c["text"].as_str().is_some_and(|t| t.contains("nobody could be asked")),
+            "call {n}'s refusal does not say nobody could be asked: {c}"
+        );
+    }
+    let paid = call(&out, 6)["text"].as_str().unwrap_or("");
+    ensure!(paid.contains("not paid") && !paid.contains("PAID"), "{paid}");
+    let after = call(&out, 13)["text"].as_str().unwrap_or("");
+    ensure!(after.contains("nothing done e"), "{after}");
+    Ok(())
+}
