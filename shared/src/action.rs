@@ -200,6 +200,18 @@ fn yes() -> bool {
 }
 
 impl Action {
+    /// Whether a `type` presses keys that can set something off besides
+    /// text: its `enter`, a line break in its text (typed as Enter: the
+    /// field's form is submitted), or a tab (the focus moves on, and what
+    /// follows lands on the next control: a space or a line break there
+    /// presses it). `false` for every other action.
+    pub fn types_past_text(&self) -> bool {
+        match self {
+            Action::Type { text, enter, .. } => *enter || text.contains(['\n', '\r', '\t']),
+            _ => false,
+        }
+    }
+
     /// The action's name as the model writes it.
     pub fn name(&self) -> &'static str {
         match self {

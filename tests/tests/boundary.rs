@@ -87,6 +87,40 @@ fn icon(req: &Value, word: &str) -> u32 {
         .unwrap_or_else(|| panic!("no element with {said} in:\n{text}"))
 }
 
+fn typed_keys_script(req: &Value, call: usize) -> Reply {
+    let amount = || el(req, "Amount");
+    match call {
+        // A line break in the text is typed as Enter.
+        0 => answer(json!([{"type": {"index": amount(), "text": "500\n"}}])),
+        1 => answer(json!([{"fill": {"index": amount(), "text": "500"}}])),
+        // A tab moves on to the button; the space presses it.
+        2 => answer(json!([{"type": {"index": amount(), "text": "0\t "}}])),
+        3 => done("the user did not want to pay"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// The keys a `type` presses besides text are judged too: a line break
+/// (Enter) and a tab followed by a space (the next control pressed) in a
+/// payment form wait for the user, and rejected they pay nothing.
+#[test]
+fn keys_typed_inside_a_text_are_judged_like_enter() {
+    let rig = Rig::start(typed_keys_script);
+    let (tab, panel) = rig.open("/boundary/pay.html").unwrap();
+    panel.start_task("Pay the invoice").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(60), |_| "reject")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    for text in &asked {
+        assert!(text.contains("Pay $500"), "the approval says what it pays: {text}");
+    }
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "not paid");
+    rig.done("keys_typed_inside_a_text_are_judged_like_enter");
+}
+
 fn names_script(req: &Value, call: usize) -> Reply {
     let click = |i: u32| answer(json!([{"click": {"index": i}}]));
     match call {

@@ -7,7 +7,8 @@
 //!   the focused one (through open shadow roots); for a drag, the element it
 //!   is dropped on too.
 //! - **Whether it activates**: a press of the pointer (click, double click,
-//!   hold, a drag's drop), Enter or Space, `type` with Enter, ticking a
+//!   hold, a drag's drop), Enter or Space, `type` with Enter (or a line
+//!   break or a tab in its text: `Action::types_past_text`), ticking a
 //!   control that is drawn as a button (`role=switch`, `role=button`,
 //!   `aria-pressed`), choosing an option of a select that has a form to
 //!   submit or a change listener the page may act on. Filling, hovering,
@@ -94,7 +95,12 @@ fn landing(action: &Action) -> (Option<Element>, bool, bool) {
         | Action::Hold { index, .. }
         | Action::DragPath { index, .. } => (at(*index), true, false),
         Action::DragAndDrop { from, .. } => (at(*from), true, false),
-        Action::Type { index, enter, .. } => (at(*index), *enter, *enter),
+        // Enter (or a line break, or a tab and what follows it) may submit
+        // the field's form.
+        Action::Type { index, .. } => {
+            let past = action.types_past_text();
+            (at(*index), past, past)
+        }
         Action::Press { key, index, .. } => {
             let el = match index {
                 Some(i) => at(*i),

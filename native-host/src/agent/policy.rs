@@ -251,7 +251,7 @@ pub fn activates(action: &Action) -> bool {
         | Action::Hold { .. }
         | Action::DragAndDrop { .. }
         | Action::DragPath { .. } => true,
-        Action::Type { enter, .. } => *enter,
+        Action::Type { .. } => action.types_past_text(),
         Action::Press { key, .. } => {
             let last = key.rsplit('+').next().unwrap_or(key).trim().to_ascii_lowercase();
             matches!(last.as_str(), "enter" | "return" | "space" | " ")
@@ -430,6 +430,21 @@ mod tests {
             words: words.iter().map(|w| (*w).to_owned()).collect(),
             ..Stakes::default()
         }
+    }
+
+    #[test]
+    fn typing_a_line_break_or_a_tab_may_activate_like_enter() {
+        let ty = |text: &str, enter: bool| Action::Type {
+            index: 1,
+            text: text.into(),
+            enter,
+            clear: false,
+        };
+        assert!(!activates(&ty("500", false)));
+        assert!(activates(&ty("500", true)));
+        assert!(activates(&ty("500\n", false)), "a line break is typed as Enter");
+        assert!(activates(&ty("500\r", false)));
+        assert!(activates(&ty("500\t ", false)), "a tab moves on: the space presses what is next");
     }
 
     #[test]
