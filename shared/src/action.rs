@@ -212,6 +212,21 @@ impl Action {
         }
     }
 
+    /// For a `press`: whether its key (the last of its combination) is
+    /// Enter and whether it is Space, as the content script reads keys
+    /// (`enter`/`return`, `space` or a space character, any case).
+    pub fn presses_enter_or_space(&self) -> (bool, bool) {
+        let Action::Press { key, .. } = self else { return (false, false) };
+        let last = match key.rsplit_once('+') {
+            Some((_, "")) | None => key.as_str(),
+            Some((_, last)) => last,
+        };
+        let word = last.trim();
+        let enter = word.eq_ignore_ascii_case("enter") || word.eq_ignore_ascii_case("return");
+        let space = word.eq_ignore_ascii_case("space") || (word.is_empty() && last.contains(' '));
+        (enter, space)
+    }
+
     /// The action's name as the model writes it.
     pub fn name(&self) -> &'static str {
         match self {

@@ -95,14 +95,18 @@ fn typed_keys_script(req: &Value, call: usize) -> Reply {
         1 => answer(json!([{"fill": {"index": amount(), "text": "500"}}])),
         // A tab moves on to the button; the space presses it.
         2 => answer(json!([{"type": {"index": amount(), "text": "0\t "}}])),
-        3 => done("the user did not want to pay"),
+        3 => answer(json!([{"fill": {"index": amount(), "text": "500"}}])),
+        // A space character as the key, on the button.
+        4 => answer(json!([{"press": {"key": " ", "index": el(req, "Pay $500")}}])),
+        5 => done("the user did not want to pay"),
         n => panic!("unexpected model call {n}"),
     }
 }
 
 /// The keys a `type` presses besides text are judged too: a line break
 /// (Enter) and a tab followed by a space (the next control pressed) in a
-/// payment form wait for the user, and rejected they pay nothing.
+/// payment form wait for the user, as does a `press` of a space character
+/// on its button; rejected, they pay nothing.
 #[test]
 fn keys_typed_inside_a_text_are_judged_like_enter() {
     let rig = Rig::start(typed_keys_script);
@@ -112,7 +116,7 @@ fn keys_typed_inside_a_text_are_judged_like_enter() {
         .finish_deciding(Duration::from_secs(60), |_| "reject")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
     assert_eq!(view["status"], "done", "{view:#}");
-    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert_eq!(asked.len(), 3, "{asked:#?}");
     for text in &asked {
         assert!(text.contains("Pay $500"), "the approval says what it pays: {text}");
     }

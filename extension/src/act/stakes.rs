@@ -101,14 +101,12 @@ fn landing(action: &Action) -> (Option<Element>, bool, bool) {
             let past = action.types_past_text();
             (at(*index), past, past)
         }
-        Action::Press { key, index, .. } => {
+        Action::Press { index, .. } => {
             let el = match index {
                 Some(i) => at(*i),
                 None => focused(),
             };
-            let last = key.rsplit('+').next().unwrap_or(key).trim();
-            let enter = last.eq_ignore_ascii_case("enter") || last.eq_ignore_ascii_case("return");
-            let space = last.eq_ignore_ascii_case("space") || last == " ";
+            let (enter, space) = action.presses_enter_or_space();
             (el, enter || space, enter)
         }
         Action::Check { index } | Action::Uncheck { index } => {

@@ -252,9 +252,9 @@ pub fn activates(action: &Action) -> bool {
         | Action::DragAndDrop { .. }
         | Action::DragPath { .. } => true,
         Action::Type { .. } => action.types_past_text(),
-        Action::Press { key, .. } => {
-            let last = key.rsplit('+').next().unwrap_or(key).trim().to_ascii_lowercase();
-            matches!(last.as_str(), "enter" | "return" | "space" | " ")
+        Action::Press { .. } => {
+            let (enter, space) = action.presses_enter_or_space();
+            enter || space
         }
         // Whether these commit is the page's to tell (a switch drawn as a
         // button, a select of a form): asked, and judged by the stakes.
@@ -445,6 +445,17 @@ mod tests {
         assert!(activates(&ty("500\n", false)), "a line break is typed as Enter");
         assert!(activates(&ty("500\r", false)));
         assert!(activates(&ty("500\t ", false)), "a tab moves on: the space presses what is next");
+        let press = |key: &str| Action::Press {
+            key: key.into(),
+            index: Some(1),
+            dialog: Default::default(),
+        };
+        for key in ["Enter", "return", "Control+Enter", " ", "Shift+ ", "space", "Alt+Space"] {
+            assert!(activates(&press(key)), "{key:?}");
+        }
+        for key in ["a", "Tab", "Shift+Tab", "+", "Escape"] {
+            assert!(!activates(&press(key)), "{key:?}");
+        }
     }
 
     #[test]
