@@ -125,6 +125,41 @@ fn keys_typed_inside_a_text_are_judged_like_enter() {
     rig.done("keys_typed_inside_a_text_are_judged_like_enter");
 }
 
+fn auto_select_script(req: &Value, call: usize) -> Reply {
+    let menu = || el(req, "With selected");
+    match call {
+        // `fill` of a select chooses, as `select_option` does.
+        0 => answer(json!([{"fill": {"index": menu(), "text": "Delete permanently"}}])),
+        1 => {
+            answer(json!([{"select_option": {"index": menu(), "options": ["Delete permanently"]}}]))
+        }
+        2 => answer(json!([{"select_option": {"index": menu(), "options": ["Archive"]}}])),
+        3 => done("archived"),
+        n => panic!("unexpected model call {n}"),
+    }
+}
+
+/// A menu the page applies as soon as an option is chosen: the option
+/// chosen is judged, by `select_option` and by `fill` alike; a harmless one
+/// runs unasked.
+#[test]
+fn a_choice_the_page_applies_at_once_is_judged_by_the_option_chosen() {
+    let rig = Rig::start(auto_select_script);
+    let (tab, panel) = rig.open("/boundary/auto-select.html").unwrap();
+    panel.start_task("Archive the invoice").unwrap();
+    let (view, asked) = panel
+        .finish_deciding(Duration::from_secs(60), |_| "reject")
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", rig.browser.logs()));
+    assert_eq!(view["status"], "done", "{view:#}");
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    for text in &asked {
+        assert!(text.contains("Delete permanently"), "the approval says what it deletes: {text}");
+    }
+    let out = tab.eval("document.getElementById('out').textContent").unwrap();
+    assert_eq!(out, "DONE archive");
+    rig.done("a_choice_the_page_applies_at_once_is_judged_by_the_option_chosen");
+}
+
 fn names_script(req: &Value, call: usize) -> Reply {
     let click = |i: u32| answer(json!([{"click": {"index": i}}]));
     match call {

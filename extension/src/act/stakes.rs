@@ -10,8 +10,8 @@
 //!   hold, a drag's drop), Enter or Space, `type` with Enter (or a line
 //!   break or a tab in its text: `Action::types_past_text`), ticking a
 //!   control that is drawn as a button (`role=switch`, `role=button`,
-//!   `aria-pressed`), choosing an option of a select that has a form to
-//!   submit or a change listener the page may act on. Filling, hovering,
+//!   `aria-pressed`), choosing an option of a select that no submit
+//!   control applies (or that has a listener of its own), or of a listbox. Filling, hovering,
 //!   scrolling and reading do not.
 //! - **The control's words**: visible text, `aria-label`, the text of
 //!   `aria-labelledby`, `title`, `value` of a button input, `alt` of images
@@ -118,16 +118,24 @@ fn landing(action: &Action) -> (Option<Element>, bool, bool) {
             });
             (el, drawn_as_button, false)
         }
-        Action::SelectOption { index, .. } => {
+        // `fill` of a select chooses an option (`fields::fill`).
+        Action::SelectOption { index, .. } | Action::Fill { index, .. } => {
             let el = at(*index);
-            // A choice commits when the page can act on it at once: a
-            // select of a form (a bulk action applied by its button, or by
-            // the page's change listener), or a listbox option.
-            let commits = el.as_ref().is_some_and(|el| {
-                proto::local_name(el) != "select"
-                    || el.unchecked_ref::<HtmlSelectElement>().form().is_some()
-                    || crate::listeners::has(el)
-            });
+            let chooses = matches!(action, Action::SelectOption { .. })
+                || el.as_ref().is_some_and(|el| proto::local_name(el) == "select");
+            // A choice commits when the page may act on it at once: a
+            // listbox option, a select with a listener of its own, or a
+            // select no submit control applies (the page's `change`
+            // listener, unseen from here, is then the only thing that can:
+            // when in doubt, the choice is the action). A select of a form
+            // with a submit control is applied by that control, where the
+            // choice is judged ("it applies the choice").
+            let commits = chooses
+                && el.as_ref().is_some_and(|el| {
+                    proto::local_name(el) != "select"
+                        || crate::listeners::has(el)
+                        || !applied_by_a_submit_control(el)
+                });
             (el, commits, false)
         }
         _ => (action.element().and_then(at), false, false),
@@ -352,9 +360,7 @@ fn form_submitted(el: &Element, enter: bool) -> Option<FormStakes> {
         let ctag = proto::local_name(&c);
         let ckind =
             proto::get_attribute(&c, "type").unwrap_or_default().trim().to_ascii_lowercase();
-        let is_submit = (ctag == "button" && matches!(ckind.as_str(), "" | "submit"))
-            || (ctag == "input" && matches!(ckind.as_str(), "submit" | "image"));
-        if is_submit && stakes.submits.len() < MAX_FORM_PARTS {
+        if is_submit_control(&c) && stakes.submits.len() < MAX_FORM_PARTS {
             let (words, icons) = words_of(&c);
             let words = if words.is_empty() { icons } else { words };
             stakes.submits.push(words.join(" · "));
@@ -383,6 +389,21 @@ fn form_submitted(el: &Element, enter: bool) -> Option<FormStakes> {
         }
     }
     Some(stakes)
+}
+
+/// Whether `el` is in a form that has a submit control.
+fn applied_by_a_submit_control(el: &Element) -> bool {
+    let Some(form) = form_of(el) else { return false };
+    let controls = proto::form_elements(&form);
+    (0..controls.length()).filter_map(|i| controls.item(i)).any(|c| is_submit_control(&c))
+}
+
+/// A `<button>` of type submit, or an `<input>` of type submit or image.
+fn is_submit_control(c: &Element) -> bool {
+    let tag = proto::local_name(c);
+    let kind = proto::get_attribute(c, "type").unwrap_or_default().trim().to_ascii_lowercase();
+    (tag == "button" && matches!(kind.as_str(), "" | "submit"))
+        || (tag == "input" && matches!(kind.as_str(), "submit" | "image"))
 }
 
 /// The form `el` belongs to (its `form` owner, through the prototype: a

@@ -312,7 +312,7 @@ impl<B: Browser, A: Asker> Gate<'_, B, A> {
             return Passage::refused(PolicyDecision::Refuse, refused);
         }
         // 3. What it would set off.
-        let stakes = if policy::activates(action) {
+        let stakes = if policy::activates(action, element) {
             match self.browser.stakes(tab, action.clone()).await {
                 Ok(s) => Some(s),
                 Err(e) => {

@@ -243,9 +243,27 @@ fn words(folded: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether `action` presses or activates something where it lands.
-pub fn activates(action: &Action) -> bool {
+/// The options a choice names by their text (`select_option`, `fill` of a
+/// select).
+fn chosen(action: &Action) -> Vec<&str> {
     match action {
+        Action::SelectOption { options, .. } => options
+            .iter()
+            .filter_map(|o| match o {
+                errand_protocol::OptionChoice::Text(t) => Some(t.as_str()),
+                errand_protocol::OptionChoice::Position(_) => None,
+            })
+            .collect(),
+        Action::Fill { text, .. } => vec![text.as_str()],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `action` presses or activates something where it lands.
+pub fn activates(action: &Action, element: Option<&ElementInfo>) -> bool {
+    match action {
+        // `fill` of a select chooses an option, as `select_option` does.
+        Action::Fill { .. } => element.is_some_and(|e| e.tag.eq_ignore_ascii_case("select")),
         Action::Click { .. }
         | Action::DblClick { .. }
         | Action::Hold { .. }
@@ -293,6 +311,13 @@ pub fn judge(
                     return Some(j);
                 }
             }
+            // The option a committing choice picks (a select the page acts on
+            // at once: "Delete" in an auto-applied bulk menu).
+            for text in chosen(action) {
+                if let Some(j) = hit(text, "it chooses") {
+                    return Some(j);
+                }
+            }
             if let Some(form) = &s.form {
                 for text in &form.submits {
                     if let Some(j) = hit(text, "it submits the form of") {
@@ -317,7 +342,7 @@ pub fn judge(
             None
         }
         None => {
-            if !activates(action) {
+            if !activates(action, element) {
                 return None;
             }
             match element {
@@ -432,6 +457,21 @@ mod tests {
         }
     }
 
+    fn activates_(action: &Action) -> bool {
+        activates(action, None)
+    }
+
+    #[test]
+    fn filling_a_select_chooses_like_select_option() {
+        let fill = Action::Fill { index: 4, text: "Delete permanently".into() };
+        let select = ElementInfo { index: 4, tag: "select".into(), ..Default::default() };
+        let field = ElementInfo { index: 4, tag: "input".into(), ..Default::default() };
+        assert!(activates(&fill, Some(&select)), "a fill of a select chooses an option");
+        assert!(!activates(&fill, Some(&field)), "a fill of a field only writes");
+        assert!(!activates(&fill, None));
+        assert_eq!(chosen(&fill), vec!["Delete permanently"]);
+    }
+
     #[test]
     fn typing_a_line_break_or_a_tab_may_activate_like_enter() {
         let ty = |text: &str, enter: bool| Action::Type {
@@ -440,21 +480,21 @@ mod tests {
             enter,
             clear: false,
         };
-        assert!(!activates(&ty("500", false)));
-        assert!(activates(&ty("500", true)));
-        assert!(activates(&ty("500\n", false)), "a line break is typed as Enter");
-        assert!(activates(&ty("500\r", false)));
-        assert!(activates(&ty("500\t ", false)), "a tab moves on: the space presses what is next");
+        assert!(!activates_(&ty("500", false)));
+        assert!(activates_(&ty("500", true)));
+        assert!(activates_(&ty("500\n", false)), "a line break is typed as Enter");
+        assert!(activates_(&ty("500\r", false)));
+        assert!(activates_(&ty("500\t ", false)), "a tab moves on: the space presses what is next");
         let press = |key: &str| Action::Press {
             key: key.into(),
             index: Some(1),
             dialog: Default::default(),
         };
         for key in ["Enter", "return", "Control+Enter", " ", "Shift+ ", "space", "Alt+Space"] {
-            assert!(activates(&press(key)), "{key:?}");
+            assert!(activates_(&press(key)), "{key:?}");
         }
         for key in ["a", "Tab", "Shift+Tab", "+", "Escape"] {
-            assert!(!activates(&press(key)), "{key:?}");
+            assert!(!activates_(&press(key)), "{key:?}");
         }
     }
 
