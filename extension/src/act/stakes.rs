@@ -11,8 +11,9 @@
 //!   break or a tab in its text: `Action::types_past_text`), ticking a
 //!   control that is drawn as a button (`role=switch`, `role=button`,
 //!   `aria-pressed`), choosing an option of a select that no submit
-//!   control applies (or that has a listener of its own), or of a listbox. Filling, hovering,
-//!   scrolling and reading do not.
+//!   control applies (or that has a listener of its own), or of a listbox;
+//!   not a choice added to a list that takes several (a state, as a ticked
+//!   checkbox is). Filling, hovering, scrolling and reading do not.
 //! - **The control's words**: visible text, `aria-label`, the text of
 //!   `aria-labelledby`, `title`, `value` of a button input, `alt` of images
 //!   inside, SVG `<title>`s, and icon words: the words of the class names
@@ -130,11 +131,16 @@ fn landing(action: &Action) -> (Option<Element>, bool, bool) {
             // when in doubt, the choice is the action). A select of a form
             // with a submit control is applied by that control, where the
             // choice is judged ("it applies the choice").
+            // A list that takes several choices (`<select multiple>`,
+            // `aria-multiselectable`) adds each to a set, as ticking a
+            // checkbox does: a state, not a command (an Apply of its form
+            // is judged with what is chosen in it).
             let commits = chooses
                 && el.as_ref().is_some_and(|el| {
-                    proto::local_name(el) != "select"
-                        || crate::listeners::has(el)
-                        || !applied_by_a_submit_control(el)
+                    !takes_several(el)
+                        && (proto::local_name(el) != "select"
+                            || crate::listeners::has(el)
+                            || !applied_by_a_submit_control(el))
                 });
             (el, commits, false)
         }
@@ -389,6 +395,15 @@ fn form_submitted(el: &Element, enter: bool) -> Option<FormStakes> {
         }
     }
     Some(stakes)
+}
+
+/// Whether `el` is a list that takes several choices: a `<select
+/// multiple>` or a listbox with `aria-multiselectable="true"`.
+fn takes_several(el: &Element) -> bool {
+    if proto::local_name(el) == "select" {
+        return el.unchecked_ref::<HtmlSelectElement>().multiple();
+    }
+    proto::get_attribute(el, "aria-multiselectable").is_some_and(|v| v.trim() == "true")
 }
 
 /// Whether `el` is in a form that has a submit control.
